@@ -1,0 +1,2 @@
+"""The runtime's own actors: ProcessActor, the line and JSON-RPC transports, the SessionActor base
+and the EventHub (fan-in)."""

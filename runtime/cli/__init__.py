@@ -1,0 +1,62 @@
+"""The ``paddock`` command line.
+
+Each subcommand lives in its own module, imported only when used. A module defines
+``HELP: str``, ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+COMMANDS: dict[str, str] = {
+    "demo": "runtime.cli._demo",
+    "run": "runtime.cli._run",
+    "events": "runtime.cli._events",
+    "doctor": "runtime.cli._doctor",
+    "sessions": "runtime.cli._sessions",
+    "stop": "runtime.cli._stop",
+    "version": "runtime.cli._version",
+    "bench": "runtime.cli._bench",
+    "mock-model": "runtime.cli._mock_model",
+    "peers": "runtime.cli._peers",
+    "record": "runtime.cli._record",
+}
+"""Subcommand name -> module path."""
+
+
+def _available() -> dict[str, object]:
+    found: dict[str, object] = {}
+    for name, path in COMMANDS.items():
+        try:
+            found[name] = importlib.import_module(path)
+        except ModuleNotFoundError as exc:
+            if exc.name != path:
+                raise
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code (also used as ``sys.exit`` status)."""
+    commands = _available()
+    parser = argparse.ArgumentParser(prog="paddock", description="Supervised coding-agent runtime.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in commands.items():
+        p = sub.add_parser(name, help=getattr(module, "HELP", None))
+        module.add_arguments(p)  # type: ignore[attr-defined]
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        return int(commands[args.command].run(args) or 0)  # type: ignore[attr-defined]
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

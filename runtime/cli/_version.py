@@ -1,0 +1,30 @@
+"""``paddock version``: the runtime's version and the registered drivers."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "print the version and the registered drivers"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    import runtime
+
+    try:
+        from drivers import BUILT_IN_DRIVERS  # type: ignore[attr-defined]
+
+        drivers = sorted(BUILT_IN_DRIVERS)
+    except ImportError:
+        drivers = []
+    if args.json:
+        print(json.dumps({"version": runtime.__version__, "drivers": drivers}))
+    else:
+        print(f"paddock {runtime.__version__}")
+        print("drivers: " + (", ".join(drivers) or "(none yet)"))
+    return 0

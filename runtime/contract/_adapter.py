@@ -1,0 +1,159 @@
+"""The adapter contract every driver instance implements, and its input and result types."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from ._capabilities import Capabilities
+from ._cursor import ResumeCursor
+from ._events import Decision, ItemKind, ItemStatus, TurnState
+
+__all__ = [
+    "MAX_PROMPT_CHARS",
+    "Decision",
+    "InteractionMode",
+    "ItemSnapshot",
+    "ProviderAdapter",
+    "RuntimeMode",
+    "SendTurnInput",
+    "Session",
+    "SessionStatus",
+    "StartSessionInput",
+    "ThreadSnapshot",
+    "TurnSnapshot",
+    "TurnStartResult",
+    "DECISIONS",
+    "INTERACTION_MODES",
+    "RUNTIME_MODES",
+]
+
+RuntimeMode = Literal["approval-required", "auto-accept-edits", "full-access"]
+InteractionMode = Literal["default", "plan"]
+SessionStatus = Literal["starting", "ready", "running", "stopped", "error"]
+
+DECISIONS: tuple[Decision, ...] = ("accept", "accept_for_session", "decline", "cancel")
+RUNTIME_MODES: tuple[RuntimeMode, ...] = ("approval-required", "auto-accept-edits", "full-access")
+INTERACTION_MODES: tuple[InteractionMode, ...] = ("default", "plan")
+MAX_PROMPT_CHARS = 120_000
+"""Prompts longer than this are refused before they reach a process."""
+
+
+class _Input(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class StartSessionInput(_Input):
+    """What the runtime asks a driver instance to start. ``resume_cursor`` is set when the thread
+    has a binding to resume; ``workspace_roots`` bound every file and terminal request (``cwd`` is
+    always one of them)."""
+
+    thread_id: str
+    cwd: str
+    runtime_mode: RuntimeMode = "full-access"
+    interaction_mode: InteractionMode = "default"
+    model: str | None = None
+    resume_cursor: ResumeCursor | None = None
+    workspace_roots: tuple[str, ...] = ()
+
+
+class SendTurnInput(_Input):
+    thread_id: str
+    text: str
+    turn_id: str | None = None
+    interaction_mode: InteractionMode | None = None
+    model: str | None = None
+
+
+class TurnStartResult(_Input):
+    """The turn was accepted; its progress arrives as events carrying ``turn_id``."""
+
+    thread_id: str
+    turn_id: str
+    resume_cursor: ResumeCursor | None = None
+
+
+class Session(_Input):
+    """A live (or last known) binding of a thread to an instance."""
+
+    thread_id: str
+    instance_id: str
+    driver: str
+    status: SessionStatus
+    cwd: str
+    runtime_mode: RuntimeMode = "full-access"
+    interaction_mode: InteractionMode = "default"
+    model: str | None = None
+    active_turn_id: str | None = None
+    resume_cursor: ResumeCursor | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    last_error: str | None = None
+
+
+class ItemSnapshot(_Input):
+    item_id: str
+    kind: ItemKind
+    status: ItemStatus = "completed"
+    title: str | None = None
+    text: str | None = None
+
+
+class TurnSnapshot(_Input):
+    turn_id: str
+    state: TurnState | Literal["running"]
+    user_text: str | None = None
+    items: tuple[ItemSnapshot, ...] = ()
+
+
+class ThreadSnapshot(_Input):
+    thread_id: str
+    turns: tuple[TurnSnapshot, ...] = ()
+
+
+@runtime_checkable
+class ProviderAdapter(Protocol):
+    """One driver instance. Every method is thread-safe and returns when the operation is
+    accepted; progress arrives as canonical events. Methods raise only ``PaddockError``s."""
+
+    def capabilities(self) -> Capabilities: ...
+
+    def start_session(self, input: StartSessionInput, *, timeout: float | None = None) -> Session: ...
+
+    def send_turn(self, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult: ...
+
+    def interrupt_turn(
+        self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None
+    ) -> None: ...
+
+    def steer_turn(
+        self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None
+    ) -> TurnStartResult: ...
+
+    def respond_to_request(
+        self, thread_id: str, request_id: str, decision: Decision, *, timeout: float | None = None
+    ) -> None: ...
+
+    def respond_to_user_input(
+        self,
+        thread_id: str,
+        request_id: str,
+        answers: dict[str, Any],
+        *,
+        timeout: float | None = None,
+    ) -> None: ...
+
+    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None: ...
+
+    def stop_all(self, *, timeout: float | None = None) -> None: ...
+
+    def list_sessions(self) -> list[Session]: ...
+
+    def has_session(self, thread_id: str) -> bool: ...
+
+    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot: ...
+
+    def rollback_thread(
+        self, thread_id: str, num_turns: int, *, timeout: float | None = None
+    ) -> ThreadSnapshot: ...

@@ -1,0 +1,211 @@
+"""Capabilities: what an instance's agent really does, in twelve groups of flags.
+
+Host code and the runtime read capabilities, never the driver kind. A driver declares its own;
+ACP drivers start from :data:`ACP_DEFAULT_CAPABILITIES` and override only what the agent really
+does, with a comment naming the protocol fact. A flag left on that fails at run time is a bug.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ._errors import CapabilityUnsupportedError
+
+__all__ = [
+    "ACP_DEFAULT_CAPABILITIES",
+    "ApprovalsCaps",
+    "Capabilities",
+    "CheckpointingCaps",
+    "ContextCaps",
+    "IdentityCaps",
+    "IdentityStrength",
+    "PlanningCaps",
+    "RuntimePolicyCaps",
+    "SessionsCaps",
+    "SteeringStrategy",
+    "StreamingCaps",
+    "SubagentsCaps",
+    "ThreadsCaps",
+    "ToolsCaps",
+    "TurnsCaps",
+    "decide_steering",
+]
+
+IdentityStrength = Literal["strong", "weak", "none"]
+SteeringStrategy = Literal["active_steering", "interrupt_restart"]
+
+
+class _Group(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class SessionsCaps(_Group):
+    """``resume``: continue a native session from a cursor in a fresh process; ``load``: the same
+    with the history replayed; ``fork``; ``list``: enumerate native sessions;
+    ``shared_process``: many sessions on one agent process."""
+
+    resume: bool
+    load: bool
+    fork: bool
+    list: bool
+    shared_process: bool
+
+
+class ThreadsCaps(_Group):
+    """``read``: a snapshot of past turns; ``rollback``: drop the last N turns;
+    ``metadata``: titles and other thread metadata."""
+
+    read: bool
+    rollback: bool
+    metadata: bool
+
+
+class TurnsCaps(_Group):
+    """``interrupt``: stop a running turn; ``steer``: add input to a running turn;
+    ``queue``: accept a turn while another runs."""
+
+    interrupt: bool
+    steer: bool
+    queue: bool
+
+
+class StreamingCaps(_Group):
+    assistant_text: bool
+    reasoning: bool
+    plan_text: bool
+    command_output: bool
+    token_usage: bool
+
+
+class ToolsCaps(_Group):
+    """``client_fs`` and ``client_terminal``: the agent asks the host to read and write files and
+    run commands, confined by the runtime to the workspace roots."""
+
+    commands: bool
+    file_changes: bool
+    mcp: bool
+    web_search: bool
+    client_fs: bool
+    client_terminal: bool
+
+
+class ApprovalsCaps(_Group):
+    commands: bool
+    file_changes: bool
+    accept_for_session: bool
+    user_input: bool
+
+
+class PlanningCaps(_Group):
+    plan_updates: bool
+    plan_mode: bool
+
+
+class SubagentsCaps(_Group):
+    tasks: bool
+
+
+class ContextCaps(_Group):
+    compaction: bool
+    context_window: bool
+
+
+class CheckpointingCaps(_Group):
+    diffs: bool
+    restore: bool
+
+
+class IdentityCaps(_Group):
+    """How stable the native ids are: ``strong`` (the agent names it), ``weak`` (derived by the
+    runtime), ``none``."""
+
+    thread: IdentityStrength
+    turn: IdentityStrength
+    item: IdentityStrength
+    request: IdentityStrength
+
+
+class RuntimePolicyCaps(_Group):
+    """``native``: the agent enforces the runtime mode itself; ``client-boundary``: the runtime
+    enforces it when it answers the agent's permission, fs and terminal requests."""
+
+    enforcement: Literal["native", "client-boundary"]
+    modes: tuple[str, ...]
+
+
+class Capabilities(_Group):
+    """The twelve capability groups of one instance."""
+
+    sessions: SessionsCaps
+    threads: ThreadsCaps
+    turns: TurnsCaps
+    streaming: StreamingCaps
+    tools: ToolsCaps
+    approvals: ApprovalsCaps
+    planning: PlanningCaps
+    subagents: SubagentsCaps
+    context: ContextCaps
+    checkpointing: CheckpointingCaps
+    identity: IdentityCaps
+    runtime_policy: RuntimePolicyCaps
+
+
+ACP_DEFAULT_CAPABILITIES = Capabilities(
+    # ACP v1: loadSession, sessionCapabilities.resume/fork/list are negotiated at initialize.
+    sessions=SessionsCaps(resume=False, load=False, fork=False, list=False, shared_process=True),
+    # ACP has no turn history read or rollback method; the runtime keeps its own snapshot.
+    threads=ThreadsCaps(read=True, rollback=False, metadata=True),
+    # session/cancel is a stable notification; there is no mid-turn input.
+    turns=TurnsCaps(interrupt=True, steer=False, queue=False),
+    # usage_update is not in every agent; agents that send it turn token_usage on.
+    streaming=StreamingCaps(
+        assistant_text=True,
+        reasoning=True,
+        plan_text=False,
+        command_output=True,
+        token_usage=False,
+    ),
+    tools=ToolsCaps(
+        commands=True,
+        file_changes=True,
+        mcp=True,
+        web_search=False,
+        client_fs=False,
+        client_terminal=False,
+    ),
+    # session/request_permission options carry allow_always.
+    approvals=ApprovalsCaps(
+        commands=True, file_changes=True, accept_for_session=True, user_input=False
+    ),
+    planning=PlanningCaps(plan_updates=True, plan_mode=False),
+    subagents=SubagentsCaps(tasks=False),
+    context=ContextCaps(compaction=False, context_window=False),
+    checkpointing=CheckpointingCaps(diffs=False, restore=False),
+    # sessionId and toolCallId come from the agent; turns are ours; request ids are per process.
+    identity=IdentityCaps(thread="strong", turn="none", item="strong", request="weak"),
+    runtime_policy=RuntimePolicyCaps(
+        enforcement="client-boundary",
+        modes=("approval-required", "auto-accept-edits", "full-access"),
+    ),
+)
+"""What every ACP v1 agent can do before ``initialize`` says more."""
+
+
+def decide_steering(caps: Capabilities, force_restart: bool = False) -> SteeringStrategy:
+    """Choose how to add input to a running turn.
+
+    Returns ``"active_steering"`` when the agent takes input mid-turn (and ``force_restart`` is
+    false), else ``"interrupt_restart"`` when it can interrupt the turn and start a new one.
+    Raises :class:`CapabilityUnsupportedError` naming the missing capability otherwise.
+    """
+    if caps.turns.steer and not force_restart:
+        return "active_steering"
+    if caps.turns.interrupt:
+        return "interrupt_restart"
+    missing = "turns.interrupt" if force_restart or not caps.turns.steer else "turns.steer"
+    raise CapabilityUnsupportedError(
+        missing,
+        "this agent can neither take input mid-turn nor interrupt a turn to restart it",
+    )

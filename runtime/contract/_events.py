@@ -1,0 +1,539 @@
+"""The canonical event union.
+
+Every event is a frozen msgspec Struct tagged on ``type`` and shares the envelope of
+:class:`EventBase`. Drivers build events with ``seq=0`` and an empty ``event_id``; the EventHub
+stamps both, and overwrites ``driver``, ``instance_id`` and ``thread_id`` with the identity of the
+emitting actor, so a driver cannot mislabel them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import msgspec
+
+from ._errors import ValidationError
+
+__all__ = [
+    "EVENT_TYPES",
+    "AccountRateLimitsUpdated",
+    "AccountUpdated",
+    "AuthStatus",
+    "ConfigWarning",
+    "ContentDelta",
+    "DeprecationNotice",
+    "Event",
+    "EventBase",
+    "FilesPersisted",
+    "HookCompleted",
+    "HookProgress",
+    "HookStarted",
+    "ItemCompleted",
+    "ItemKind",
+    "ItemStarted",
+    "ItemStatus",
+    "ItemUpdated",
+    "McpOauthCompleted",
+    "McpStatusUpdated",
+    "ModelRerouted",
+    "PlanStep",
+    "ProviderRefs",
+    "RawPayload",
+    "RequestKind",
+    "RequestOpened",
+    "RequestResolved",
+    "RuntimeErrorEvent",
+    "RuntimeWarningEvent",
+    "SessionConfigured",
+    "SessionExited",
+    "SessionStarted",
+    "SessionState",
+    "SessionStateChanged",
+    "StreamKind",
+    "TaskCompleted",
+    "TaskProgress",
+    "TaskStarted",
+    "ThreadMetadataUpdated",
+    "ThreadStarted",
+    "ThreadStateChanged",
+    "ThreadTokenUsageUpdated",
+    "TokenUsage",
+    "ToolProgress",
+    "ToolSummary",
+    "TurnAborted",
+    "TurnCompleted",
+    "TurnDiffUpdated",
+    "TurnPlanUpdated",
+    "TurnProposedCompleted",
+    "TurnProposedDelta",
+    "TurnStarted",
+    "TurnState",
+    "UserInputOption",
+    "UserInputQuestion",
+    "UserInputRequested",
+    "UserInputResolved",
+    "decode_event",
+    "decode_events",
+    "encode_event",
+]
+
+StreamKind = Literal[
+    "assistant_text",
+    "reasoning_text",
+    "reasoning_summary_text",
+    "plan_text",
+    "command_output",
+    "file_change_output",
+]
+TurnState = Literal["completed", "failed", "interrupted", "cancelled"]
+SessionState = Literal["starting", "ready", "running", "waiting", "stopping", "stopped", "error"]
+ItemKind = Literal[
+    "assistant_message",
+    "user_message",
+    "reasoning",
+    "plan",
+    "command",
+    "file_change",
+    "file_read",
+    "search",
+    "web_search",
+    "mcp_tool_call",
+    "tool_call",
+    "other",
+]
+ItemStatus = Literal["pending", "in_progress", "completed", "failed", "declined", "cancelled"]
+RequestKind = Literal["command", "file_change", "file_read", "permission", "tool", "other"]
+Decision = Literal["accept", "accept_for_session", "decline", "cancel"]
+
+
+class _Data(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    pass
+
+
+class ProviderRefs(_Data):
+    """Native ids from the agent's own protocol, for correlation and debugging."""
+
+    thread: str | None = None
+    turn: str | None = None
+    item: str | None = None
+    request: str | None = None
+
+
+class RawPayload(_Data):
+    """The native message an event came from (off by default, credentials redacted)."""
+
+    source: str
+    method: str | None = None
+    payload: Any = None
+
+
+class TokenUsage(_Data):
+    """Token counts; absent counts are unknown, not zero."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    total_tokens: int | None = None
+    context_window: int | None = None
+    cost: float | None = None
+    currency: str | None = None
+
+
+class PlanStep(_Data):
+    step: str
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+class UserInputOption(_Data):
+    label: str
+    description: str | None = None
+
+
+class UserInputQuestion(_Data):
+    id: str
+    question: str
+    header: str | None = None
+    options: tuple[UserInputOption, ...] = ()
+    multi_select: bool = False
+
+
+class EventBase(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    tag_field="type",
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+):
+    """The envelope every canonical event carries.
+
+    ``seq`` is strictly increasing per runtime and assigned by the hub; ``created_at`` is Unix time
+    in seconds. ``turn_id``, ``item_id`` and ``request_id`` are set where the event belongs to one.
+    """
+
+    driver: str
+    instance_id: str
+    thread_id: str
+    event_id: str = ""
+    seq: int = 0
+    created_at: float = 0.0
+    turn_id: str | None = None
+    item_id: str | None = None
+    request_id: str | None = None
+    provider_refs: ProviderRefs | None = None
+    raw: RawPayload | None = None
+
+
+# session -----------------------------------------------------------------------------------------
+
+
+class SessionStarted(EventBase, tag="session.started"):
+    """A session bound the thread to an instance. ``resumed`` says it continues a native session
+    from the thread's resume cursor; ``resume_failed`` says a resume was tried and a fresh native
+    session was started instead."""
+
+    cwd: str | None = None
+    model: str | None = None
+    runtime_mode: str | None = None
+    interaction_mode: str | None = None
+    resumed: bool = False
+    resume_failed: bool = False
+    detail: str | None = None
+
+
+class SessionConfigured(EventBase, tag="session.configured"):
+    """The agent reported its session configuration: modes, models, commands, options."""
+
+    config: dict[str, Any] = {}
+
+
+class SessionStateChanged(EventBase, tag="session.state.changed"):
+    state: SessionState
+    reason: str | None = None
+
+
+class SessionExited(EventBase, tag="session.exited"):
+    """The session ended. ``recoverable`` says a new session on the same thread can resume it."""
+
+    reason: str
+    recoverable: bool = True
+    exit_code: int | None = None
+    signal: int | None = None
+    stderr_tail: str | None = None
+
+
+# thread ------------------------------------------------------------------------------------------
+
+
+class ThreadStarted(EventBase, tag="thread.started"):
+    pass
+
+
+class ThreadStateChanged(EventBase, tag="thread.state.changed"):
+    state: Literal["active", "idle", "archived", "closed"]
+
+
+class ThreadMetadataUpdated(EventBase, tag="thread.metadata.updated"):
+    title: str | None = None
+    metadata: dict[str, Any] = {}
+
+
+class ThreadTokenUsageUpdated(EventBase, tag="thread.token-usage.updated"):
+    """Cumulative usage of the thread; it never goes backwards."""
+
+    usage: TokenUsage
+
+
+# turn --------------------------------------------------------------------------------------------
+
+
+class TurnStarted(EventBase, tag="turn.started"):
+    model: str | None = None
+    interaction_mode: str | None = None
+
+
+class TurnCompleted(EventBase, tag="turn.completed"):
+    """The one and only end of a turn."""
+
+    state: TurnState
+    stop_reason: str | None = None
+    error: str | None = None
+    usage: TokenUsage | None = None
+
+
+class TurnAborted(EventBase, tag="turn.aborted"):
+    reason: str
+
+
+class TurnPlanUpdated(EventBase, tag="turn.plan.updated"):
+    steps: tuple[PlanStep, ...] = ()
+    explanation: str | None = None
+
+
+class TurnProposedDelta(EventBase, tag="turn.proposed.delta"):
+    delta: str
+
+
+class TurnProposedCompleted(EventBase, tag="turn.proposed.completed"):
+    text: str
+
+
+class TurnDiffUpdated(EventBase, tag="turn.diff.updated"):
+    diff: str
+
+
+# item and content --------------------------------------------------------------------------------
+
+
+class ItemStarted(EventBase, tag="item.started"):
+    kind: ItemKind
+    title: str | None = None
+    status: ItemStatus = "in_progress"
+    data: dict[str, Any] | None = None
+
+
+class ItemUpdated(EventBase, tag="item.updated"):
+    kind: ItemKind
+    title: str | None = None
+    status: ItemStatus | None = None
+    data: dict[str, Any] | None = None
+
+
+class ItemCompleted(EventBase, tag="item.completed"):
+    """The item's final state. ``text`` equals the concatenation of its ``content.delta`` events
+    when both exist."""
+
+    kind: ItemKind
+    status: ItemStatus = "completed"
+    title: str | None = None
+    text: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class ContentDelta(EventBase, tag="content.delta"):
+    stream: StreamKind
+    delta: str
+
+
+# requests ----------------------------------------------------------------------------------------
+
+
+class RequestOpened(EventBase, tag="request.opened"):
+    """The agent asks the host to decide; answer with ``respond_to_request``."""
+
+    kind: RequestKind
+    title: str | None = None
+    detail: str | None = None
+    decisions: tuple[Decision, ...] = ("accept", "accept_for_session", "decline", "cancel")
+    data: dict[str, Any] | None = None
+
+
+class RequestResolved(EventBase, tag="request.resolved"):
+    """``resolution`` is ``answered`` (with ``decision``), ``cancelled`` (the turn ended) or
+    ``expired`` (the process died)."""
+
+    resolution: Literal["answered", "cancelled", "expired"]
+    decision: Decision | None = None
+
+
+class UserInputRequested(EventBase, tag="user-input.requested"):
+    questions: tuple[UserInputQuestion, ...] = ()
+
+
+class UserInputResolved(EventBase, tag="user-input.resolved"):
+    resolution: Literal["answered", "cancelled", "expired"] = "answered"
+    answers: dict[str, Any] = {}
+
+
+# task, hook, tool --------------------------------------------------------------------------------
+
+
+class TaskStarted(EventBase, tag="task.started"):
+    task_id: str
+    description: str | None = None
+
+
+class TaskProgress(EventBase, tag="task.progress"):
+    task_id: str
+    message: str
+
+
+class TaskCompleted(EventBase, tag="task.completed"):
+    task_id: str
+    status: Literal["completed", "failed", "cancelled"] = "completed"
+    summary: str | None = None
+
+
+class HookStarted(EventBase, tag="hook.started"):
+    hook_id: str
+    name: str | None = None
+
+
+class HookProgress(EventBase, tag="hook.progress"):
+    hook_id: str
+    message: str
+
+
+class HookCompleted(EventBase, tag="hook.completed"):
+    hook_id: str
+    outcome: str | None = None
+
+
+class ToolProgress(EventBase, tag="tool.progress"):
+    tool_name: str | None = None
+    message: str | None = None
+    elapsed_seconds: float | None = None
+
+
+class ToolSummary(EventBase, tag="tool.summary"):
+    summary: str
+
+
+# account, auth, mcp, model, config, files --------------------------------------------------------
+
+
+class AuthStatus(EventBase, tag="auth.status"):
+    status: Literal["authenticated", "unauthenticated", "unknown"]
+    method: str | None = None
+    detail: str | None = None
+
+
+class AccountUpdated(EventBase, tag="account.updated"):
+    account: dict[str, Any] = {}
+
+
+class AccountRateLimitsUpdated(EventBase, tag="account.rate-limits.updated"):
+    limits: dict[str, Any] = {}
+
+
+class McpStatusUpdated(EventBase, tag="mcp.status.updated"):
+    server: str
+    status: str
+    detail: str | None = None
+
+
+class McpOauthCompleted(EventBase, tag="mcp.oauth.completed"):
+    server: str
+    success: bool
+    detail: str | None = None
+
+
+class ModelRerouted(EventBase, tag="model.rerouted"):
+    to_model: str
+    from_model: str | None = None
+    reason: str | None = None
+
+
+class ConfigWarning(EventBase, tag="config.warning"):
+    message: str
+    path: str | None = None
+
+
+class DeprecationNotice(EventBase, tag="deprecation.notice"):
+    message: str
+
+
+class FilesPersisted(EventBase, tag="files.persisted"):
+    files: tuple[str, ...] = ()
+
+
+# problems ----------------------------------------------------------------------------------------
+
+
+class RuntimeWarningEvent(EventBase, tag="runtime.warning"):
+    """Something went wrong and the runtime repaired or skipped it. ``code`` is a stable
+    machine-readable name (``grammar.late_delta``, ``transport.malformed_line``, ...)."""
+
+    code: str
+    message: str
+    detail: dict[str, Any] | None = None
+
+
+class RuntimeErrorEvent(EventBase, tag="runtime.error"):
+    """Something failed that the runtime could not repair."""
+
+    code: str
+    message: str
+    detail: dict[str, Any] | None = None
+
+
+Event = Union[
+    SessionStarted,
+    SessionConfigured,
+    SessionStateChanged,
+    SessionExited,
+    ThreadStarted,
+    ThreadStateChanged,
+    ThreadMetadataUpdated,
+    ThreadTokenUsageUpdated,
+    TurnStarted,
+    TurnCompleted,
+    TurnAborted,
+    TurnPlanUpdated,
+    TurnProposedDelta,
+    TurnProposedCompleted,
+    TurnDiffUpdated,
+    ItemStarted,
+    ItemUpdated,
+    ItemCompleted,
+    ContentDelta,
+    RequestOpened,
+    RequestResolved,
+    UserInputRequested,
+    UserInputResolved,
+    TaskStarted,
+    TaskProgress,
+    TaskCompleted,
+    HookStarted,
+    HookProgress,
+    HookCompleted,
+    ToolProgress,
+    ToolSummary,
+    AuthStatus,
+    AccountUpdated,
+    AccountRateLimitsUpdated,
+    McpStatusUpdated,
+    McpOauthCompleted,
+    ModelRerouted,
+    ConfigWarning,
+    DeprecationNotice,
+    FilesPersisted,
+    RuntimeWarningEvent,
+    RuntimeErrorEvent,
+]
+"""Any canonical event; ``event.type`` names which."""
+
+EVENT_TYPES: dict[str, type[EventBase]] = {
+    cls.__struct_config__.tag: cls for cls in Event.__args__  # type: ignore[attr-defined]
+}
+"""Every canonical event type by its ``type`` tag."""
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Event)
+_list_decoder = msgspec.json.Decoder(list[Event])
+
+
+def encode_event(event: EventBase) -> bytes:
+    """Return the event as compact JSON bytes; ``decode_event`` gives back an equal event."""
+    return _encoder.encode(event)
+
+
+def decode_event(data: bytes | str) -> Event:
+    """Decode one event from JSON.
+
+    Raises :class:`ValidationError` naming the problem (and the field path) for malformed JSON,
+    an unknown ``type``, a missing required field or a field of the wrong type.
+    """
+    try:
+        return _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ValidationError("decode_event", str(exc)) from None
+
+
+def decode_events(data: bytes | str) -> list[Event]:
+    """Decode a JSON array of events; raises :class:`ValidationError` like ``decode_event``."""
+    try:
+        return _list_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ValidationError("decode_events", str(exc)) from None

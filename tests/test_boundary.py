@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tests.boundary import check_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_repository_keeps_the_one_way_import_rule():
+    violations = check_tree(ROOT)
+    assert not violations, "import boundary violations:\n" + "\n".join(map(str, violations))
+
+
+def _plant(root: Path, files: dict[str, str]) -> None:
+    for top in ("runtime/contract", "supervisors", "actors", "drivers/acp", "drivers/x"):
+        (root / top).mkdir(parents=True, exist_ok=True)
+        (root / top / "__init__.py").write_text("")
+    for rel, text in files.items():
+        (root / rel).write_text(textwrap.dedent(text))
+
+
+def test_checker_catches_an_upward_import(tmp_path):
+    _plant(tmp_path, {"supervisors/_bad.py": "from actors import ProcessActor\n"})
+    [v] = check_tree(tmp_path)
+    assert v.path == "supervisors/_bad.py" and v.line == 1
+    assert "'actors.ProcessActor'" in str(v) and "higher layer actors" in str(v)
+
+
+def test_checker_catches_a_relative_upward_import_and_an_impure_contract(tmp_path):
+    _plant(
+        tmp_path,
+        {
+            "runtime/contract/_x.py": "import psutil\nfrom .. import _runtime\n",
+        },
+    )
+    messages = sorted(str(v) for v in check_tree(tmp_path))
+    assert messages[0].startswith("runtime/contract/_x.py:1: runtime.contract must stay pure")
+    assert messages[1].startswith("runtime/contract/_x.py:2:")
+
+
+def test_checker_catches_spawning_outside_supervisors_and_actors(tmp_path):
+    _plant(
+        tmp_path,
+        {
+            "drivers/x/_spawn.py": "import subprocess\nimport os\nos.execvp('a', ['a'])\n",
+            "actors/_ok.py": "import subprocess\n",
+        },
+    )
+    found = [str(v) for v in check_tree(tmp_path)]
+    assert found == [
+        "drivers/x/_spawn.py:1: process spawning ('subprocess') belongs in supervisors/ or actors/",
+        "drivers/x/_spawn.py:3: process spawning (os.execvp) belongs in supervisors/ or actors/",
+    ]
+
+
+def test_checker_catches_one_driver_importing_another(tmp_path):
+    _plant(tmp_path, {"drivers/x/_a.py": "from drivers.acp import flavor\nfrom drivers.codex import y\n"})
+    [v] = check_tree(tmp_path)
+    assert "driver drivers.x may not import another driver: 'drivers.codex.y'" in str(v)
