@@ -90,6 +90,9 @@ class Session(_Input):
     created_at: float = 0.0
     updated_at: float = 0.0
     last_error: str | None = None
+    resumed: bool = False
+    """The session continues a native session from ``resume_cursor`` (a failed resume that fell
+    back to a fresh native session leaves this false)."""
 
 
 class ItemSnapshot(_Input):

@@ -249,6 +249,9 @@ class ThreadTokenUsageUpdated(EventBase, tag="thread.token-usage.updated"):
 
 
 class TurnStarted(EventBase, tag="turn.started"):
+    """A turn began; ``input_text`` is the user's message that started it."""
+
+    input_text: str | None = None
     model: str | None = None
     interaction_mode: str | None = None
 
