@@ -1,0 +1,125 @@
+"""Runtime configuration: a TOML file, a dict, or nothing (the built-in ``local`` instance).
+
+The file has an optional ``[runtime]`` table and one ``[instances.<id>]`` table per instance.
+Each instance table is decoded by its driver's own msgspec schema; the runtime only reads
+``driver`` to find that schema. Errors name the file, the table and the key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from runtime.contract import ConfigError
+
+__all__ = ["InstanceEntry", "RuntimeConfig", "RuntimeSettings", "load_config"]
+
+_INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The ``[runtime]`` table.
+
+    ``idle_timeout``: seconds a session may sit idle before it is stopped (it resumes on the next
+    turn). ``resume``: ``"auto"`` starts fresh when a resume fails (with a ``runtime.warning``),
+    ``"require"`` raises instead. ``event_log``: keep the durable event log (on by default; off only
+    for benchmarks). ``event_log_max_bytes``: size-based retention of the log (``None`` keeps
+    everything). ``raw_events``: attach native payloads to events.
+    """
+
+    idle_timeout: float = 1800.0
+    resume: Literal["auto", "require"] = "auto"
+    event_log: bool = True
+    event_log_max_bytes: int | None = None
+    raw_events: bool = False
+    start_timeout: float = 60.0
+
+
+class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``[instances.<id>]`` table before its driver decoded it."""
+
+    instance_id: str
+    driver: str
+    table: dict[str, Any]
+
+
+class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
+    path: str | None
+    settings: RuntimeSettings
+    instances: tuple[InstanceEntry, ...]
+
+
+DEFAULT_CONFIG: dict[str, Any] = {"instances": {"local": {"driver": "local"}}}
+
+
+def _issue(exc: msgspec.ValidationError, table: str) -> str:
+    text = str(exc)
+    match = re.search(r" - at `\$(.*)`$", text)
+    if match:
+        key = match.group(1).lstrip(".")
+        text = text[: match.start()]
+        return f"{table} key {key!r}: {text}"
+    return f"{table}: {text}"
+
+
+def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
+    """Read and check the configuration.
+
+    ``config`` is a path to a TOML file, an already parsed mapping, or ``None`` for the built-in
+    ``local`` instance. Raises :class:`ConfigError` naming the file, the table and the key. It does
+    not check drivers: an unknown driver makes its instance unavailable, not the config invalid.
+    """
+    path: str | None = None
+    if config is None:
+        data: Mapping[str, Any] = DEFAULT_CONFIG
+    elif isinstance(config, (str, Path)):
+        path = str(config)
+        try:
+            with open(config, "rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError(path, "the file does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(path, f"not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(path, f"cannot be read: {exc.strerror or exc}") from None
+    elif isinstance(config, Mapping):
+        data = config
+    else:
+        raise ConfigError(None, f"expected a path, a mapping or None, got {type(config).__name__}")
+
+    unknown = set(data) - {"runtime", "instances"}
+    if unknown:
+        raise ConfigError(path, f"unknown top-level table(s): {', '.join(sorted(unknown))}")
+    try:
+        settings = msgspec.convert(data.get("runtime", {}), RuntimeSettings)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(path, _issue(exc, "[runtime]")) from None
+
+    raw_instances = data.get("instances", {})
+    if not isinstance(raw_instances, Mapping):
+        raise ConfigError(path, "[instances] must be a table of [instances.<id>] tables")
+    entries = []
+    for instance_id, table in raw_instances.items():
+        where = f"[instances.{instance_id}]"
+        if not _INSTANCE_ID.match(str(instance_id)):
+            raise ConfigError(
+                path, f"{where}: an instance id is 1-64 letters, digits, '.', '_' or '-'"
+            )
+        if not isinstance(table, Mapping):
+            raise ConfigError(path, f"{where} must be a table")
+        driver = table.get("driver")
+        if not isinstance(driver, str) or not driver:
+            raise ConfigError(path, f"{where} key 'driver': required, a driver name such as 'local'")
+        entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=dict(table)))
+    return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
+
+
+def issue_from(exc: msgspec.ValidationError, instance_id: str) -> str:
+    """Describe a driver schema's validation error as ``[instances.<id>] key 'k': ...``."""
+    return _issue(exc, f"[instances.{instance_id}]")

@@ -1,0 +1,82 @@
+"""Per-instance isolation: a private home and an environment built from an allow-list.
+
+Ambient provider credentials never reach an agent unless its instance config names them in
+``pass_env`` or sets them in ``env``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+__all__ = ["AMBIENT_ALLOW", "CREDENTIAL_PATTERN", "build_env", "instance_home"]
+
+AMBIENT_ALLOW = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "SYSTEMROOT",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+"""Ambient variables every instance inherits (plus ``LC_*``)."""
+
+CREDENTIAL_PATTERN = re.compile(
+    r"^(OPENAI|ANTHROPIC|GEMINI|GOOGLE|CODEX|CLAUDE|COPILOT|GITHUB|GH|AWS|AZURE|OPENROUTER|QWEN|"
+    r"DASHSCOPE|XAI|GROK|CURSOR|KIRO|MISTRAL|DEEPSEEK|GROQ|OPENCODE|VERTEX|HF|HUGGINGFACE)(_|$)"
+    r"|(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$"
+)
+"""Names treated as provider credentials: stripped unless an instance passes them on."""
+
+
+def instance_home(state_dir: Path, instance_id: str, configured: str | None) -> Path:
+    """The instance's private home: its configured ``home``, else ``state_dir/instances/<id>``.
+    The directory exists when this returns."""
+    home = Path(configured).expanduser() if configured else state_dir / "instances" / instance_id
+    home = home.resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def build_env(
+    *,
+    home: Path,
+    configured: Mapping[str, str] = {},
+    pass_env: Iterable[str] = (),
+    ambient: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for an instance's processes.
+
+    It holds the allow-listed ambient variables (never a credential), the ambient variables named
+    in ``pass_env``, ``HOME``/XDG/``TMPDIR`` under ``home``, then ``configured`` on top.
+    """
+    ambient = os.environ if ambient is None else ambient
+    env = {
+        k: v
+        for k, v in ambient.items()
+        if (k in AMBIENT_ALLOW or k.startswith("LC_")) and not CREDENTIAL_PATTERN.search(k)
+    }
+    for name in pass_env:
+        if name in ambient:
+            env[name] = ambient[name]
+    tmp = home / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        TMPDIR=str(tmp),
+    )
+    env.setdefault("PATH", os.defpath)
+    env.update({str(k): str(v) for k, v in configured.items()})
+    return env

@@ -1,0 +1,126 @@
+"""The runtime's SQLite store: thread bindings in ``state_dir/paddock.db``.
+
+The append-only event log is owned by the EventHub (``actors``), because the hub writes it before
+it publishes; it is re-exported here as part of the store.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+
+from runtime.contract import PersistenceError, ResumeCursor
+
+__all__ = ["RESUMABLE", "Binding", "BindingStore"]
+
+RESUMABLE = frozenset({"starting", "ready", "running", "idle", "closed", "exited", "error"})
+"""Binding statuses from which ``send_turn`` resumes the thread on demand (not ``stopped``)."""
+
+
+class Binding(msgspec.Struct, frozen=True, kw_only=True):
+    """One thread's persisted binding to an instance.
+
+    ``status``: ``starting | ready | running`` while live; ``idle`` (reaped), ``closed`` (the
+    runtime closed), ``exited`` (the agent died) and ``error`` resume on demand; ``stopped``
+    (stopped on purpose) resumes only through ``start_session``.
+    """
+
+    thread_id: str
+    instance_id: str
+    driver: str
+    status: str
+    cwd: str
+    runtime_mode: str = "full-access"
+    interaction_mode: str = "default"
+    model: str | None = None
+    resume_cursor: ResumeCursor | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    last_error: str | None = None
+
+
+_COLUMNS = (
+    "thread_id", "instance_id", "driver", "status", "cwd", "runtime_mode", "interaction_mode",
+    "model", "resume_cursor", "created_at", "updated_at", "last_error",
+)  # fmt: skip
+
+
+class BindingStore:
+    """Thread bindings, safe to use from any thread. Raises :class:`PersistenceError`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS bindings ("
+                " thread_id TEXT PRIMARY KEY, instance_id TEXT NOT NULL, driver TEXT NOT NULL,"
+                " status TEXT NOT NULL, cwd TEXT NOT NULL, runtime_mode TEXT, interaction_mode TEXT,"
+                " model TEXT, resume_cursor BLOB, created_at REAL, updated_at REAL, last_error TEXT)"
+            )
+        except sqlite3.Error as exc:
+            raise PersistenceError("open the binding store", f"{self.path}: {exc}") from None
+
+    def _run(self, operation: str, sql: str, args: tuple = ()) -> list[tuple]:
+        try:
+            with self._lock:
+                return self._db.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise PersistenceError(operation, f"{self.path}: {exc}") from None
+
+    @staticmethod
+    def _row(row: tuple) -> Binding:
+        data = dict(zip(_COLUMNS, row))
+        cursor = data.pop("resume_cursor")
+        return Binding(**data, resume_cursor=ResumeCursor.decode(cursor) if cursor else None)
+
+    def get(self, thread_id: str) -> Binding | None:
+        rows = self._run(
+            "read a binding", f"SELECT {','.join(_COLUMNS)} FROM bindings WHERE thread_id=?", (thread_id,)
+        )
+        return self._row(rows[0]) if rows else None
+
+    def list(self) -> list[Binding]:
+        rows = self._run("list bindings", f"SELECT {','.join(_COLUMNS)} FROM bindings ORDER BY created_at")
+        return [self._row(r) for r in rows]
+
+    def put(self, binding: Binding) -> Binding:
+        """Insert or replace the binding; ``created_at`` is kept from an existing row."""
+        now = time.time()
+        existing = self.get(binding.thread_id)
+        binding = msgspec.structs.replace(
+            binding,
+            created_at=existing.created_at if existing else (binding.created_at or now),
+            updated_at=now,
+        )
+        values = [getattr(binding, c) for c in _COLUMNS]
+        values[_COLUMNS.index("resume_cursor")] = (
+            binding.resume_cursor.encode() if binding.resume_cursor else None
+        )
+        self._run(
+            "write a binding",
+            f"INSERT OR REPLACE INTO bindings ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
+            tuple(values),
+        )
+        return binding
+
+    def update(self, thread_id: str, **fields) -> Binding | None:
+        """Change some fields of an existing binding; returns it, or ``None`` if there is none."""
+        current = self.get(thread_id)
+        if current is None:
+            return None
+        return self.put(msgspec.structs.replace(current, **fields))
+
+    def delete(self, thread_id: str) -> None:
+        self._run("delete a binding", "DELETE FROM bindings WHERE thread_id=?", (thread_id,))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
