@@ -1,0 +1,120 @@
+"""Directive lines in a prompt: the local agent's whole behaviour comes from them.
+
+A directive line is a line of the prompt text whose first character is ``@``; its name runs to
+the first whitespace and its argument is the rest of the line, stripped. All other lines are the
+prompt proper. Unknown directive names are ignored (the line is still not part of the prompt).
+A directive with a malformed argument makes the prompt fail with JSON-RPC -32602.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+__all__ = ["Action", "DirectiveError", "Directives", "parse_prompt"]
+
+
+class DirectiveError(ValueError):
+    """A directive's argument is malformed; the message names the directive."""
+
+
+class Action(msgspec.Struct, frozen=True):
+    """A tool step, in prompt order: ``kind`` is ``"run"`` (arg: command) or ``"write"``."""
+
+    kind: str
+    arg: str
+    text: str = ""
+
+
+class Directives(msgspec.Struct, frozen=True, kw_only=True):
+    """What a prompt asks for. ``prompt`` is the text without directive lines, stripped."""
+
+    prompt: str
+    reply: str | None = None
+    reply_history: bool = False
+    chunks: int = 3
+    delay: float = 0.0
+    plan: tuple[str, ...] = ()
+    usage: tuple[int, int] | None = None
+    actions: tuple[Action, ...] = ()
+    env: str | None = None
+    crash: int | None = None
+    spawn: float | None = None
+    ignore_sigterm: bool = False
+    garbage: bool = False
+
+
+def _int(name: str, value: str, *, minimum: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise DirectiveError(f"@{name} needs an integer, got {value!r}") from None
+    if number < minimum:
+        raise DirectiveError(f"@{name} needs an integer >= {minimum}, got {number}")
+    return number
+
+
+def _seconds(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise DirectiveError(f"@{name} needs a number of seconds, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise DirectiveError(f"@{name} needs a finite number of seconds >= 0, got {value!r}")
+    return number
+
+
+def parse_prompt(text: str) -> Directives:
+    """Split ``text`` into directives and prompt; raises :class:`DirectiveError`."""
+    kept: list[str] = []
+    found: dict[str, object] = {}
+    actions: list[Action] = []
+    for raw in text.split("\n"):
+        line = raw.rstrip("\r")
+        if not line.startswith("@"):
+            kept.append(line)
+            continue
+        name, _, arg = line[1:].partition(" ")
+        raw_arg = arg
+        arg = arg.strip()
+        if name == "reply":
+            found["reply"] = arg
+        elif name == "reply-history":
+            found["reply_history"] = True
+        elif name == "chunks":
+            found["chunks"] = _int(name, arg, minimum=1)
+        elif name == "delay":
+            found["delay"] = _seconds(name, arg)
+        elif name == "plan":
+            found["plan"] = tuple(step.strip() for step in arg.split(";") if step.strip())
+        elif name == "usage":
+            parts = arg.split()
+            if len(parts) != 2:
+                raise DirectiveError(f"@usage needs two integers IN OUT, got {arg!r}")
+            found["usage"] = (_int(name, parts[0], minimum=0), _int(name, parts[1], minimum=0))
+        elif name == "run":
+            if not arg:
+                raise DirectiveError("@run needs a command")
+            actions.append(Action("run", arg))
+        elif name == "write":
+            # TEXT is everything after PATH and one space, verbatim (no escapes, no newline added).
+            path, _, body = raw_arg.lstrip(" ").partition(" ")
+            if not path:
+                raise DirectiveError("@write needs a path")
+            actions.append(Action("write", path, body))
+        elif name == "env":
+            if not arg:
+                raise DirectiveError("@env needs a variable name")
+            found["env"] = arg
+        elif name == "crash":
+            found["crash"] = _int(name, arg, minimum=0) if arg else 1
+        elif name == "spawn":
+            found["spawn"] = _seconds(name, arg)
+        elif name == "ignore-sigterm":
+            found["ignore_sigterm"] = True
+        elif name == "garbage":
+            found["garbage"] = True
+    if actions:
+        found["actions"] = tuple(actions)
+    return Directives(prompt="\n".join(kept).strip(), **found)  # type: ignore[arg-type]
