@@ -1,0 +1,362 @@
+"""The grammar guard: keeps the seven rules of the canonical event grammar, per thread.
+
+It runs in the EventHub's thread, in front of sequencing, and never raises into a driver. Where a
+driver breaks a rule it repairs what is safe to repair and adds a ``runtime.warning`` whose
+``code`` is ``grammar.<violation>`` and whose ``detail`` holds ``rule`` (1..7), the offending
+``event_type`` and, for drops, ``count`` (repeated drops of one kind for one turn and item within
+one batch share a warning).
+
+Repairs (rule numbers from ARCHITECTURE.md, "Canonical events"):
+
+1. ``grammar.turn_not_completed``: ``session.exited`` while a turn is open: first the turn's open
+   requests are expired (rule 3), then ``turn.completed(state="failed")`` is synthesized, then
+   ``session.exited`` passes. ``grammar.duplicate_turn_completed``: a second ``turn.completed``
+   of a turn is dropped.
+2. ``grammar.late_event``: ``content.delta`` or ``item.*`` of a completed turn is dropped.
+3. ``grammar.request_not_resolved``: a turn completes with open requests: a
+   ``request.resolved(resolution="cancelled")`` (``user-input.resolved`` for user-input
+   requests) is synthesized before the ``turn.completed``; at ``session.exited`` open requests
+   get ``resolution="expired"``. ``grammar.duplicate_request_resolved``: a second resolution of a
+   request is dropped.
+4. ``grammar.token_usage_backwards``: a cumulative count lower than one already reported is
+   clamped to the previous value; the update is dropped when nothing new remains.
+5. ``grammar.item_text_mismatch``: ``item.completed`` text differs from its concatenated deltas
+   (assistant_message/assistant_text, reasoning/reasoning_text, plan/plan_text). When the deltas
+   are a strict prefix of the text, the missing suffix is synthesized as one more
+   ``content.delta`` before ``item.completed`` (the stream becomes consistent). Otherwise the
+   native ``item.completed`` text is kept as the authoritative final text and the warning's
+   detail gives both lengths and the first differing offset.
+6. ``grammar.item_after_abort``: after ``turn.aborted`` (the driver's acknowledgement of an
+   interrupt) an ``item.started`` of that turn is dropped, and so is every later event of that
+   item.
+7. ``grammar.out_of_order``: an event that can only come earlier in the native order arrives
+   later: ``item.started``/``item.updated``/``content.delta`` of an item after its
+   ``item.completed``, a second ``item.completed``, or ``turn.started`` of a completed turn. It is
+   dropped. (The hub itself keeps each emitter's order: one mailbox, one ``tell`` per batch.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from runtime.contract import (
+    EVENT_TYPES,
+    ContentDelta,
+    EventBase,
+    ItemCompleted,
+    ItemStarted,
+    ItemUpdated,
+    RequestOpened,
+    RequestResolved,
+    RuntimeWarningEvent,
+    SessionExited,
+    ThreadTokenUsageUpdated,
+    TokenUsage,
+    TurnAborted,
+    TurnCompleted,
+    TurnStarted,
+    UserInputRequested,
+    UserInputResolved,
+)
+
+__all__ = ["ThreadGrammar", "warning"]
+
+_TAG = {cls: tag for tag, cls in EVENT_TYPES.items()}
+# item kind -> the delta stream whose concatenation must equal item.completed's text
+_TEXT_STREAM = {
+    "assistant_message": "assistant_text",
+    "reasoning": "reasoning_text",
+    "plan": "plan_text",
+}
+_TRACKED_STREAMS = frozenset(_TEXT_STREAM.values())
+_CUMULATIVE = (
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+    "cost",
+)
+_REMEMBER = 512  # completed turns / resolved requests remembered per thread
+_replace = msgspec.structs.replace
+
+
+def warning(code: str, message: str, *, rule: int | None = None, source: EventBase | None = None,
+            **detail: Any) -> RuntimeWarningEvent:
+    """A ``runtime.warning`` for the hub to stamp (identity fields are filled by the hub)."""
+    if rule is not None:
+        detail["rule"] = rule
+    if source is not None:
+        detail.setdefault("event_type", _TAG[source.__class__])
+    return RuntimeWarningEvent(
+        driver="",
+        instance_id="",
+        thread_id="",
+        turn_id=source.turn_id if source is not None else None,
+        item_id=source.item_id if source is not None else None,
+        request_id=source.request_id if source is not None else None,
+        code=code,
+        message=message,
+        detail=detail,
+    )
+
+
+class _Turn:
+    __slots__ = ("aborted", "done_items", "dropped_items", "texts")
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self.done_items: set[str] = set()
+        self.dropped_items: set[str] = set()
+        self.texts: dict[tuple[str, str], list[str]] = {}
+
+
+class _Drops:
+    """Collects repeated drops within one batch into one warning at the first drop's place."""
+
+    __slots__ = ("out", "slots")
+
+    def __init__(self, out: list[Any]) -> None:
+        self.out = out
+        self.slots: dict[tuple[str, str | None, str | None], list[Any]] = {}
+
+    def drop(self, code: str, rule: int, message: str, ev: EventBase) -> None:
+        key = (code, ev.turn_id, ev.item_id)
+        slot = self.slots.get(key)
+        if slot is None:
+            self.slots[key] = [len(self.out), code, rule, message, ev, 1]
+            self.out.append(None)
+        else:
+            slot[5] += 1
+
+    def fill(self) -> None:
+        for index, code, rule, message, ev, count in self.slots.values():
+            self.out[index] = warning(code, message, rule=rule, source=ev, count=count)
+
+
+class ThreadGrammar:
+    """Grammar state of one thread. Not thread-safe: only the hub's thread calls :meth:`check`."""
+
+    __slots__ = ("closed", "requests", "resolved", "turns", "usage")
+
+    def __init__(self) -> None:
+        self.turns: dict[str, _Turn] = {}
+        self.closed: dict[str, None] = {}  # completed turn ids, oldest first
+        self.requests: dict[str, tuple[str | None, bool]] = {}  # open: id -> (turn, user-input?)
+        self.resolved: dict[str, None] = {}
+        self.usage: dict[str, float] = {}
+
+    def _turn(self, tid: str) -> _Turn | None:
+        """The open turn ``tid`` (opened implicitly), or ``None`` if it has completed."""
+        t = self.turns.get(tid)
+        if t is None:
+            if tid in self.closed:
+                return None
+            t = self.turns[tid] = _Turn()
+        return t
+
+    def _close_turn(self, tid: str) -> None:
+        self.turns.pop(tid, None)
+        closed = self.closed
+        closed[tid] = None
+        if len(closed) > _REMEMBER:
+            del closed[next(iter(closed))]
+
+    def _resolve_open(self, out: list[Any], tid: str | None, resolution: str, code: str,
+                      why: str, only_turn: bool) -> None:
+        for rid, (rtid, user_input) in list(self.requests.items()):
+            if only_turn and rtid != tid:
+                continue
+            del self.requests[rid]
+            self._remember_resolved(rid)
+            kind = UserInputResolved if user_input else RequestResolved
+            out.append(warning(code, f"request {rid!r} was never resolved; {why}", rule=3,
+                               resolution=resolution, request_id=rid, turn_id=rtid))
+            out.append(kind(driver="", instance_id="", thread_id="", turn_id=rtid,
+                            request_id=rid, resolution=resolution))
+
+    def _remember_resolved(self, rid: str) -> None:
+        resolved = self.resolved
+        resolved[rid] = None
+        if len(resolved) > _REMEMBER:
+            del resolved[next(iter(resolved))]
+
+    def check(self, events: Sequence[EventBase]) -> list[EventBase]:
+        """Return ``events`` repaired, with warnings in place (the hub's thread)."""
+        out: list[Any] = []
+        drops: _Drops | None = None
+        for ev in events:
+            cls = ev.__class__
+            tid = ev.turn_id
+            if cls is ContentDelta:
+                if tid is not None:
+                    t = self.turns.get(tid) or self._turn(tid)
+                    if t is None:
+                        drops = drops or _Drops(out)
+                        drops.drop("grammar.late_event", 2, f"content.delta after turn {tid!r} completed; dropped", ev)
+                        continue
+                    iid = ev.item_id
+                    if iid is not None:
+                        if iid in t.dropped_items:
+                            drops = drops or _Drops(out)
+                            drops.drop("grammar.item_after_abort", 6, f"event of item {iid!r} that started after turn {tid!r} was aborted; dropped", ev)
+                            continue
+                        if iid in t.done_items:
+                            drops = drops or _Drops(out)
+                            drops.drop("grammar.out_of_order", 7, f"content.delta after item {iid!r} completed; dropped", ev)
+                            continue
+                        stream = ev.stream
+                        if stream in _TRACKED_STREAMS:
+                            parts = t.texts.get((iid, stream))
+                            if parts is None:
+                                t.texts[(iid, stream)] = [ev.delta]
+                            else:
+                                parts.append(ev.delta)
+                out.append(ev)
+            elif cls is ItemStarted or cls is ItemUpdated or cls is ItemCompleted:
+                if tid is None:
+                    out.append(ev)
+                    continue
+                t = self._turn(tid)
+                name = _TAG[cls]
+                if t is None:
+                    drops = drops or _Drops(out)
+                    drops.drop("grammar.late_event", 2, f"{name} after turn {tid!r} completed; dropped", ev)
+                    continue
+                iid = ev.item_id
+                if iid is not None and iid in t.dropped_items:
+                    drops = drops or _Drops(out)
+                    drops.drop("grammar.item_after_abort", 6, f"event of item {iid!r} that started after turn {tid!r} was aborted; dropped", ev)
+                    continue
+                if iid is not None and iid in t.done_items:
+                    drops = drops or _Drops(out)
+                    drops.drop("grammar.out_of_order", 7, f"{name} after item {iid!r} completed; dropped", ev)
+                    continue
+                if cls is ItemStarted and t.aborted:
+                    if iid is not None:
+                        t.dropped_items.add(iid)
+                    drops = drops or _Drops(out)
+                    drops.drop("grammar.item_after_abort", 6, f"item.started after turn {tid!r} was aborted; dropped", ev)
+                    continue
+                if cls is ItemCompleted and iid is not None:
+                    t.done_items.add(iid)
+                    stream = _TEXT_STREAM.get(ev.kind)
+                    if stream is not None and ev.text is not None:
+                        parts = t.texts.pop((iid, stream), None)
+                        if parts is not None:
+                            self._check_text(out, ev, stream, "".join(parts))
+                out.append(ev)
+            elif cls is TurnStarted:
+                if tid is not None:
+                    if tid in self.closed:
+                        drops = drops or _Drops(out)
+                        drops.drop("grammar.out_of_order", 7, f"turn.started of turn {tid!r} after it completed; dropped", ev)
+                        continue
+                    self._turn(tid)
+                out.append(ev)
+            elif cls is TurnAborted:
+                if tid is not None:
+                    t = self._turn(tid)
+                    if t is not None:
+                        t.aborted = True
+                out.append(ev)
+            elif cls is TurnCompleted:
+                if tid is not None:
+                    if tid in self.closed:
+                        drops = drops or _Drops(out)
+                        drops.drop("grammar.duplicate_turn_completed", 1, f"second turn.completed of turn {tid!r}; dropped", ev)
+                        continue
+                    if self.requests:
+                        self._resolve_open(out, tid, "cancelled", "grammar.request_not_resolved",
+                                           f"cancelled because turn {tid!r} completed", True)
+                    self._close_turn(tid)
+                out.append(ev)
+            elif cls is RequestOpened or cls is UserInputRequested:
+                if ev.request_id is not None:
+                    self.requests[ev.request_id] = (tid, cls is UserInputRequested)
+                out.append(ev)
+            elif cls is RequestResolved or cls is UserInputResolved:
+                rid = ev.request_id
+                if rid is not None:
+                    if self.requests.pop(rid, None) is None and rid in self.resolved:
+                        out.append(warning("grammar.duplicate_request_resolved",
+                                           f"request {rid!r} was already resolved; this resolution is dropped",
+                                           rule=3, source=ev))
+                        continue
+                    self._remember_resolved(rid)
+                out.append(ev)
+            elif cls is ThreadTokenUsageUpdated:
+                fixed = self._check_usage(out, ev)
+                if fixed is not None:
+                    out.append(fixed)
+            elif cls is SessionExited:
+                for otid in list(self.turns):
+                    if self.requests:
+                        self._resolve_open(out, otid, "expired", "grammar.request_not_resolved",
+                                           "expired because the session exited", True)
+                    out.append(warning("grammar.turn_not_completed",
+                                       f"turn {otid!r} had not completed when the session exited; a failed completion was synthesized",
+                                       rule=1, turn_id=otid, reason=ev.reason))
+                    out.append(TurnCompleted(driver="", instance_id="", thread_id="", turn_id=otid,
+                                             state="failed", error=f"session exited: {ev.reason}"))
+                    self._close_turn(otid)
+                if self.requests:
+                    self._resolve_open(out, None, "expired", "grammar.request_not_resolved",
+                                       "expired because the session exited", False)
+                out.append(ev)
+            else:
+                out.append(ev)
+        if drops is not None:
+            drops.fill()
+        return out
+
+    def _check_text(self, out: list[Any], ev: ItemCompleted, stream: str, streamed: str) -> None:
+        text = ev.text
+        assert text is not None
+        if text == streamed:
+            return
+        if len(streamed) < len(text) and text.startswith(streamed):
+            out.append(warning("grammar.item_text_mismatch",
+                               f"item {ev.item_id!r} completed with text its deltas did not carry; the missing suffix was emitted as a delta",
+                               rule=5, source=ev, streamed_chars=len(streamed), text_chars=len(text),
+                               repair="suffix_delta"))
+            out.append(ContentDelta(driver="", instance_id="", thread_id="", turn_id=ev.turn_id,
+                                    item_id=ev.item_id, stream=stream, delta=text[len(streamed):]))
+            return
+        offset = next((i for i, (a, b) in enumerate(zip(text, streamed)) if a != b),
+                      min(len(text), len(streamed)))
+        out.append(warning("grammar.item_text_mismatch",
+                           f"item {ev.item_id!r} completed with text that differs from its deltas at offset {offset}; the completed text is kept",
+                           rule=5, source=ev, streamed_chars=len(streamed), text_chars=len(text),
+                           first_difference=offset, repair="kept_completed_text"))
+
+    def _check_usage(self, out: list[Any], ev: ThreadTokenUsageUpdated) -> EventBase | None:
+        usage = ev.usage
+        seen = self.usage
+        back: dict[str, float] = {}
+        advanced = False
+        for name in _CUMULATIVE:
+            value = getattr(usage, name)
+            if value is None:
+                continue
+            prev = seen.get(name)
+            if prev is not None and value < prev:
+                back[name] = prev
+            else:
+                if prev is None or value > prev:
+                    advanced = True
+                seen[name] = value
+        if not back:
+            return ev
+        out.append(warning("grammar.token_usage_backwards",
+                           f"token usage went backwards ({', '.join(sorted(back))}); "
+                           + ("clamped to the previous values" if advanced else "update dropped"),
+                           rule=4, source=ev,
+                           fields={k: {"previous": v, "reported": getattr(usage, k)} for k, v in back.items()}))
+        if not advanced:
+            return None
+        clamped: TokenUsage = _replace(usage, **back)
+        return _replace(ev, usage=clamped)
