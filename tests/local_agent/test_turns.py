@@ -151,7 +151,7 @@ def test_cancel_without_a_turn_and_for_unknown_session_is_ignored(agent, workspa
 def test_two_sessions_stream_concurrently(agent, workspace):
     slow = agent.new_session(workspace)
     fast = agent.new_session(workspace)
-    slow_id = agent.prompt(slow, "@reply 0123456789\n@chunks 10\n@delay 0.3")
+    slow_id = agent.prompt(slow, "@reply 0123456789\n@chunks 10\n@delay 0.2")
     agent.wait_for(lambda m: m.get("method") == "session/update" and m["params"]["sessionId"] == slow)
     resp, ups = agent.turn(fast, "@reply quick")
     assert resp["result"]["stopReason"] == "end_turn"
