@@ -1,0 +1,44 @@
+"""Test machinery: the scripted model server, the pinned real CLIs ("peers") and their offline
+environments, and the transcript recorder and replayer."""
+
+from ._peers import InstallResult as InstallResult
+from ._scenario import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS
+from ._scenario import Fail as Fail
+from ._scenario import Patch as Patch
+from ._scenario import Script as Script
+from ._scenario import Shell as Shell
+from ._scenario import Text as Text
+from ._scenario import Write as Write
+from ._scenario import load_script as load_script
+from ._scenario import parse_script as parse_script
+from .model_server import ModelServer as ModelServer
+from .model_server import RequestRecord as RequestRecord
+from ._peers import Peer as Peer
+from ._peers import default_peers_dir as default_peers_dir
+from ._peers import default_pins_file as default_pins_file
+from ._peers import install_peer as install_peer
+from ._peers import installed_version as installed_version
+from ._peers import load_pins as load_pins
+from ._peers import peer_argv as peer_argv
+
+__all__ = [
+    "BUILTIN_SCENARIOS",
+    "Fail",
+    "ModelServer",
+    "Patch",
+    "RequestRecord",
+    "Script",
+    "Shell",
+    "Text",
+    "Write",
+    "load_script",
+    "parse_script",
+    "InstallResult",
+    "Peer",
+    "default_peers_dir",
+    "default_pins_file",
+    "install_peer",
+    "installed_version",
+    "load_pins",
+    "peer_argv",
+]

@@ -1,0 +1,104 @@
+"""OpenAI Chat Completions dialect (``POST /v1/chat/completions``; OpenCode, Qwen Code, Copilot)."""
+
+from __future__ import annotations
+
+import time
+
+from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut
+from ._wire import Frames, dumps, function_tool, text_of, usage_counts
+
+__all__ = ["Chat"]
+
+_ARG_SLICE = 12
+
+
+class Chat:
+    name = "chat"
+
+    @staticmethod
+    def parse(body: dict, path: str) -> Call:
+        rounds, output, prompt = 0, None, None
+        for msg in reversed(body.get("messages") or []):
+            if not isinstance(msg, dict):
+                continue
+            role = msg.get("role")
+            if role == "tool":
+                if output is None:
+                    output = text_of(msg.get("content"))
+            elif role == "assistant":
+                if msg.get("tool_calls"):
+                    rounds += 1
+            elif role == "user":
+                prompt = text_of(msg.get("content"))
+                break
+        tools = []
+        for tool in body.get("tools") or []:
+            fn = tool.get("function") if isinstance(tool, dict) else None
+            spec = function_tool(fn.get("name"), fn.get("parameters")) if isinstance(fn, dict) else None
+            if spec:
+                tools.append(spec)
+        return Call(prompt_text=prompt, tool_rounds=rounds, tool_output=output, tools=tuple(tools),
+                    stream=bool(body.get("stream")), model=str(body.get("model") or "mock-model"))
+
+    @staticmethod
+    def side_call(body: dict, path: str) -> tuple[str, str] | None:
+        for msg in body.get("messages") or []:
+            if isinstance(msg, dict) and msg.get("role") == "system":
+                # OpenCode names untitled sessions with a tool-less "title generator" call.
+                if "title generator" in (text_of(msg.get("content")) or ""):
+                    return "title", "Mock title"
+        return None
+
+    @staticmethod
+    def _usage(call: Call, reply: Reply, input_tokens: int) -> dict:
+        i, o = usage_counts(call, reply.parts, input_tokens)
+        return {"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o}
+
+    @classmethod
+    def stream(cls, reply: Reply, call: Call, ids: Ids, input_tokens: int, body: dict | None = None) -> Frames:
+        cid, created = ids.next("chatcmpl-"), int(time.time())
+
+        def chunk(delta: dict | None, finish: str | None = None, delay: float = 0.0, **extra) -> tuple[float, bytes]:
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+            payload = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": call.model,
+                       "choices": choices, **extra}
+            return delay, f"data: {dumps(payload)}\n\n".encode()
+
+        frames = [chunk({"role": "assistant", "content": ""})]
+        tool_index = 0
+        for part in reply.parts:
+            if isinstance(part, TextOut):
+                for n, piece in enumerate(part.chunks):
+                    frames.append(chunk({"content": piece}, delay=part.delay if n else 0.0))
+            else:
+                frames.append(chunk({"tool_calls": [{"index": tool_index, "id": part.call_id, "type": "function",
+                                                     "function": {"name": part.name, "arguments": ""}}]}))
+                args = part.arguments_json
+                for start in range(0, len(args), _ARG_SLICE):
+                    frames.append(chunk({"tool_calls": [{"index": tool_index,
+                                                         "function": {"arguments": args[start:start + _ARG_SLICE]}}]}))
+                tool_index += 1
+        frames.append(chunk({}, "tool_calls" if tool_index else "stop"))
+        options = (body or {}).get("stream_options") or {}
+        if isinstance(options, dict) and options.get("include_usage"):
+            frames.append(chunk(None, usage=cls._usage(call, reply, input_tokens)))
+        frames.append((0.0, b"data: [DONE]\n\n"))
+        return frames
+
+    @classmethod
+    def json_reply(cls, reply: Reply, call: Call, ids: Ids, input_tokens: int) -> object:
+        text = "".join(p.text for p in reply.parts if isinstance(p, TextOut))
+        calls = [{"id": p.call_id, "type": "function", "function": {"name": p.name, "arguments": p.arguments_json}}
+                 for p in reply.parts if isinstance(p, ToolOut)]
+        message: dict = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = calls
+        return {"id": ids.next("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
+                "model": call.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": cls._usage(call, reply, input_tokens)}
+
+    @staticmethod
+    def error_body(error: ErrorOut) -> object:
+        kind = "server_error" if error.status >= 500 else "invalid_request_error"
+        return {"error": {"message": error.message, "type": kind, "code": None}}

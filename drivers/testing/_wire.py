@@ -1,0 +1,56 @@
+"""Small helpers shared by the four dialect modules."""
+
+from __future__ import annotations
+
+import json
+
+from ._reply import Call, TextOut, ToolOut, ToolSpec
+
+__all__ = ["Frames", "dumps", "schema_props", "text_of", "usage_counts"]
+
+Frames = list[tuple[float, bytes]]
+"""A stream: ``(delay_before_seconds, raw_bytes)`` pairs written in order, flushed one by one."""
+
+
+def dumps(obj: object) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def text_of(value: object, *, last: bool = False) -> str | None:
+    """Text of a message ``content``/tool ``output``: a string, or a list of parts with ``text``
+    (joined with newlines, or only the last one with ``last``), else compact JSON."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if texts:
+            return texts[-1] if last else "\n".join(texts)
+        return None if last else dumps(value)
+    return dumps(value)
+
+
+def schema_props(schema: object) -> tuple[frozenset[str], frozenset[str]]:
+    if not isinstance(schema, dict):
+        return frozenset(), frozenset()
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    return frozenset(props if isinstance(props, dict) else ()), frozenset(r for r in required if isinstance(r, str))
+
+
+def function_tool(name: object, schema: object, kind: str = "function") -> ToolSpec | None:
+    if not isinstance(name, str):
+        return None
+    props, required = schema_props(schema)
+    return ToolSpec(name=name, kind=kind, properties=props, required=required)
+
+
+def usage_counts(call: Call, parts, input_tokens: int) -> tuple[int, int]:
+    out = 1
+    for part in parts:
+        if isinstance(part, TextOut):
+            out += len(part.text) // 4
+        elif isinstance(part, ToolOut):
+            out += len(part.arguments_json if part.input is None else part.input) // 4
+    return input_tokens, out
