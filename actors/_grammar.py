@@ -3,8 +3,9 @@
 It runs in the EventHub's thread, in front of sequencing, and never raises into a driver. Where a
 driver breaks a rule it repairs what is safe to repair and adds a ``runtime.warning`` whose
 ``code`` is ``grammar.<violation>`` and whose ``detail`` holds ``rule`` (1..7), the offending
-``event_type`` and, for drops, ``count`` (repeated drops of one kind for one turn and item within
-one batch share a warning).
+``event_type`` and, for drops, ``count`` (repeated drops of one event type for one turn and item
+within one batch share one warning, placed where the first was dropped). The warning's
+``turn_id``, ``item_id`` and ``request_id`` name what it concerns.
 
 Repairs (rule numbers from ARCHITECTURE.md, "Canonical events"):
 
@@ -85,19 +86,27 @@ _replace = msgspec.structs.replace
 
 
 def warning(code: str, message: str, *, rule: int | None = None, source: EventBase | None = None,
+            turn_id: str | None = None, item_id: str | None = None, request_id: str | None = None,
             **detail: Any) -> RuntimeWarningEvent:
-    """A ``runtime.warning`` for the hub to stamp (identity fields are filled by the hub)."""
+    """A ``runtime.warning`` for the hub to stamp (identity fields are filled by the hub).
+
+    Its ``turn_id``/``item_id``/``request_id`` are those of ``source`` (the offending event) unless
+    given; ``detail`` gets ``rule`` and ``event_type``.
+    """
     if rule is not None:
         detail["rule"] = rule
     if source is not None:
         detail.setdefault("event_type", _TAG[source.__class__])
+        turn_id = turn_id or source.turn_id
+        item_id = item_id or source.item_id
+        request_id = request_id or source.request_id
     return RuntimeWarningEvent(
         driver="",
         instance_id="",
         thread_id="",
-        turn_id=source.turn_id if source is not None else None,
-        item_id=source.item_id if source is not None else None,
-        request_id=source.request_id if source is not None else None,
+        turn_id=turn_id,
+        item_id=item_id,
+        request_id=request_id,
         code=code,
         message=message,
         detail=detail,
@@ -121,10 +130,10 @@ class _Drops:
 
     def __init__(self, out: list[Any]) -> None:
         self.out = out
-        self.slots: dict[tuple[str, str | None, str | None], list[Any]] = {}
+        self.slots: dict[tuple[Any, ...], list[Any]] = {}
 
     def drop(self, code: str, rule: int, message: str, ev: EventBase) -> None:
-        key = (code, ev.turn_id, ev.item_id)
+        key = (code, ev.__class__, ev.turn_id, ev.item_id)
         slot = self.slots.get(key)
         if slot is None:
             self.slots[key] = [len(self.out), code, rule, message, ev, 1]
