@@ -1,6 +1,10 @@
 """Test machinery: the scripted model server, the pinned real CLIs ("peers") and their offline
 environments, and the transcript recorder and replayer."""
 
+from ._offline import MOCK_KEY as MOCK_KEY
+from ._offline import OFFLINE_BUILDERS as OFFLINE_BUILDERS
+from ._offline import OfflineEnv as OfflineEnv
+from ._offline import build_offline_env as build_offline_env
 from ._peers import InstallResult as InstallResult
 from ._scenario import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS
 from ._scenario import Fail as Fail
@@ -22,6 +26,10 @@ from ._peers import load_pins as load_pins
 from ._peers import peer_argv as peer_argv
 
 __all__ = [
+    "MOCK_KEY",
+    "OFFLINE_BUILDERS",
+    "OfflineEnv",
+    "build_offline_env",
     "BUILTIN_SCENARIOS",
     "Fail",
     "ModelServer",
