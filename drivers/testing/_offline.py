@@ -129,7 +129,6 @@ metrics_exporter = "none"
 
 def _opencode(root: Path, url: str, env: dict[str, str], files: list[str]) -> str:
     config = {
-        "$schema": "https://opencode.ai/config.json",
         "autoupdate": False,
         "share": "disabled",
         # Without enabled_providers the built-in Zen provider (a public endpoint) is enabled.
