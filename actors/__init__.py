@@ -4,9 +4,40 @@ and the EventHub (fan-in)."""
 from ._event_log import EventLog as EventLog, LogReader as LogReader
 from ._subscription import BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT, Subscription as Subscription
 from .event_hub import Emitter as Emitter, EventHub as EventHub, HubHandle as HubHandle
+from ._jsonrpc import (
+    INTERNAL_ERROR as INTERNAL_ERROR,
+    INVALID_PARAMS as INVALID_PARAMS,
+    METHOD_NOT_FOUND as METHOD_NOT_FOUND,
+    JsonRpcConnection as JsonRpcConnection,
+    JsonRpcNotification as JsonRpcNotification,
+    JsonRpcRequest as JsonRpcRequest,
+    LineTap as LineTap,
+)
+from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord
+from .process import (
+    ExitInfo as ExitInfo,
+    ProcessActor as ProcessActor,
+    ProcessHandle as ProcessHandle,
+    ProcessSpec as ProcessSpec,
+    WarningSink as WarningSink,
+)
 
 __all__ = [
     "BUFFERED_TEXT_LIMIT",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "METHOD_NOT_FOUND",
+    "ExitInfo",
+    "JsonRpcConnection",
+    "JsonRpcNotification",
+    "JsonRpcRequest",
+    "LineTap",
+    "ProcessActor",
+    "ProcessHandle",
+    "ProcessSpec",
+    "SessionActor",
+    "SessionRecord",
+    "WarningSink",
     "Emitter",
     "EventHub",
     "EventLog",

@@ -1,0 +1,261 @@
+"""Pipe plumbing for ProcessActor: the bounded line splitter, the stdout reader loop, the stderr
+ring buffer and the bounded stdin writer."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import BinaryIO
+
+from runtime.contract import OperationTimeout, ProcessError
+
+__all__ = ["LineSplitter", "StderrRing", "StdinWriter", "read_stderr", "read_stdout_lines"]
+
+log = logging.getLogger("paddock.actors")
+
+LinesSink = Callable[[list[bytes]], None]
+
+
+class LineSplitter:
+    """Splits a byte stream into lines (without the ``\\n``) holding at most ``max_line_bytes``
+    of an unfinished line. A longer line is dropped while it streams past (nothing of it is kept)
+    and reported once, when it ends, through ``on_overlong(length)``. Not thread-safe: one
+    reader thread owns it."""
+
+    __slots__ = ("_buf", "_max", "_on_overlong", "_skipped")
+
+    def __init__(self, max_line_bytes: int, on_overlong: Callable[[int], None]) -> None:
+        self._max = max_line_bytes
+        self._on_overlong = on_overlong
+        self._buf = bytearray()
+        self._skipped = -1  # >= 0: inside an over-long line, this many bytes dropped so far
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        lines: list[bytes] = []
+        start = 0
+        size = len(chunk)
+        if self._skipped >= 0:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                self._skipped += size
+                return lines
+            self._on_overlong(self._skipped + nl)
+            self._skipped = -1
+            start = nl + 1
+        elif self._buf:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                if len(self._buf) + size > self._max:
+                    self._skipped = len(self._buf) + size
+                    self._buf = bytearray()
+                else:
+                    self._buf += chunk
+                return lines
+            length = len(self._buf) + nl
+            if length > self._max:
+                self._on_overlong(length)
+            else:
+                self._buf += chunk[:nl]
+                lines.append(bytes(self._buf))
+            self._buf = bytearray()
+            start = nl + 1
+        find = chunk.find
+        limit = self._max
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            if nl - start > limit:
+                self._on_overlong(nl - start)
+            else:
+                lines.append(chunk[start:nl])
+            start = nl + 1
+        if start < size:
+            rest = size - start
+            if rest > limit:
+                self._skipped = rest
+            else:
+                self._buf = bytearray(chunk[start:])
+        return lines
+
+    def finish(self) -> list[bytes]:
+        """At EOF: the unterminated last line, if any (an over-long one is reported)."""
+        if self._skipped >= 0:
+            self._on_overlong(self._skipped)
+            self._skipped = -1
+            return []
+        if self._buf:
+            line, self._buf = bytes(self._buf), bytearray()
+            return [line]
+        return []
+
+
+def read_stdout_lines(
+    pipe: BinaryIO,
+    splitter: LineSplitter,
+    sink: LinesSink,
+    chunk_bytes: int,
+) -> None:
+    """Reader-thread body: read big chunks until EOF, hand each chunk's lines to ``sink`` in
+    one call. A failing sink is logged, never fatal to the stream."""
+    read = pipe.read
+    while True:
+        try:
+            chunk = read(chunk_bytes) or b""
+        except (OSError, ValueError):
+            chunk = b""
+        lines = splitter.feed(chunk) if chunk else splitter.finish()
+        if lines:
+            try:
+                sink(lines)
+            except Exception:
+                log.exception("on_lines callback failed; the stream continues")
+        if not chunk:
+            _close(pipe)
+            return
+
+
+def _close(pipe: BinaryIO) -> None:
+    try:
+        pipe.close()
+    except OSError:
+        pass
+
+
+class StderrRing:
+    """The last ``capacity`` bytes written to stderr (thread-safe)."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+
+    def append(self, data: bytes) -> None:
+        with self._lock:
+            self._buf += data
+            excess = len(self._buf) - self._capacity
+            if excess > 0:
+                del self._buf[:excess]
+
+    def tail(self) -> str:
+        with self._lock:
+            return self._buf.decode("utf-8", "replace")
+
+
+def read_stderr(pipe: BinaryIO, ring: StderrRing, chunk_bytes: int = 65536) -> None:
+    """Reader-thread body for stderr: keep the tail in ``ring`` until EOF."""
+    while True:
+        try:
+            chunk = pipe.read(chunk_bytes)
+        except (OSError, ValueError):
+            chunk = b""
+        if not chunk:
+            _close(pipe)
+            return
+        ring.append(chunk)
+
+
+class StdinWriter:
+    """A bounded queue in front of a child's stdin, drained by one writer thread.
+
+    ``write``/``write_lines`` never block longer than their ``timeout`` (default: not at all):
+    when more than ``max_pending_bytes`` wait, they raise :class:`OperationTimeout`, so a child
+    that stops reading cannot block the caller. ``on_line(line)`` (the transcript tap) is called
+    on the writer thread for every line just before it is written. After the pipe breaks or
+    :meth:`close`, writes raise :class:`ProcessError`.
+    """
+
+    def __init__(
+        self,
+        pipe: BinaryIO,
+        *,
+        name: str,
+        max_pending_bytes: int,
+        on_line: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self._pipe = pipe
+        self._name = name
+        self._max = max_pending_bytes
+        self._on_line = on_line
+        self._items: list[tuple[bytes, bool]] = []
+        self._pending = 0
+        self._closing = False
+        self._broken: str | None = None
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name=f"stdin-{name}", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes, *, timeout: float = 0.0) -> None:
+        """Queue raw bytes (no tap). Thread: any."""
+        self._put([(data, False)], len(data), timeout)
+
+    def write_lines(self, lines: list[bytes], *, timeout: float = 0.0) -> None:
+        """Queue lines (each gets a ``\\n``; the tap sees each line without it). Thread: any."""
+        self._put([(line, True) for line in lines], sum(len(x) + 1 for x in lines), timeout)
+
+    def _put(self, items: list[tuple[bytes, bool]], size: int, timeout: float) -> None:
+        with self._cond:
+            if self._pending and self._pending + size > self._max:
+                self._cond.wait_for(
+                    lambda: self._broken or self._closing or self._pending + size <= self._max,
+                    timeout,
+                )
+            if self._broken or self._closing:
+                raise ProcessError(
+                    f"Cannot write to the stdin of {self._name!r}: {self._broken or 'closed'}"
+                )
+            if self._pending and self._pending + size > self._max:
+                raise OperationTimeout(f"writing to the stdin of {self._name!r}", timeout)
+            self._items.extend(items)
+            self._pending += size
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Close stdin once what is queued has been written. Thread: any; does not block."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+
+    def abort(self, reason: str) -> None:
+        """Drop what is queued and refuse further writes (the child is gone)."""
+        with self._cond:
+            self._broken = self._broken or reason
+            self._items = []
+            self._pending = 0
+            self._closing = True
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    self._cond.wait_for(lambda: self._items or self._closing)
+                    items, self._items = self._items, []
+                    if not items and self._closing:
+                        return
+                parts = []
+                for data, is_line in items:
+                    if is_line:
+                        if self._on_line is not None:
+                            try:
+                                self._on_line(data)
+                            except Exception:
+                                log.exception("outbound tap failed")
+                        parts.append(data)
+                        parts.append(b"\n")
+                    else:
+                        parts.append(data)
+                data = b"".join(parts)
+                view = memoryview(data)
+                try:
+                    while view:
+                        view = view[self._pipe.write(view) or 0 :]
+                except (OSError, ValueError) as exc:
+                    self.abort(getattr(exc, "strerror", None) or str(exc))
+                    return
+                with self._cond:
+                    self._pending -= len(data)
+                    self._cond.notify_all()
+        finally:
+            _close(self._pipe)

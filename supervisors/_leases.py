@@ -1,0 +1,183 @@
+"""Process leases: a record of every spawned process, so a crashed host's leftovers can be swept.
+
+A lease is one small JSON file ``<state_dir>/leases/<host pid>-<pid>.json`` written right after the
+spawn and removed when the process has been reaped. It holds the birth identity of the process
+(pid + create_time) and of its host. :func:`sweep_leases` runs at start-up; it never kills by name
+or pattern and never signals a recorded pid without first checking, freshly, that the process
+living under that pid is the one that was recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import psutil
+
+__all__ = ["Lease", "LeaseStore", "SweepReport", "argv_hash", "sweep_leases"]
+
+log = logging.getLogger("paddock.supervisors")
+
+
+class Lease(msgspec.Struct, frozen=True, kw_only=True):
+    """One spawned process. ``create_time`` values are psutil's (seconds since the epoch)."""
+
+    pid: int
+    create_time: float
+    pgid: int
+    owner: str
+    argv_hash: str
+    host_pid: int
+    host_create_time: float
+
+
+class SweepReport(msgspec.Struct, frozen=True, kw_only=True):
+    """``killed``: leased pids whose identity matched and were killed with their tree;
+    ``spared``: leased pids now used by another process (identity mismatch), left alone;
+    ``live_host``: leases kept because their host is still running."""
+
+    killed: tuple[int, ...] = ()
+    spared: tuple[int, ...] = ()
+    live_host: tuple[int, ...] = ()
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Lease)
+
+
+def argv_hash(argv: Sequence[str]) -> str:
+    return hashlib.sha256("\0".join(argv).encode()).hexdigest()[:16]
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _same(pid: int, create_time: float) -> psutil.Process | None:
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE:
+            return proc
+    except psutil.Error:
+        pass
+    return None
+
+
+class LeaseStore:
+    """Writes and removes this host's leases under ``state_dir`` (thread-safe: one file each)."""
+
+    def __init__(self, state_dir: str | os.PathLike[str]) -> None:
+        self.directory = Path(state_dir) / "leases"
+        self._host_pid = os.getpid()
+        self._host_create_time = _create_time(self._host_pid) or 0.0
+
+    def _path(self, pid: int) -> Path:
+        return self.directory / f"{self._host_pid}-{pid}.json"
+
+    def record(self, pid: int, argv: Sequence[str], owner: str) -> Lease | None:
+        """Record the process ``pid`` (just spawned, its own group leader). Returns None if it
+        already vanished."""
+        created = _create_time(pid)
+        if created is None:
+            return None
+        lease = Lease(
+            pid=pid,
+            create_time=created,
+            pgid=pid,
+            owner=owner,
+            argv_hash=argv_hash(argv),
+            host_pid=self._host_pid,
+            host_create_time=self._host_create_time,
+        )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._path(pid)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(_encoder.encode(lease))
+        os.replace(tmp, path)
+        return lease
+
+    def release(self, pid: int) -> None:
+        """Forget the lease of ``pid`` (after it has been reaped)."""
+        try:
+            self._path(pid).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _kill_tree(root: psutil.Process, lease: Lease) -> None:
+    procs = [root]
+    try:
+        procs += root.children(recursive=True)
+    except psutil.Error:
+        pass
+    # The group is signalled only through its verified leader (pgid == leased pid).
+    try:
+        if root.is_running() and os.getpgid(root.pid) == lease.pgid == lease.pid:
+            os.killpg(lease.pgid, signal.SIGKILL)
+    except OSError:
+        pass
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.Error:
+            pass
+    me = os.getpid()
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        alive = []
+        for proc in procs:
+            try:
+                if proc.ppid() == me:
+                    os.waitpid(proc.pid, os.WNOHANG)
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except (psutil.Error, ChildProcessError):
+                pass
+        if not alive:
+            return
+        time.sleep(0.01)
+
+
+def sweep_leases(state_dir: str | os.PathLike[str]) -> SweepReport:
+    """Kill the leftovers of dead hosts recorded under ``state_dir`` (thread: caller; start-up).
+
+    For each lease whose host is no longer running (host pid + create_time no longer match), the
+    leased pid is looked up afresh: only if its create_time still matches is it killed, with its
+    descendants and its process group. Leases of dead hosts are deleted either way; leases of
+    hosts still running (another runtime on the same state dir) are left untouched.
+    """
+    directory = Path(state_dir) / "leases"
+    killed: list[int] = []
+    spared: list[int] = []
+    live: list[int] = []
+    if not directory.is_dir():
+        return SweepReport()
+    for path in sorted(directory.glob("*.json")):
+        try:
+            lease = _decoder.decode(path.read_bytes())
+        except (OSError, msgspec.DecodeError):
+            log.warning("ignoring unreadable lease %s", path)
+            continue
+        if _same(lease.host_pid, lease.host_create_time) is not None:
+            live.append(lease.pid)
+            continue
+        proc = _same(lease.pid, lease.create_time)
+        if proc is None:
+            spared.append(lease.pid)
+        else:
+            _kill_tree(proc, lease)
+            killed.append(lease.pid)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+    return SweepReport(killed=tuple(killed), spared=tuple(spared), live_host=tuple(live))

@@ -1,0 +1,189 @@
+"""The orphan-guard shim: a tiny program that sits between the host and one agent process.
+
+Run as ``python -I -S _shim.py WATCH_FD HOST_PID PATH LC_CTYPE -- ARGV...``; it imports only the standard
+library and never the package. It is the direct child the host forks (from its spawner thread), and:
+
+- becomes a child subreaper (Linux), so every descendant of the agent that loses its parent,
+  including ones that called ``setsid``, is re-parented to the shim and stays inside the tree;
+- sets its own ``PR_SET_PDEATHSIG`` to SIGUSR1 (Linux) and re-checks its parent afterwards, and
+  holds the read end of the host's watchdog pipe (all platforms): either tells it the host died;
+- forks the agent with ``PR_SET_PDEATHSIG=SIGKILL`` (the shim is single-threaded, so the signal is
+  tied to a thread that lives as long as the shim) and default signal dispositions, then execs it;
+- ignores SIGTERM/SIGINT/SIGHUP itself, so a group SIGTERM reaches the agent while the shim keeps
+  reaping; when the agent exits it SIGTERMs what is left of the tree, SIGKILLs it after a short
+  grace, and exits with the agent's own status (re-raising the agent's fatal signal);
+- when the host dies it SIGKILLs the whole tree at once and exits.
+"""
+
+import ctypes
+import os
+import select
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+LINUX = sys.platform.startswith("linux")
+LEFTOVER_GRACE = 1.0
+
+
+def _descendants(root: int) -> list[int]:
+    if not LINUX:
+        return []
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if fields[0] == b"Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _reap(agent: int, status: list[int]) -> bool:
+    """Reap every exited child; return True when no child is left."""
+    while True:
+        try:
+            pid, st = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
+        if pid == agent:
+            status.append(st)
+
+
+def _kill_tree(agent: int, status: list[int], deadline: float) -> None:
+    me = os.getpid()
+    while time.monotonic() < deadline:
+        pids = _descendants(me)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if _reap(agent, status) and not pids:
+            return
+        time.sleep(0.005)
+
+
+def _terminate_leftovers(agent: int, status: list[int]) -> None:
+    me = os.getpid()
+    pids = _descendants(me)
+    if not pids:
+        _reap(agent, status)
+        return
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    grace_end = time.monotonic() + LEFTOVER_GRACE
+    while time.monotonic() < grace_end:
+        _reap(agent, status)
+        if not _descendants(me):
+            return
+        time.sleep(0.01)
+    _kill_tree(agent, status, time.monotonic() + 2.0)
+
+
+def _exit_like(st: int) -> None:
+    if os.WIFSIGNALED(st):
+        sig = os.WTERMSIG(st)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(st))
+
+
+def main() -> None:
+    watch_fd = int(sys.argv[1])
+    host = int(sys.argv[2])
+    path = sys.argv[3]
+    env = dict(os.environ)
+    # Python's C-locale coercion (PEP 538) may have changed LC_CTYPE in our environment; the
+    # host passes the value the agent must get ("-" for none, else "=value").
+    if sys.argv[4] == "-":
+        env.pop("LC_CTYPE", None)
+    else:
+        env["LC_CTYPE"] = sys.argv[4][1:]
+    argv = sys.argv[6:]
+    libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGUSR1, lambda *_: None)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    if libc is not None:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGUSR1, 0, 0, 0)
+    if os.getppid() != host:
+        os._exit(137)
+    shim = os.getpid()
+    agent = os.fork()
+    if agent == 0:
+        try:
+            signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1):
+                signal.signal(sig, signal.SIG_DFL)
+            for fd in (watch_fd, wake_r, wake_w):
+                os.close(fd)
+            if libc is not None:
+                libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != shim:
+                os._exit(137)
+            os.execve(path, argv, env)
+        except OSError as exc:
+            os.write(2, f"paddock: cannot execute {argv[0]!r}: {exc.strerror}\n".encode())
+        finally:
+            os._exit(127)
+    # The shim must not hold the agent's stdin/stdout open: the host waits for EOF on stdout.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    status: list[int] = []
+    while True:
+        try:
+            ready, _, _ = select.select([watch_fd, wake_r], [], [])
+        except InterruptedError:
+            ready = []
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        host_dead = os.getppid() != host
+        if watch_fd in ready:
+            try:
+                host_dead = host_dead or not os.read(watch_fd, 512)
+            except OSError:
+                host_dead = True
+        if host_dead:
+            _kill_tree(agent, status, time.monotonic() + 5.0)
+            os._exit(137)
+        _reap(agent, status)
+        if status:
+            _terminate_leftovers(agent, status)
+            _exit_like(status[0])
+
+
+if __name__ == "__main__":
+    main()
