@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import psutil
 import pytest
@@ -47,8 +48,12 @@ def test_spawn_starts_a_sigterm_ignoring_grandchild(agent, workspace):
     try:
         child = psutil.Process(pid)
         assert child.ppid() == agent.proc.pid
-        assert child.cmdline()[0].endswith("sleep") and child.cmdline()[1] == "30.0"
         assert _sig_ignored(pid, signal.SIGTERM)
+        # the shell execs sleep right after reporting ready; wait for that (bounded)
+        deadline = time.monotonic() + 5
+        while child.cmdline()[:1] != ["sleep"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert child.cmdline() == ["sleep", "30.0"]
         # it outlives the agent
         agent.close()
         assert child.is_running() and child.status() != psutil.STATUS_ZOMBIE

@@ -201,3 +201,25 @@ def test_split_answer_contract():
     assert len(pieces) == 20000 and set(pieces) == {"x"}
     pieces = split_answer("hello", 3)
     assert "".join(pieces) == "hello" and len(pieces) == 3
+
+
+def test_cancel_sent_right_after_the_prompt_is_not_lost(agent, workspace):
+    sid = agent.new_session(workspace)
+    prompt = {"jsonrpc": "2.0", "id": 77, "method": "session/prompt",
+              "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "@chunks 3\n@delay 5"}]}}
+    cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}
+    import json
+
+    agent.send((json.dumps(prompt) + "\n" + json.dumps(cancel) + "\n").encode())
+    assert agent.response(77, timeout=3)["result"] == {"stopReason": "cancelled"}
+
+
+def test_prompts_of_one_session_run_one_after_another(agent, workspace):
+    sid = agent.new_session(workspace)
+    first = agent.prompt(sid, "@reply aaaa\n@chunks 4\n@delay 0.05")
+    second = agent.prompt(sid, "@reply-history")
+    i_first = agent.wait_for(lambda m: m.get("id") == first and "method" not in m)[0]
+    i_second = agent.wait_for(lambda m: m.get("id") == second and "method" not in m)[0]
+    assert i_first < i_second
+    assert "".join(chunks_text(agent.updates(sid, upto=i_first))) == "aaaa"
+    assert "".join(chunks_text(agent.updates(sid)[len(agent.updates(sid, upto=i_first)):])) == "history: 1"

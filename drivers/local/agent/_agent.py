@@ -27,6 +27,7 @@ __all__ = ["AGENT_NAME", "AGENT_VERSION", "Agent", "split_answer"]
 AGENT_NAME = "paddock-local"
 AGENT_VERSION = "0.1.0"
 CONTEXT_SIZE = 200_000
+_BATCH_BYTES = 16 * 1024
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -106,9 +107,10 @@ class _Pending:
 class _TurnState:
     """Cancellation state of one running prompt; written by the reader, read by the turn."""
 
-    __slots__ = ("cancelled", "wakeup", "waiting", "command")
+    __slots__ = ("cancelled", "wakeup", "waiting", "command", "done")
 
     def __init__(self) -> None:
+        self.done = threading.Event()
         self.cancelled = False
         self.wakeup = threading.Event()
         self.waiting: _Pending | None = None
@@ -126,7 +128,7 @@ class _TurnState:
 
 
 class _Session:
-    __slots__ = ("id", "cwd", "history", "mode", "config", "lock", "turn", "chunk_prefix", "usage_total")
+    __slots__ = ("id", "cwd", "history", "mode", "config", "last_done", "turns", "chunk_prefix", "usage_total")
 
     def __init__(self, session_id: str, cwd: str, history: list[Turn], prefix: bytes) -> None:
         self.id = session_id
@@ -134,8 +136,11 @@ class _Session:
         self.history = history
         self.mode = "default"
         self.config: dict[str, Any] = {}
-        self.lock = threading.Lock()
-        self.turn: _TurnState | None = None
+        # Turns of a session run in prompt order: each waits for the previous one's event.
+        self.last_done: threading.Event | None = None
+        # Running and queued turns; added by the reader at dispatch, so a cancel that follows
+        # the prompt immediately is never lost. Removed by the turn thread when it answers.
+        self.turns: set[_TurnState] = set()
         self.chunk_prefix = prefix
         self.usage_total = sum(a + b for t in history if t.usage for a, b in (t.usage,))
 
@@ -185,8 +190,7 @@ class Agent:
     def shutdown(self) -> None:
         """Stdin closed: stop every turn (killing running commands) and flush (reader thread)."""
         for session in list(self._sessions.values()):
-            turn = session.turn
-            if turn is not None:
+            for turn in list(session.turns):
                 turn.cancel()
         self._wire.flush_and_wait(timeout=2.0)
 
@@ -213,8 +217,9 @@ class Agent:
     def _handle_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "session/cancel":
             session = self._sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
-            if session is not None and session.turn is not None:
-                session.turn.cancel()
+            if session is not None:
+                for turn in list(session.turns):
+                    turn.cancel()
         # Unknown notifications are ignored (ACP).
 
     def _handle_request(self, req_id: Any, method: str, params: dict[str, Any]) -> None:
@@ -380,9 +385,12 @@ class Agent:
         if directives.ignore_sigterm:
             # signal.signal works only in the main thread, which is this reader thread.
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        turn = _TurnState()
+        session.turns.add(turn)
+        previous, session.last_done = session.last_done, turn.done
         threading.Thread(
             target=self._run_turn,
-            args=(req_id, session, directives, text),
+            args=(req_id, session, turn, previous, directives, text),
             name=f"turn-{session.id[:8]}",
             daemon=True,
         ).start()
@@ -444,25 +452,29 @@ class Agent:
             throttle=throttle,
         )
 
-    def _run_turn(self, req_id: Any, session: _Session, d: Directives, user_text: str) -> None:
-        with session.lock:
-            turn = _TurnState()
-            session.turn = turn
+    def _run_turn(
+        self, req_id: Any, session: _Session, turn: _TurnState, previous: threading.Event | None, d: Directives, user_text: str
+    ) -> None:
+        if previous is not None:
+            previous.wait()
+        try:
             sent: list[str] = []
             try:
-                stop = self._turn_body(session, turn, d, user_text, sent)
+                stop = "cancelled" if turn.cancelled else self._turn_body(session, turn, d, user_text, sent)
             except Exception as exc:
                 _log("turn failed:\n" + traceback.format_exc())
                 self._error(req_id, INTERNAL_ERROR, f"Internal error: {exc}", throttle=True)
                 return
             finally:
-                session.turn = None
+                session.turns.discard(turn)
                 self._record(session, user_text, sent, d.usage)
             result: dict[str, Any] = {"stopReason": stop}
             if d.usage is not None:
                 inp, out = d.usage
                 result["usage"] = {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out}
             self._wire.send({"jsonrpc": "2.0", "id": req_id, "result": result}, flush=True)
+        finally:
+            turn.done.set()
 
     def _record(self, session: _Session, user_text: str, sent: list[str], usage: tuple[int, int] | None) -> None:
         turn = Turn(user_text, "".join(sent), usage)
@@ -517,18 +529,35 @@ class Agent:
         prefix = session.chunk_prefix
         suffix = b"}}}}\n"
         delay = d.delay
-        send_chunk = wire.send_chunk
-        for i, piece in enumerate(pieces):
-            if i and delay > 0:
-                wire.flush()
-                if turn.wakeup.wait(delay):
+        if delay == 0 and d.crash is None:
+            # Back-to-back chunks are encoded in per-turn batches outside the wire's lock: with
+            # many streaming sessions, one lock round per line makes the threads convoy.
+            encode_into = msgspec.json.Encoder().encode_into
+            batch = bytearray()
+            for piece in pieces:
+                if turn.cancelled:
                     break
-            if turn.cancelled:
-                break
-            send_chunk(prefix, piece, suffix)
-            sent.append(piece)
-            if d.crash is not None:
-                self._crash(session, user_text, sent, d)
+                batch += prefix
+                encode_into(piece, batch, -1)
+                batch += suffix
+                sent.append(piece)
+                if len(batch) >= _BATCH_BYTES:
+                    wire.send_raw(batch)
+                    batch = bytearray()
+            if batch:
+                wire.send_raw(batch)
+        else:
+            for i, piece in enumerate(pieces):
+                if i and delay > 0:
+                    wire.flush()
+                    if turn.wakeup.wait(delay):
+                        break
+                if turn.cancelled:
+                    break
+                wire.send_chunk(prefix, piece, suffix)
+                sent.append(piece)
+                if d.crash is not None:
+                    self._crash(session, user_text, sent, d)
         if d.crash is not None:
             self._crash(session, user_text, sent, d)
         if turn.cancelled:

@@ -62,16 +62,20 @@ class RunningCommand:
 def spawn_sleeper(seconds: float) -> int:
     """Start ``sleep SECONDS`` ignoring SIGTERM, in the agent's process group; returns its pid.
 
-    The shell sets SIGTERM to ignored and execs ``sleep``, which inherits the ignored
-    disposition (same pid). A daemon thread reaps it if it ends while the agent lives.
+    The shell sets SIGTERM to ignored, reports "ready" on a pipe, then execs ``sleep`` (same pid),
+    which inherits the ignored disposition. Returning only after "ready" guarantees the pid
+    already ignores SIGTERM when the agent reports it. A daemon thread reaps it if it ends while
+    the agent lives.
     """
     proc = subprocess.Popen(
-        ["/bin/sh", "-c", f"trap '' TERM; exec sleep {seconds!r}"],
+        ["/bin/sh", "-c", f"trap '' TERM; echo ready; exec sleep {seconds!r} >/dev/null"],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         close_fds=True,
     )
+    proc.stdout.readline()  # type: ignore[union-attr]
+    proc.stdout.close()  # type: ignore[union-attr]
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
     return proc.pid
 

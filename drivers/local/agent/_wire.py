@@ -60,10 +60,10 @@ class Wire:
             buf += suffix
             self._after_append(False, True)
 
-    def send_raw(self, line: bytes, *, flush: bool = False) -> None:
-        """Append a raw line (used only by the ``@garbage`` directive)."""
+    def send_raw(self, lines: bytes | bytearray, *, flush: bool = False) -> None:
+        """Append complete, already encoded lines (a producer's batch, or ``@garbage``)."""
         with self._cv:
-            self._buf += line
+            self._buf += lines
             self._after_append(flush, True)
 
     def encode(self, obj: Any) -> bytes:
