@@ -1,0 +1,107 @@
+"""The driver registry's records: what a driver is, and what an instance of it is given.
+
+A driver is a plain record (:class:`DriverSpec`): its kind, the msgspec Struct that decodes its
+``[instances.<id>]`` table, a factory that builds one adapter per instance, and an optional probe.
+Adding a driver means one new package and one line in ``BUILT_IN_DRIVERS``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from runtime.contract import Capabilities, ProviderAdapter
+
+__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "acp_driver_spec", "resolve_binary"]
+
+
+class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The keys every ``[instances.<id>]`` table may hold. Drivers subclass it to add their own
+    keys; unknown keys are errors, so a typo never passes silently.
+
+    ``env`` is added to the instance's child environment; ``pass_env`` names ambient variables
+    passed through unchanged (everything else from the host's environment is stripped by the
+    runtime, except its allow-list). ``home`` is the instance's private home directory, created
+    by the runtime (default ``state_dir/instances/<id>/``).
+    """
+
+    driver: str
+    binary: str | None = None
+    home: str | None = None
+    env: dict[str, str] = {}
+    args: list[str] = []
+    pass_env: list[str] = []
+
+
+class InstanceContext(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the runtime hands a driver to build one instance's adapter.
+
+    ``home`` exists already; ``env`` is the complete child environment the runtime built (allow-list
+    plus the config's ``env`` and ``pass_env``, ambient credentials stripped); the driver adds its
+    own keys on top of a copy, never reads ``os.environ``. ``hub`` is the EventHub handle the
+    adapter makes its emitters from. ``state_dir`` is the runtime's state directory.
+    """
+
+    instance_id: str
+    driver: str
+    config: DriverConfig
+    home: str
+    env: dict[str, str]
+    state_dir: str
+    hub: Any
+
+
+class DriverSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A driver: ``kind``; ``config_type``, the Struct decoding its ``[instances.<id>]`` table;
+    ``create(ctx) -> adapter`` (a :class:`runtime.contract.ProviderAdapter` plus
+    ``close(*, timeout)``); ``probe(ctx) -> reason | None``, ``None`` when the instance can run,
+    else a sentence saying why not; and ``capabilities``, what an instance can do before its agent
+    says more at start-up.
+
+    ``probe`` is cheap, never starts a session and never raises (an unusable instance is listed,
+    not crashed on). Thread: ``create`` and ``probe`` run on the caller's thread; ``create``
+    spawns nothing (the agent process starts with the first session).
+    """
+
+    kind: str
+    config_type: type[DriverConfig]
+    create: Callable[[InstanceContext], ProviderAdapter]
+    probe: Callable[[InstanceContext], str | None] | None = None
+    capabilities: Capabilities | None = None
+
+
+def resolve_binary(binary: str | None, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """Resolve ``binary`` on the child's ``PATH`` (or as a path): ``(path, None)`` or
+    ``(None, reason)``. A probe building block."""
+    if not binary:
+        return None, "no `binary` configured"
+    if os.sep in binary:
+        path = os.path.abspath(os.path.expanduser(binary))
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path, None
+        return None, f"binary {binary!r} does not exist or is not executable"
+    found = shutil.which(binary, path=env.get("PATH", os.defpath))
+    if found is None:
+        return None, f"binary {binary!r} not found on PATH"
+    return found, None
+
+
+def acp_driver_spec(flavor: Any) -> DriverSpec:
+    """The registry record of an ACP flavor (``drivers.acp.AcpFlavor``): its config type, an
+    :class:`~drivers.acp.AcpAdapter` factory, its probe and its capabilities before start-up."""
+    from drivers.acp import AcpAdapter, base_capabilities
+
+    caps = base_capabilities(client_fs=flavor.client_fs, client_terminal=flavor.client_terminal)
+    if flavor.capability_overrides is not None:
+        caps = flavor.capability_overrides(caps)
+
+    def create(ctx: InstanceContext) -> ProviderAdapter:
+        return AcpAdapter(ctx, flavor)
+
+    return DriverSpec(
+        kind=flavor.kind, config_type=flavor.config_type, create=create, probe=flavor.probe, capabilities=caps
+    )

@@ -1,0 +1,192 @@
+"""The agent side of an instance: one agent process per incarnation (:class:`AgentLink`) and the
+reader-thread router that hands each session its share of every read batch.
+
+Threads: :meth:`Router.on_batch` and the prompt done-callbacks run on the connection's stdout
+reader thread and only decode and ``tell``; :meth:`AgentLink.call` blocks its caller (a session
+actor or the supervisor starting the agent) on the agent's answer, with a timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from actors import JsonRpcConnection, JsonRpcRequest
+from runtime.contract import OperationTimeout, PaddockError, ProcessError, RequestError
+
+from . import _wire as w
+from ._session import Incoming, Req, WarningNotice
+
+__all__ = ["AgentLink", "Router"]
+
+log = logging.getLogger(__name__)
+
+_SESSION_REQUESTS = frozenset({
+    "session/request_permission",
+    "fs/read_text_file",
+    "fs/write_text_file",
+    "terminal/create",
+    "terminal/output",
+    "terminal/wait_for_exit",
+    "terminal/kill",
+    "terminal/release",
+})
+_MAX_UNCLAIMED_SESSIONS = 64
+_MAX_UNCLAIMED_ITEMS = 4096
+_sid_decoder = msgspec.json.Decoder(w.SessionIdOnly)
+
+
+class Router:
+    """Routes inbound traffic of one agent process to session actors by ``sessionId``.
+
+    Updates for a session id nobody registered yet (``session/new`` answers, then the agent
+    speaks before the session actor has stored the id) are held, bounded, and handed over at
+    :meth:`register`. Thread-safe; :meth:`on_batch` runs on the reader thread.
+    """
+
+    def __init__(self, reject: Callable[[JsonRpcRequest], None]) -> None:
+        self._reject = reject
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Any] = {}
+        self._unclaimed: dict[str, list[Any]] = {}
+
+    def register(self, session_id: str, ref: Any) -> None:
+        with self._lock:
+            self._sessions[session_id] = ref
+            held = self._unclaimed.pop(session_id, None)
+            if held:
+                ref.tell(Incoming(held))
+
+    def unregister(self, session_id: str) -> None:
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    def refs(self) -> list[Any]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def on_batch(self, batch: list[Any]) -> None:
+        groups: dict[str, list[Any]] = {}
+        for msg in batch:
+            method = msg.method
+            if type(msg) is JsonRpcRequest:
+                if method not in _SESSION_REQUESTS:
+                    log.debug("agent request %r answered -32601", method)
+                    self._reject(msg)
+                    continue
+                try:
+                    sid = _sid_decoder.decode(msg.params).sessionId
+                except msgspec.DecodeError:
+                    sid = ""
+                groups.setdefault(sid, []).append(Req(msg.id, method, msg.params))
+            elif method == "session/update":
+                try:
+                    sid, update = w.decode_update_params(msg.params)
+                except msgspec.DecodeError as exc:
+                    log.debug("malformed session/update skipped: %s", exc)
+                    continue
+                groups.setdefault(sid, []).append(update)
+            else:
+                log.debug("agent notification %r ignored", method)
+        if not groups:
+            return
+        with self._lock:
+            for sid, items in groups.items():
+                ref = self._sessions.get(sid)
+                if ref is not None:
+                    ref.tell(Incoming(items))
+                    continue
+                held = self._unclaimed.get(sid)
+                if held is None:
+                    if len(self._unclaimed) >= _MAX_UNCLAIMED_SESSIONS:
+                        oldest = next(iter(self._unclaimed))
+                        self._drop(self._unclaimed.pop(oldest))
+                    held = self._unclaimed[sid] = []
+                held.extend(items)
+                if len(held) > _MAX_UNCLAIMED_ITEMS:
+                    self._drop(held[:-_MAX_UNCLAIMED_ITEMS])
+                    del held[:-_MAX_UNCLAIMED_ITEMS]
+
+    def _drop(self, items: list[Any]) -> None:
+        for item in items:
+            if type(item) is Req:
+                self._reject(JsonRpcRequest(item.id, item.method, item.params))
+
+
+class AgentLink:
+    """One running incarnation of the agent process: its connection, its ``initialize`` answer
+    and its generation number (a restarted agent gets a new link). Thread-safe."""
+
+    def __init__(
+        self,
+        conn: JsonRpcConnection,
+        router: Router,
+        init: w.InitializeResult,
+        generation: int,
+        where: dict[str, str],
+    ) -> None:
+        self.conn = conn
+        self.router = router
+        self.init = init
+        self.generation = generation
+        self._where = where
+
+    @property
+    def exit_info(self) -> Any:
+        """The agent's ExitInfo once it exited (set before its pending requests fail)."""
+        return self.conn.process.exit_info
+
+    def exit_detail(self) -> str:
+        info = self.exit_info
+        if info is None:
+            return "the agent process is running"
+        how = f"killed by signal {info.signal}" if info.signal else f"exit code {info.returncode}"
+        return f"the agent process {info.name!r} exited ({how})"
+
+    def register(self, session_id: str, ref: Any) -> None:
+        self.router.register(session_id, ref)
+
+    def unregister(self, session_id: str) -> None:
+        self.router.unregister(session_id)
+
+    def call(self, method: str, params: Any, *, timeout: float, thread_id: str | None = None) -> Any:
+        """Send a request and wait for its raw result; errors are mapped to the PaddockError
+        family naming this instance (and ``thread_id``)."""
+        future = self.conn.request(method, params, timeout=timeout)
+        try:
+            return future.result(timeout + 1.0)
+        except RequestError as exc:
+            raise RequestError(method, exc.code, exc.detail, **self._where, thread_id=thread_id) from None
+        except OperationTimeout:
+            raise OperationTimeout(f"ACP {method!r}", timeout, **self._where, thread_id=thread_id) from None
+        except ProcessError as exc:
+            raise ProcessError(exc.detail, exc.exit_code, stderr_tail=exc.stderr_tail, **self._where,
+                               thread_id=thread_id) from None
+        except TimeoutError:
+            raise OperationTimeout(f"ACP {method!r}", timeout, **self._where, thread_id=thread_id) from None
+        except PaddockError:
+            raise
+
+    def request_async(self, method: str, params: Any, done: Callable[[Any, BaseException | None], None]) -> None:
+        """Send a request; ``done(result, error)`` runs once on the reader thread (or at once
+        if the connection is closed)."""
+        future = self.conn.request(method, params)
+
+        def finished(f: Any) -> None:
+            error = f.exception()
+            done(None if error is not None else f.result(), error)
+
+        future.add_done_callback(finished)
+
+    def notify(self, method: str, params: Any) -> None:
+        self.conn.notify(method, params)
+
+    def respond(self, request_id: Any, result: Any) -> None:
+        self.conn.respond(request_id, result)
+
+    def respond_error(self, request_id: Any, code: int, message: str) -> None:
+        self.conn.respond_error(request_id, code, message)

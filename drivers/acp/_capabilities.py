@@ -1,0 +1,47 @@
+"""Capability negotiation: ACP defaults, refined by the agent's ``initialize`` answer and the
+modes it reports for its sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from runtime.contract import ACP_DEFAULT_CAPABILITIES, Capabilities
+
+from . import _wire as w
+
+__all__ = ["base_capabilities", "negotiate", "with_modes"]
+
+
+def base_capabilities(*, client_fs: bool, client_terminal: bool) -> Capabilities:
+    """What an instance can do before its agent answered ``initialize``."""
+    caps = ACP_DEFAULT_CAPABILITIES
+    return msgspec.structs.replace(
+        caps, tools=msgspec.structs.replace(caps.tools, client_fs=client_fs, client_terminal=client_terminal)
+    )
+
+
+def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
+    """Fold the ``initialize`` result in: ``loadSession`` turns on ``sessions.load`` and
+    ``sessions.resume`` (a loaded session continues in a fresh process); ``sessionCapabilities``
+    ``resume`` / ``fork`` / ``list`` turn on their flags."""
+    agent = init.agentCapabilities
+    sc = agent.sessionCapabilities
+    sessions = msgspec.structs.replace(
+        caps.sessions,
+        load=agent.loadSession,
+        resume=agent.loadSession or sc.resume is not None,
+        fork=sc.fork is not None,
+        list=sc.list is not None,
+    )
+    return msgspec.structs.replace(caps, sessions=sessions)
+
+
+def with_modes(caps: Capabilities, mode_ids: Iterable[str], plan_mode_id: str | None) -> Capabilities:
+    """A session reported its modes: ``planning.plan_mode`` is on when the agent has the mode a
+    plan interaction maps to."""
+    has_plan = (plan_mode_id or "plan") in set(mode_ids)
+    if has_plan == caps.planning.plan_mode:
+        return caps
+    return msgspec.structs.replace(caps, planning=msgspec.structs.replace(caps.planning, plan_mode=has_plan))

@@ -1,0 +1,38 @@
+"""The ``[instances.<id>]`` table of an ACP driver instance."""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["AcpConfig"]
+
+
+class AcpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The common keys of every driver (the same as ``drivers.DriverConfig``, which this package
+    may not import under the one-way driver rule): ``driver``, ``binary``, ``home``, ``env``,
+    ``args``, ``pass_env``; plus:
+
+    - ``client_fs`` / ``client_terminal``: advertise ``fs/*`` and ``terminal/*`` to the agent
+      (``None``: the flavor's default). Served requests stay confined to the workspace roots;
+    - ``auth_method``: the ``authenticate`` method id (``None``: the flavor's, or no call);
+    - ``native_modes``: runtime mode (``approval-required``, ``auto-accept-edits``,
+      ``full-access``) or ``plan`` -> the agent's own mode id, on top of the flavor's mapping;
+    - ``cancel_guard``: seconds to wait for evidence that a turn started before sending
+      ``session/cancel`` (``None``: the flavor's);
+    - ``request_timeout``: seconds to wait for the agent's answer to a control request;
+    - ``terminal_output_limit``: the most output bytes kept per terminal when the agent names none.
+    """
+
+    driver: str
+    binary: str | None = None
+    home: str | None = None
+    env: dict[str, str] = {}
+    args: list[str] = []
+    pass_env: list[str] = []
+    client_fs: bool | None = None
+    client_terminal: bool | None = None
+    auth_method: str | None = None
+    native_modes: dict[str, str] = {}
+    cancel_guard: float | None = None
+    request_timeout: float = 60.0
+    terminal_output_limit: int = 1_048_576

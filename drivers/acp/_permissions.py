@@ -1,0 +1,91 @@
+"""Permission requests: which decisions an ACP request offers, how a host decision picks an
+option (by option KIND, never by id), and what each runtime mode answers without asking."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import _wire as w
+
+__all__ = [
+    "DEFAULT_AUTO_ALLOW",
+    "auto_decision",
+    "offered_decisions",
+    "outcome_for",
+    "request_kind_of_tool",
+]
+
+# Tool kinds each runtime mode allows without asking the host (T3 Code's client-side disposition,
+# acp.md section 6). "*" means every kind. Everything else is asked.
+DEFAULT_AUTO_ALLOW: Mapping[str, frozenset[str]] = {
+    "full-access": frozenset({"*"}),
+    "auto-accept-edits": frozenset({"edit", "delete", "move", "read", "search", "think"}),
+    "approval-required": frozenset({"read", "search", "think"}),
+}
+
+_REQUEST_KINDS = {
+    "execute": "command",
+    "edit": "file_change",
+    "delete": "file_change",
+    "move": "file_change",
+    "read": "file_read",
+}
+
+# ACP PermissionOptionKind preference per host decision; the first kind present wins.
+_PREFERENCE: Mapping[str, tuple[str, ...]] = {
+    "accept": ("allow_once", "allow_always"),
+    "accept_for_session": ("allow_always", "allow_once"),
+    "decline": ("reject_once", "reject_always"),
+}
+
+
+def request_kind_of_tool(tool_kind: str | None) -> str:
+    if tool_kind is None:
+        return "permission"
+    return _REQUEST_KINDS.get(tool_kind, "tool")
+
+
+def offered_decisions(options: Sequence[w.PermissionOption]) -> tuple[str, ...]:
+    """The host decisions a request can take: ``cancel`` always, the others when an option of a
+    matching kind exists."""
+    kinds = {o.kind for o in options}
+    out = []
+    if kinds & {"allow_once", "allow_always"}:
+        out.append("accept")
+    if "allow_always" in kinds:
+        out.append("accept_for_session")
+    if kinds & {"reject_once", "reject_always"}:
+        out.append("decline")
+    out.append("cancel")
+    return tuple(out)
+
+
+def outcome_for(decision: str, options: Sequence[w.PermissionOption]) -> dict[str, Any]:
+    """The ``session/request_permission`` result for a host decision. ``cancel``, or a decision
+    no option can express, answers the ``cancelled`` outcome (the agent treats it as not allowed)."""
+    for kind in _PREFERENCE.get(decision, ()):
+        for option in options:
+            if option.kind == kind:
+                return {"outcome": {"outcome": "selected", "optionId": option.optionId}}
+    return {"outcome": {"outcome": "cancelled"}}
+
+
+def auto_decision(
+    runtime_mode: str,
+    tool_kind: str | None,
+    options: Sequence[w.PermissionOption],
+    auto_allow: Mapping[str, frozenset[str]] = DEFAULT_AUTO_ALLOW,
+) -> str | None:
+    """The decision the runtime takes by itself, or ``None`` to ask the host. Full access picks
+    ``accept_for_session`` when an ``allow_always`` option exists (so the agent stops asking),
+    otherwise ``accept``."""
+    allowed = auto_allow.get(runtime_mode, frozenset())
+    if "*" not in allowed and (tool_kind or "other") not in allowed:
+        return None
+    kinds = {o.kind for o in options}
+    if runtime_mode == "full-access" and "allow_always" in kinds:
+        return "accept_for_session"
+    if kinds & {"allow_once", "allow_always"}:
+        return "accept"
+    return None

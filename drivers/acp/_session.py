@@ -1,0 +1,750 @@
+"""AcpSessionActor: one ACP session (one host thread) on a shared agent process.
+
+Thread: every method of the actor runs on its own actor thread. The agent link's reader thread
+only ``tell``s it: batches of already-decoded ``session/update`` payloads and agent requests for
+this session (:class:`Incoming`), and the outcome of its ``session/prompt`` (:class:`PromptDone`).
+Host operations arrive as ``ask`` messages from the adapter, with the caller's timeout.
+
+Lifecycle of the native session:
+- ``Open``: ``session/new``, or ``session/load`` / ``session/resume`` from a resume cursor; a failed
+  resume falls back to ``session/new`` and says so (``session.started(resume_failed=True)`` plus a
+  ``runtime.warning``);
+- after the agent process restarted (new link generation), the next ``SendTurn`` first reloads the
+  native session (``session/load``, else ``session/resume``), transparently;
+- ``on_shutdown``: when the agent died, the running turn fails, open requests expire and
+  ``session.exited(recoverable=<agent can load>)`` is emitted; on a normal stop the turn is
+  cancelled, open requests are answered ``cancelled`` and ``session.exited(reason="stopped")``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from actors import SessionActor, SessionRecord
+from runtime.contract import (
+    DECISIONS,
+    OperationTimeout,
+    PaddockError,
+    ProcessError,
+    ProviderRefs,
+    RequestError,
+    RequestOpened,
+    RequestResolved,
+    ResumeCursor,
+    RuntimeWarningEvent,
+    SendTurnInput,
+    Session,
+    SessionClosedError,
+    SessionConfigured,
+    SessionExited,
+    SessionStarted,
+    StartSessionInput,
+    TurnStartResult,
+    ValidationError,
+)
+from supervisors import ChildContext
+
+from . import _wire as w
+from ._fs import FsError, read_text_file, write_text_file
+from ._permissions import auto_decision, offered_decisions, outcome_for, request_kind_of_tool
+from ._translate import Translator, stop_reason_state
+
+__all__ = ["AcpSessionActor", "Incoming", "PromptDone", "Req", "SessionSettings", "WarningNotice", "cursor_for", "session_id_of"]
+
+log = logging.getLogger(__name__)
+
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+# messages ----------------------------------------------------------------------------------------
+
+
+class Req:
+    """An agent request routed to this session (``params`` undecoded)."""
+
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, id: Any, method: str, params: Any) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+
+
+class Incoming:
+    """A batch from the reader: decoded updates and :class:`Req`s, in wire order."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+
+class PromptDone:
+    __slots__ = ("turn_id", "result", "error")
+
+    def __init__(self, turn_id: str, result: Any, error: BaseException | None) -> None:
+        self.turn_id = turn_id
+        self.result = result
+        self.error = error
+
+
+class WarningNotice:
+    """A transport warning (malformed or over-long line) broadcast to the process's sessions."""
+
+    __slots__ = ("code", "message", "detail")
+
+    def __init__(self, code: str, message: str, detail: dict[str, Any]) -> None:
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+
+class _Open:
+    __slots__ = ()
+
+
+class _SendTurn:
+    __slots__ = ("input",)
+
+    def __init__(self, input: SendTurnInput) -> None:
+        self.input = input
+
+
+class _Interrupt:
+    __slots__ = ("turn_id",)
+
+    def __init__(self, turn_id: str | None) -> None:
+        self.turn_id = turn_id
+
+
+class _Respond:
+    __slots__ = ("request_id", "decision")
+
+    def __init__(self, request_id: str, decision: str) -> None:
+        self.request_id = request_id
+        self.decision = decision
+
+
+class _Rollback:
+    __slots__ = ("num_turns",)
+
+    def __init__(self, num_turns: int) -> None:
+        self.num_turns = num_turns
+
+
+class _GuardExpired:
+    __slots__ = ("turn_id",)
+
+    def __init__(self, turn_id: str) -> None:
+        self.turn_id = turn_id
+
+
+class _ReplayDone:
+    __slots__ = ()
+
+
+# settings ----------------------------------------------------------------------------------------
+
+
+class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What a session needs from its instance (immutable, shared by all its incarnations)."""
+
+    driver: str
+    instance_id: str
+    cursor_driver: str
+    auto_allow: Any
+    native_modes: dict[str, str]
+    cancel_guard: float
+    request_timeout: float
+    client_fs: bool
+    client_terminal: bool
+    terminal_output_limit: int
+
+
+def cursor_for(driver: str, session_id: str) -> ResumeCursor:
+    return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode({"sessionId": session_id}).decode())
+
+
+class _CursorPayload(msgspec.Struct):
+    sessionId: str
+
+
+def session_id_of(cursor: ResumeCursor, driver: str) -> str:
+    """The native session id in a cursor this driver wrote; raises ValidationError otherwise."""
+    if cursor.driver != driver or cursor.version != 1:
+        raise ValidationError("resume", f"a {cursor.driver!r} v{cursor.version} cursor is not a {driver!r} v1 cursor")
+    try:
+        return msgspec.json.decode(cursor.payload, type=_CursorPayload).sessionId
+    except msgspec.DecodeError as exc:
+        raise ValidationError("resume", f"malformed {driver!r} cursor payload: {exc}") from None
+
+
+class _Pending:
+    __slots__ = ("rpc_id", "options", "tool_call_id", "turn_id")
+
+    def __init__(self, rpc_id: Any, options: list[w.PermissionOption], tool_call_id: str, turn_id: str) -> None:
+        self.rpc_id = rpc_id
+        self.options = options
+        self.tool_call_id = tool_call_id
+        self.turn_id = turn_id
+
+
+_permission_decoder = msgspec.json.Decoder(w.PermissionRequest)
+_read_decoder = msgspec.json.Decoder(w.ReadTextFileParams)
+_write_decoder = msgspec.json.Decoder(w.WriteTextFileParams)
+_prompt_decoder = msgspec.json.Decoder(w.PromptResult)
+_session_result_decoder = msgspec.json.Decoder(w.SessionResult)
+_CONTENT_KINDS = (w.AgentMessageChunk, w.AgentThoughtChunk, w.ToolCallStart, w.ToolCallUpdate, w.PlanUpdate, w.UserMessageChunk)
+
+
+class AcpSessionActor(SessionActor):
+    """One ACP session. Built by the session supervisor's child spec; see the module docstring.
+
+    ``get_link()`` returns the current agent link (or ``None`` while the agent restarts);
+    ``terminals`` is the factory of the session's terminal manager (or ``None``)."""
+
+    def __init__(
+        self,
+        record: SessionRecord,
+        emitter: Any,
+        settings: SessionSettings,
+        get_link: Callable[[], Any],
+        *,
+        terminals: Callable[[], Any] | None = None,
+        context: ChildContext | None = None,
+    ) -> None:
+        super().__init__(record, emitter, context=context)
+        self.settings = settings
+        self._get_link = get_link
+        self._link: Any = None
+        self._make_terminals = terminals
+        self._terminals: Any = None
+        x = record.extra
+        self.start_input: StartSessionInput = x["input"]
+        self.tr = Translator(settings.driver, settings.instance_id, self.thread_id)
+        self.tr.native_session_id = x.get("session_id")
+        if "usage" in x:
+            self.tr.restore_usage(x["usage"])
+        self._pending: dict[str, _Pending] = {}
+        self._request_seq = 0
+        self._cancel_pending = False
+        self._guard_timer: threading.Timer | None = None
+        self._replaying = False
+        self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
+
+    # lifecycle -----------------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        super().on_start()
+        if self._make_terminals is not None and self.settings.client_terminal:
+            self._terminals = self._make_terminals()
+
+    def on_shutdown(self, deadline: float) -> None:
+        self._end_session(deadline)
+
+    def on_terminate(self, reason) -> None:  # type: ignore[no-untyped-def]
+        # Always runs, also after a failure; _end_session is idempotent.
+        try:
+            self._end_session(time.monotonic() + 1.0, failed=reason.abnormal)
+        finally:
+            self._persist()
+
+    def _end_session(self, deadline: float, *, failed: bool = False) -> None:
+        if self.record.extra.get("finished_incarnation") is self:
+            return
+        self.record.extra["finished_incarnation"] = self
+        self._cancel_guard()
+        link = self._link
+        dead = link is not None and link.exit_info is not None
+        events: list = []
+        if dead or failed:
+            info = link.exit_info if dead else None
+            detail = link.exit_detail() if info is not None else "the session actor failed"
+            for rid in list(self._pending):
+                self._pending.pop(rid)
+                events.append(self._resolved(rid, "expired"))
+            events += self.tr.complete_turn("failed", error=detail)
+            recoverable = bool(link is not None and link.init.agentCapabilities.loadSession) or self._can_resume(link)
+            events.append(
+                SessionExited(
+                    **self._env(),
+                    reason=detail,
+                    recoverable=recoverable,
+                    exit_code=info.exit_code if info is not None else None,
+                    signal=info.signal if info is not None else None,
+                    stderr_tail=info.stderr_tail if info is not None else None,
+                )
+            )
+            self.publish(status="error", active_turn_id=None, last_error=detail)
+        else:
+            in_turn = self.tr.in_turn
+            self._resolve_all_pending("cancelled", events)
+            if in_turn and link is not None and self.tr.native_session_id:
+                try:
+                    link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
+                except PaddockError:
+                    pass
+            events += self.tr.complete_turn("cancelled", stop_reason=None, error="the session was stopped")
+            events.append(SessionExited(**self._env(), reason="stopped", recoverable=True))
+            self.publish(status="stopped", active_turn_id=None)
+            if link is not None and self.tr.native_session_id:
+                link.unregister(self.tr.native_session_id)
+        if self._terminals is not None:
+            self._terminals.close(deadline)
+        self.emit(events)
+
+    def _persist(self) -> None:
+        x = self.record.extra
+        x["session_id"] = self.tr.native_session_id
+        x["usage"] = self.tr.usage
+
+    # message dispatch ----------------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        cls = type(message)
+        if cls is Incoming:
+            return self._incoming(message.items)
+        if cls is PromptDone:
+            return self._prompt_done(message)
+        if cls is _SendTurn:
+            return self._send_turn(message.input)
+        if cls is _Respond:
+            return self._respond(message.request_id, message.decision)
+        if cls is _Interrupt:
+            return self._interrupt(message.turn_id)
+        if cls is _Open:
+            return self._open()
+        if cls is _GuardExpired:
+            if self._cancel_pending and self.tr.turn_id == message.turn_id:
+                self._send_cancel()
+            return None
+        if cls is WarningNotice:
+            self.emit([RuntimeWarningEvent(**self._env(), turn_id=self.tr.turn_id, code=message.code,
+                                           message=message.message, detail=message.detail)])
+            return None
+        if cls is _ReplayDone:
+            self._replaying = False
+            return None
+        if cls is _Rollback:
+            if self.tr.in_turn:
+                raise ValidationError("rollback_thread", "a turn is running", thread_id=self.thread_id)
+            return self.forget_turns(message.num_turns)
+        return super().on_receive(message)
+
+    # helpers -------------------------------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
+
+    def _where(self) -> dict[str, str]:
+        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
+
+    def _current_link(self) -> Any:
+        link = self._get_link()
+        if link is None or link.exit_info is not None:
+            raise SessionClosedError(self.thread_id, "the agent process is restarting", **self._where())
+        return link
+
+    def _can_resume(self, link: Any) -> bool:
+        return link is not None and link.init.agentCapabilities.sessionCapabilities.resume is not None
+
+    def _call(self, link: Any, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+        return link.call(method, params, timeout=timeout or self.settings.request_timeout, thread_id=self.thread_id)
+
+    def _cursor(self) -> ResumeCursor | None:
+        sid = self.tr.native_session_id
+        return cursor_for(self.settings.cursor_driver, sid) if sid else None
+
+    # open, resume, modes -------------------------------------------------------------------------
+
+    def _open(self) -> Session:
+        """Create or resume the native session (blocking this actor on the agent's answers)."""
+        if self.record.closed:
+            raise SessionClosedError(self.thread_id, **self._where())
+        link = self._current_link()
+        inp = self.start_input
+        events: list = []
+        resumed = False
+        resume_failed = False
+        detail = None
+        result: w.SessionResult | None = None
+        if inp.resume_cursor is not None:
+            try:
+                sid = session_id_of(inp.resume_cursor, self.settings.cursor_driver)
+                result = self._load(link, sid)
+                resumed = True
+            except PaddockError as exc:
+                resume_failed = True
+                detail = f"resume failed, started a new session: {exc}"
+                events.append(RuntimeWarningEvent(**self._env(), code="acp.resume_failed", message=detail))
+        if not resumed:
+            raw = self._call(link, "session/new", {"cwd": inp.cwd, "mcpServers": []})
+            result = _session_result_decoder.decode(raw)
+            if not result.sessionId:
+                raise RequestError("session/new", None, "the agent answered without a sessionId", **self._where())
+            self.tr.native_session_id = result.sessionId
+            link.register(result.sessionId, self.actor_ref)
+        self._link = link
+        self.record.extra["generation"] = link.generation
+        self._persist()
+        assert result is not None
+        events.append(
+            SessionStarted(
+                **self._env(), cwd=inp.cwd, model=inp.model, runtime_mode=inp.runtime_mode,
+                interaction_mode=inp.interaction_mode, resumed=resumed, resume_failed=resume_failed,
+                detail=detail, provider_refs=ProviderRefs(thread=self.tr.native_session_id),
+            )
+        )
+        events += self._configure(link, result, inp.interaction_mode, inp.model)
+        self.emit(events)
+        return self.publish(status="ready", resume_cursor=self._cursor(), resumed=resumed)
+
+    def _load(self, link: Any, sid: str) -> w.SessionResult:
+        """``session/load`` (or ``session/resume``) ``sid`` on ``link``; replayed history is
+        swallowed (it is not a turn)."""
+        caps = link.init.agentCapabilities
+        if caps.loadSession:
+            method = "session/load"
+            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": []}
+        elif caps.sessionCapabilities.resume is not None:
+            method = "session/resume"
+            params = {"sessionId": sid, "cwd": self.start_input.cwd}
+        else:
+            raise RequestError("session/load", None, "the agent supports neither session/load nor session/resume", **self._where())
+        # Register before asking: the replay arrives before the answer.
+        link.register(sid, self.actor_ref)
+        self._replaying = True
+        try:
+            raw = self._call(link, method, params)
+        except PaddockError:
+            link.unregister(sid)
+            self._replaying = False
+            raise
+        # The replayed updates were told to us before the answer resolved; this marker queues
+        # behind them, so everything before it is history.
+        self.actor_ref.tell(_ReplayDone())
+        self.tr.native_session_id = sid
+        return _session_result_decoder.decode(raw)
+
+    def _configure(self, link: Any, result: w.SessionResult, interaction_mode: str, model: str | None) -> list:
+        events: list = []
+        x = self.record.extra
+        config: dict[str, Any] = {}
+        if result.modes is not None:
+            x["modes"] = [m.id for m in result.modes.availableModes]
+            x["current_mode"] = result.modes.currentModeId
+            config["modes"] = [{"id": m.id, "name": m.name} for m in result.modes.availableModes]
+            config["current_mode"] = result.modes.currentModeId
+        if result.configOptions is not None:
+            x["config_options"] = result.configOptions
+            config["config_options"] = result.configOptions
+        if result.models is not None:
+            config["models"] = result.models
+        if config:
+            events.append(SessionConfigured(**self._env(), config=config))
+        events += self._apply_mode(link, interaction_mode)
+        if model:
+            events += self._apply_model(link, model)
+        return events
+
+    def _native_mode_for(self, interaction_mode: str) -> str | None:
+        modes = self.settings.native_modes
+        if interaction_mode == "plan":
+            return modes.get("plan")
+        return modes.get(self.start_input.runtime_mode)
+
+    def _apply_mode(self, link: Any, interaction_mode: str) -> list:
+        x = self.record.extra
+        target = self._native_mode_for(interaction_mode)
+        x["interaction_mode"] = interaction_mode
+        if target is None or target == x.get("current_mode"):
+            return []
+        if target not in (x.get("modes") or ()):
+            return [RuntimeWarningEvent(**self._env(), code="acp.mode_unavailable",
+                                        message=f"the agent has no mode {target!r}; runtime mode is enforced by the client only")]
+        self._call(link, "session/set_mode", {"sessionId": self.tr.native_session_id, "modeId": target})
+        x["current_mode"] = target
+        return [SessionConfigured(**self._env(), config={"current_mode": target})]
+
+    def _apply_model(self, link: Any, model: str) -> list:
+        x = self.record.extra
+        if x.get("model") == model:
+            return []
+        option = next(
+            (o for o in x.get("config_options") or () if isinstance(o, dict) and o.get("category") == "model"),
+            None,
+        )
+        if option is None:
+            return [RuntimeWarningEvent(**self._env(), code="acp.model_unsupported",
+                                        message=f"the agent offers no model option; model {model!r} not applied")]
+        self._call(link, "session/set_config_option",
+                   {"sessionId": self.tr.native_session_id, "configId": option.get("id"), "value": model})
+        x["model"] = model
+        return [SessionConfigured(**self._env(), config={"model": model})]
+
+    def _ensure_native(self) -> tuple[Any, list]:
+        """The link to prompt on; reloads the native session if the agent process restarted."""
+        link = self._current_link()
+        if self.record.extra.get("generation") == link.generation:
+            self._link = link
+            return link, []
+        sid = self.tr.native_session_id
+        events: list = []
+        if sid is None:
+            raise SessionClosedError(self.thread_id, "the session was never opened", **self._where())
+        try:
+            result = self._load(link, sid)
+        except PaddockError as exc:
+            raise SessionClosedError(self.thread_id, f"could not reload the session after an agent restart: {exc}", **self._where()) from None
+        self._link = link
+        self.record.extra["generation"] = link.generation
+        self.record.extra.pop("current_mode", None)
+        self.record.extra.pop("model", None)
+        events.append(
+            SessionStarted(
+                **self._env(), cwd=self.start_input.cwd, runtime_mode=self.start_input.runtime_mode,
+                interaction_mode=self.record.extra.get("interaction_mode"), resumed=True,
+                detail="reloaded after the agent process restarted", provider_refs=ProviderRefs(thread=sid),
+            )
+        )
+        events += self._configure(link, result, self.record.extra.get("interaction_mode") or "default", self.start_input.model)
+        self.publish(status="ready", last_error=None)
+        return link, events
+
+    # turns ---------------------------------------------------------------------------------------
+
+    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
+        if self.record.closed:
+            raise SessionClosedError(self.thread_id, **self._where())
+        if self.tr.in_turn:
+            raise ValidationError("send_turn", f"turn {self.tr.turn_id!r} is still running", **self._where())
+        link, events = self._ensure_native()
+        if inp.interaction_mode is not None and inp.interaction_mode != self.record.extra.get("interaction_mode"):
+            events += self._apply_mode(link, inp.interaction_mode)
+        if inp.model:
+            events += self._apply_model(link, inp.model)
+        turn_id = inp.turn_id or f"turn-{uuid.uuid4().hex[:16]}"
+        events += self.tr.start_turn(
+            turn_id, model=inp.model or self.record.session.model,
+            interaction_mode=inp.interaction_mode or self.record.extra.get("interaction_mode"),
+            input_text=inp.text,
+        )
+        self._cancel_pending = False
+        params = {"sessionId": self.tr.native_session_id, "prompt": [{"type": "text", "text": inp.text}]}
+        ref = self.actor_ref
+
+        def done(result: Any, error: BaseException | None) -> None:
+            ref.tell(PromptDone(turn_id, result, error))
+
+        try:
+            link.request_async("session/prompt", params, done)
+        except PaddockError as exc:
+            events += self.tr.complete_turn("failed", error=str(exc))
+            self.emit(events)
+            raise
+        self.emit(events)
+        cursor = self._cursor()
+        self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
+        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
+
+    def _prompt_done(self, msg: PromptDone) -> None:
+        if msg.turn_id != self.tr.turn_id:
+            return
+        self._cancel_guard()
+        events: list = []
+        if msg.error is not None:
+            link = self._link
+            if link is not None and link.exit_info is not None:
+                return  # the process died: on_shutdown reports it with the exit details
+            error = msg.error
+            detail = error.detail if isinstance(error, RequestError) else str(error)
+            if isinstance(error, RequestError) and self.tr.interrupt_requested:
+                # Some agents end a cancelled prompt with an error instead of stopReason cancelled.
+                self._resolve_all_pending("cancelled", events)
+                events += self.tr.complete_turn("interrupted", stop_reason="cancelled", error=detail)
+            else:
+                self._resolve_all_pending("cancelled", events)
+                events += self.tr.complete_turn("failed", error=detail)
+        else:
+            try:
+                result = _prompt_decoder.decode(msg.result)
+            except msgspec.DecodeError as exc:
+                result = None
+                events.append(RuntimeWarningEvent(**self._env(), code="acp.malformed_result",
+                                                  message=f"session/prompt result could not be decoded: {exc}"))
+            self._resolve_all_pending("cancelled", events)
+            if result is None:
+                events += self.tr.complete_turn("failed", error="malformed session/prompt result")
+            else:
+                state = stop_reason_state(result.stopReason, self.tr.interrupt_requested)
+                events += self.tr.complete_turn(state, stop_reason=result.stopReason, usage=result.usage)
+        self.emit(events)
+        self._persist()
+        self.publish(status="ready", active_turn_id=None)
+
+    def _interrupt(self, turn_id: str | None) -> None:
+        if not self.tr.in_turn or (turn_id is not None and turn_id != self.tr.turn_id):
+            return None
+        if self.tr.interrupt_requested:
+            return None
+        self.tr.interrupt_requested = True
+        events: list = []
+        # ACP: after session/cancel the client must answer every pending permission "cancelled".
+        self._resolve_all_pending("cancelled", events)
+        self.emit(events)
+        if self.tr.turn_evidence or self.settings.cancel_guard <= 0:
+            self._send_cancel()
+        else:
+            self._cancel_pending = True
+            timer = threading.Timer(self.settings.cancel_guard, self._guard_fire, args=(self.tr.turn_id,))
+            timer.daemon = True
+            self._guard_timer = timer
+            timer.start()
+        return None
+
+    def _guard_fire(self, turn_id: str) -> None:
+        # Timer thread: only tell.
+        try:
+            self.actor_ref.tell(_GuardExpired(turn_id))
+        except Exception:
+            pass
+
+    def _cancel_guard(self) -> None:
+        if self._guard_timer is not None:
+            self._guard_timer.cancel()
+            self._guard_timer = None
+
+    def _send_cancel(self) -> None:
+        self._cancel_pending = False
+        self._cancel_guard()
+        link = self._link
+        if link is None or not self.tr.native_session_id:
+            return
+        try:
+            link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
+        except PaddockError as exc:
+            log.debug("session/cancel not sent on thread %s: %s", self.thread_id, exc)
+
+    # incoming updates and requests ---------------------------------------------------------------
+
+    def _incoming(self, items: list[Any]) -> None:
+        events: list = []
+        tr = self.tr
+        replaying = self._replaying
+        for item in items:
+            if type(item) is Req:
+                self._request(item, events)
+            elif replaying and isinstance(item, _CONTENT_KINDS):
+                continue
+            else:
+                tr.update(item, events)
+        if self._cancel_pending and tr.turn_evidence:
+            self._send_cancel()
+        self.emit(events)
+
+    def _request(self, req: Req, events: list) -> None:
+        method = req.method
+        link = self._link
+        if link is None:
+            return
+        try:
+            if method == "session/request_permission":
+                self._permission(req, events)
+            elif method == "fs/read_text_file" and self.settings.client_fs:
+                p = _read_decoder.decode(req.params)
+                link.respond(req.id, {"content": read_text_file(self._roots, self.start_input.cwd, p.path, p.line, p.limit)})
+            elif method == "fs/write_text_file" and self.settings.client_fs:
+                p = _write_decoder.decode(req.params)
+                write_text_file(self._roots, self.start_input.cwd, p.path, p.content)
+                link.respond(req.id, {})
+            elif method.startswith("terminal/") and self._terminals is not None:
+                self._terminals.handle(req, link, self._roots, self.start_input.cwd)
+            else:
+                log.debug("answering -32601 to agent request %r on thread %s", method, self.thread_id)
+                link.respond_error(req.id, METHOD_NOT_FOUND, f"Method not found: {method}")
+        except FsError as exc:
+            link.respond_error(req.id, exc.code, exc.message)
+        except msgspec.DecodeError as exc:
+            link.respond_error(req.id, INVALID_PARAMS, f"Invalid params: {exc}")
+        except PaddockError as exc:
+            log.debug("could not answer %r on thread %s: %s", method, self.thread_id, exc)
+
+    def _permission(self, req: Req, events: list) -> None:
+        link = self._link
+        p = _permission_decoder.decode(req.params)
+        tr = self.tr
+        if not tr.in_turn or tr.interrupt_requested:
+            link.respond(req.id, {"outcome": {"outcome": "cancelled"}})
+            return
+        tool = tr.ensure_tool(p.toolCall, events)
+        tool_kind = p.toolCall.kind or tr.tool_kind_of(p.toolCall.toolCallId)
+        self._request_seq += 1
+        request_id = f"{tr.turn_id}:req{self._request_seq}"
+        decisions = offered_decisions(p.options)
+        data: dict[str, Any] = {
+            "options": [{"id": o.optionId, "name": o.name, "kind": o.kind} for o in p.options],
+            "tool_call_id": p.toolCall.toolCallId,
+        }
+        if tool_kind:
+            data["tool_kind"] = tool_kind
+        if p.toolCall.rawInput not in (None, {}):
+            data["input"] = p.toolCall.rawInput
+        title = p.toolCall.title or (tool.title if tool is not None else None)
+        events.append(
+            RequestOpened(
+                **self._env(), turn_id=tr.turn_id, item_id=tool.item_id if tool is not None else None,
+                request_id=request_id, kind=request_kind_of_tool(tool_kind), title=title,  # type: ignore[arg-type]
+                decisions=decisions, data=data,  # type: ignore[arg-type]
+                provider_refs=ProviderRefs(thread=tr.native_session_id, item=p.toolCall.toolCallId or None, request=str(req.id)),
+            )
+        )
+        pending = _Pending(req.id, p.options, p.toolCall.toolCallId, tr.turn_id or "")
+        auto = auto_decision(self.start_input.runtime_mode, tool_kind, p.options, self.settings.auto_allow)
+        if auto is not None:
+            self._answer(pending, request_id, auto, events)
+        else:
+            self._pending[request_id] = pending
+            self.publish(status="running")
+
+    def _answer(self, pending: _Pending, request_id: str, decision: str, events: list) -> None:
+        if decision in ("decline", "cancel"):
+            self.tr.mark_declined(pending.tool_call_id)
+        try:
+            self._link.respond(pending.rpc_id, outcome_for(decision, pending.options))
+        except PaddockError as exc:
+            log.debug("permission answer not delivered on thread %s: %s", self.thread_id, exc)
+        events.append(self._resolved(request_id, "answered", decision))
+
+    def _resolved(self, request_id: str, resolution: str, decision: str | None = None) -> RequestResolved:
+        return RequestResolved(**self._env(), turn_id=self.tr.turn_id, request_id=request_id,
+                               resolution=resolution, decision=decision)  # type: ignore[arg-type]
+
+    def _resolve_all_pending(self, resolution: str, events: list) -> None:
+        for request_id in list(self._pending):
+            pending = self._pending.pop(request_id)
+            if self._link is not None and self._link.exit_info is None:
+                try:
+                    self._link.respond(pending.rpc_id, {"outcome": {"outcome": "cancelled"}})
+                except PaddockError:
+                    pass
+            events.append(self._resolved(request_id, resolution))
+
+    def _respond(self, request_id: str, decision: str) -> None:
+        if decision not in DECISIONS:
+            raise ValidationError("respond_to_request", f"unknown decision {decision!r}; use one of {', '.join(DECISIONS)}", **self._where())
+        pending = self._pending.pop(request_id, None)
+        if pending is None:
+            raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already resolved)", **self._where())
+        events: list = []
+        self._answer(pending, request_id, decision, events)
+        self.emit(events)
+        return None

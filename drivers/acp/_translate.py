@@ -1,0 +1,429 @@
+"""Translate ACP ``session/update`` payloads into canonical events, one session at a time.
+
+Pure state, no I/O and no threads: :class:`Translator` is owned by one session actor and only
+called on that actor's thread. Every method returns the events to emit, in native order.
+
+Mapping (ACP v1 stable kinds):
+- ``agent_message_chunk`` -> ``item.started(assistant_message)`` on the first non-empty chunk of a
+  message, then ``content.delta(assistant_text)``; the item completes at the next item boundary
+  (a new ``messageId``, a tool call) or at turn end with ``text`` = its concatenated deltas;
+- ``agent_thought_chunk`` -> the same with a ``reasoning`` item and ``reasoning_text`` deltas;
+- ``tool_call`` / ``tool_call_update`` -> ``item.started`` / ``item.updated`` / ``item.completed``
+  with the kind mapped from ToolKind; an update for an id never announced creates the item first;
+- ``plan`` -> ``turn.plan.updated``; ``usage_update`` and the prompt result's ``usage`` ->
+  ``thread.token-usage.updated`` (cumulative, never backwards);
+- ``current_mode_update``, ``config_option_update``, ``available_commands_update`` ->
+  ``session.configured``; ``session_info_update`` -> ``thread.metadata.updated``;
+- ``user_message_chunk`` is never a turn: it only appears when ``session/load`` replays history.
+  Content and tool updates outside a running turn (load replay, or late updates after the
+  prompt result) are dropped, because the grammar forbids items after ``turn.completed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from runtime.contract import (
+    ContentDelta,
+    EventBase,
+    ItemCompleted,
+    ItemStarted,
+    ItemUpdated,
+    PlanStep,
+    ProviderRefs,
+    SessionConfigured,
+    ThreadMetadataUpdated,
+    ThreadTokenUsageUpdated,
+    TokenUsage,
+    TurnAborted,
+    TurnCompleted,
+    TurnPlanUpdated,
+    TurnStarted,
+)
+
+from . import _wire as w
+
+__all__ = ["TOOL_ITEM_KINDS", "Translator", "item_kind_of_tool", "stop_reason_state"]
+
+log = logging.getLogger(__name__)
+
+TOOL_ITEM_KINDS = {
+    "execute": "command",
+    "edit": "file_change",
+    "delete": "file_change",
+    "move": "file_change",
+    "read": "file_read",
+    "search": "search",
+    "fetch": "web_search",
+}
+_TOOL_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed", "failed": "failed"}
+_PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+_COMMAND_TEXT_LIMIT = 200
+
+
+def item_kind_of_tool(tool_kind: str | None) -> str:
+    """The canonical item kind for an ACP ToolKind (``other``, ``think``, unknown -> tool_call)."""
+    return TOOL_ITEM_KINDS.get(tool_kind or "", "tool_call")
+
+
+def stop_reason_state(stop_reason: str, interrupt_requested: bool) -> str:
+    """The turn state for a prompt's StopReason: ``cancelled`` is ``interrupted`` when the host
+    asked for it, else ``cancelled``; every other reason ends the turn normally."""
+    if stop_reason == "cancelled":
+        return "interrupted" if interrupt_requested else "cancelled"
+    return "completed"
+
+
+class _Tool:
+    __slots__ = ("item_id", "kind", "tool_kind", "title", "status", "declined", "text")
+
+    def __init__(self, item_id: str, tool_kind: str | None, title: str | None) -> None:
+        self.item_id = item_id
+        self.tool_kind = tool_kind
+        self.kind = item_kind_of_tool(tool_kind)
+        self.title = title
+        self.status = "pending"
+        self.declined = False
+        self.text: str | None = None
+
+
+class _Stream:
+    __slots__ = ("item_id", "kind", "stream", "message_id", "parts")
+
+    def __init__(self, item_id: str, kind: str, stream: str, message_id: str | None) -> None:
+        self.item_id = item_id
+        self.kind = kind
+        self.stream = stream
+        self.message_id = message_id
+        self.parts: list[str] = []
+
+
+def _content_text(content: list[Any] | None) -> str | None:
+    if not content:
+        return None
+    texts = []
+    for entry in content:
+        if isinstance(entry, dict) and entry.get("type") == "content":
+            block = entry.get("content")
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+    return "".join(texts) if texts else None
+
+
+def _tool_data(fields: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"tool_call_id": fields.toolCallId}
+    if fields.kind is not None:
+        data["tool_kind"] = fields.kind
+    if fields.rawInput not in (None, {}):
+        data["input"] = fields.rawInput
+    if fields.rawOutput is not None:
+        data["output"] = fields.rawOutput
+    if fields.locations:
+        data["locations"] = [loc.path for loc in fields.locations]
+    if fields.content:
+        diffs = [
+            {"path": c.get("path"), "old_text": c.get("oldText"), "new_text": c.get("newText")}
+            for c in fields.content
+            if isinstance(c, dict) and c.get("type") == "diff"
+        ]
+        if diffs:
+            data["diffs"] = diffs
+        terminals = [c.get("terminalId") for c in fields.content if isinstance(c, dict) and c.get("type") == "terminal"]
+        if terminals:
+            data["terminals"] = terminals
+    return data
+
+
+class Translator:
+    """One session's translation state: the running turn, its open items and the thread's
+    cumulative usage. Call it from one thread only (the session actor's)."""
+
+    def __init__(self, driver: str, instance_id: str, thread_id: str) -> None:
+        self.driver = driver
+        self.instance_id = instance_id
+        self.thread_id = thread_id
+        self.native_session_id: str | None = None
+        self.turn_id: str | None = None
+        self.turn_evidence = False
+        self.interrupt_requested = False
+        self._ack_interrupt = False
+        self._message: _Stream | None = None
+        self._thought: _Stream | None = None
+        self._tools: dict[str, _Tool] = {}
+        self._seq = 0
+        self._usage = TokenUsage()
+        self._turn_usage: TokenUsage | None = None
+        self._env = {"driver": driver, "instance_id": instance_id, "thread_id": thread_id}
+
+    # turn boundaries -----------------------------------------------------------------------------
+
+    @property
+    def in_turn(self) -> bool:
+        return self.turn_id is not None
+
+    def start_turn(
+        self, turn_id: str, *, model: str | None, interaction_mode: str | None, input_text: str | None = None
+    ) -> list[EventBase]:
+        self.turn_id = turn_id
+        self.turn_evidence = False
+        self.interrupt_requested = False
+        self._ack_interrupt = False
+        self._message = self._thought = None
+        self._tools = {}
+        self._turn_usage = None
+        return [
+            TurnStarted(**self._env, turn_id=turn_id, model=model, interaction_mode=interaction_mode, input_text=input_text)
+        ]
+
+    def complete_turn(
+        self,
+        state: str,
+        *,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        usage: w.PromptUsage | None = None,
+    ) -> list[EventBase]:
+        """End the running turn: close its open items, then ``turn.completed``. With state
+        ``interrupted`` a ``turn.aborted`` precedes the completion. No-op without a turn."""
+        turn_id = self.turn_id
+        if turn_id is None:
+            return []
+        out: list[EventBase] = []
+        self._close_streams(out)
+        tool_status = {"completed": "completed", "failed": "failed"}.get(state, "cancelled")
+        for tool in self._tools.values():
+            if tool.status in ("completed", "failed"):
+                continue
+            status = "declined" if tool.declined else tool_status
+            out.append(
+                ItemCompleted(**self._env, turn_id=turn_id, item_id=tool.item_id, kind=tool.kind,
+                              status=status, title=tool.title, text=tool.text)
+            )
+        turn_usage = None
+        if usage is not None:
+            turn_usage = TokenUsage(
+                input_tokens=usage.inputTokens,
+                output_tokens=usage.outputTokens,
+                cached_input_tokens=usage.cachedReadTokens,
+                reasoning_tokens=usage.thoughtTokens,
+                total_tokens=usage.totalTokens
+                if usage.totalTokens is not None
+                else ((usage.inputTokens or 0) + (usage.outputTokens or 0) or None),
+            )
+            out.extend(self._add_usage(turn_usage))
+        if state == "interrupted":
+            out.append(TurnAborted(**self._env, turn_id=turn_id, reason="interrupted by the host"))
+        out.append(
+            TurnCompleted(**self._env, turn_id=turn_id, state=state, stop_reason=stop_reason,
+                          error=error, usage=turn_usage)  # type: ignore[arg-type]
+        )
+        self.turn_id = None
+        self._tools = {}
+        return out
+
+    def interrupt_acknowledged(self) -> None:
+        """After this, no new item starts in the running turn (grammar rule 6)."""
+        self._ack_interrupt = True
+
+    # session/update ------------------------------------------------------------------------------
+
+    def updates(self, updates: list[w.SessionUpdate | str]) -> list[EventBase]:
+        out: list[EventBase] = []
+        for update in updates:
+            self.update(update, out)
+        return out
+
+    def update(self, u: w.SessionUpdate | str, out: list[EventBase]) -> None:
+        cls = type(u)
+        if cls is w.AgentMessageChunk:
+            self._chunk(u, out, thought=False)  # type: ignore[arg-type]
+        elif cls is w.AgentThoughtChunk:
+            self._chunk(u, out, thought=True)  # type: ignore[arg-type]
+        elif cls is w.ToolCallStart or cls is w.ToolCallUpdate:
+            self._tool(u, out)
+        elif cls is w.PlanUpdate:
+            if self.turn_id is not None:
+                self.turn_evidence = True
+                steps = tuple(
+                    PlanStep(step=e.content, status=_PLAN_STATUS.get(e.status or "", "pending"))  # type: ignore[arg-type]
+                    for e in u.entries  # type: ignore[union-attr]
+                )
+                out.append(TurnPlanUpdated(**self._env, turn_id=self.turn_id, steps=steps))
+        elif cls is w.UsageUpdate:
+            if self.turn_id is not None:
+                self.turn_evidence = True
+            out.extend(
+                self._add_usage(
+                    TokenUsage(
+                        context_window=u.size or None,  # type: ignore[union-attr]
+                        cost=u.cost.amount if u.cost else None,  # type: ignore[union-attr]
+                        currency=u.cost.currency if u.cost else None,  # type: ignore[union-attr]
+                    )
+                )
+            )
+        elif cls is w.CurrentModeUpdate:
+            out.append(SessionConfigured(**self._env, config={"current_mode": u.currentModeId}))  # type: ignore[union-attr]
+        elif cls is w.ConfigOptionUpdate:
+            out.append(SessionConfigured(**self._env, config={"config_options": u.configOptions}))  # type: ignore[union-attr]
+        elif cls is w.AvailableCommandsUpdate:
+            out.append(SessionConfigured(**self._env, config={"available_commands": _commands(u.availableCommands)}))  # type: ignore[union-attr]
+        elif cls is w.SessionInfoUpdate:
+            meta = {"updated_at": u.updatedAt} if u.updatedAt else {}  # type: ignore[union-attr]
+            out.append(ThreadMetadataUpdated(**self._env, title=u.title, metadata=meta))  # type: ignore[union-attr]
+        elif cls is w.UserMessageChunk:
+            pass  # only seen in session/load replay: history, not a turn
+        else:
+            log.debug("ignoring session/update kind %r on thread %s", w.update_kind(u), self.thread_id)
+
+    def _chunk(self, u: w.AgentMessageChunk | w.AgentThoughtChunk, out: list[EventBase], *, thought: bool) -> None:
+        turn_id = self.turn_id
+        if turn_id is None:
+            return
+        self.turn_evidence = True
+        text = u.content.text if u.content is not None else None
+        if not text:
+            return
+        stream = self._thought if thought else self._message
+        if stream is not None and u.messageId is not None and stream.message_id not in (None, u.messageId):
+            self._close(stream, out)
+            stream = None
+        if stream is None:
+            if self._ack_interrupt:
+                return
+            self._seq += 1
+            item_id = f"{turn_id}:{'r' if thought else 'm'}{self._seq}"
+            kind, sk = ("reasoning", "reasoning_text") if thought else ("assistant_message", "assistant_text")
+            stream = _Stream(item_id, kind, sk, u.messageId)
+            if thought:
+                self._thought = stream
+            else:
+                self._message = stream
+            refs = ProviderRefs(thread=self.native_session_id, item=u.messageId) if u.messageId else None
+            out.append(ItemStarted(**self._env, turn_id=turn_id, item_id=item_id, kind=kind, provider_refs=refs))  # type: ignore[arg-type]
+        stream.parts.append(text)
+        out.append(ContentDelta(**self._env, turn_id=turn_id, item_id=stream.item_id, stream=stream.stream, delta=text))  # type: ignore[arg-type]
+
+    def _close(self, stream: _Stream, out: list[EventBase]) -> None:
+        out.append(
+            ItemCompleted(**self._env, turn_id=self.turn_id, item_id=stream.item_id, kind=stream.kind,  # type: ignore[arg-type]
+                          text="".join(stream.parts))
+        )
+        if stream is self._message:
+            self._message = None
+        if stream is self._thought:
+            self._thought = None
+
+    def _close_streams(self, out: list[EventBase]) -> None:
+        if self._thought is not None:
+            self._close(self._thought, out)
+        if self._message is not None:
+            self._close(self._message, out)
+
+    def ensure_tool(self, fields: w.ToolCallFields | w.ToolCallStart | w.ToolCallUpdate, out: list[EventBase]) -> _Tool | None:
+        """The tool item for ``fields.toolCallId``, created (``item.started``) on first sight.
+        ``None`` outside a turn, or when an interrupt was acknowledged and the id is new."""
+        turn_id = self.turn_id
+        if turn_id is None:
+            return None
+        tool = self._tools.get(fields.toolCallId)
+        if tool is not None:
+            return tool
+        if self._ack_interrupt:
+            return None
+        self._close_streams(out)
+        tool = _Tool(fields.toolCallId or f"{turn_id}:t{len(self._tools) + 1}", fields.kind, fields.title)
+        tool.status = "in_progress" if fields.status == "in_progress" else "pending"
+        self._tools[fields.toolCallId] = tool
+        refs = ProviderRefs(thread=self.native_session_id, item=fields.toolCallId)
+        out.append(
+            ItemStarted(**self._env, turn_id=turn_id, item_id=tool.item_id, kind=tool.kind, title=tool.title,  # type: ignore[arg-type]
+                        status=tool.status,  # type: ignore[arg-type]
+                        data=_tool_data(fields), provider_refs=refs)
+        )
+        return tool
+
+    def tool_kind_of(self, tool_call_id: str) -> str | None:
+        tool = self._tools.get(tool_call_id)
+        return tool.tool_kind if tool is not None else None
+
+    def mark_declined(self, tool_call_id: str) -> None:
+        tool = self._tools.get(tool_call_id)
+        if tool is not None:
+            tool.declined = True
+
+    def _tool(self, u: w.ToolCallStart | w.ToolCallUpdate, out: list[EventBase]) -> None:
+        if self.turn_id is None:
+            return
+        self.turn_evidence = True
+        known = u.toolCallId in self._tools
+        tool = self.ensure_tool(u, out)
+        if tool is None or tool.status in ("completed", "failed"):
+            return
+        if u.kind is not None and u.kind != tool.tool_kind:
+            tool.tool_kind = u.kind
+            tool.kind = item_kind_of_tool(u.kind)
+        if u.title is not None:
+            tool.title = u.title
+        text = _content_text(u.content)
+        if text is not None:
+            tool.text = text
+        status = _TOOL_STATUS.get(u.status or "")
+        if status in ("completed", "failed"):
+            tool.status = status
+            out.append(
+                ItemCompleted(**self._env, turn_id=self.turn_id, item_id=tool.item_id, kind=tool.kind,  # type: ignore[arg-type]
+                              status=status, title=tool.title, text=tool.text, data=_tool_data(u))  # type: ignore[arg-type]
+            )
+        elif known:
+            if status is not None:
+                tool.status = status
+            out.append(
+                ItemUpdated(**self._env, turn_id=self.turn_id, item_id=tool.item_id, kind=tool.kind,  # type: ignore[arg-type]
+                            title=tool.title, status=status, data=_tool_data(u))  # type: ignore[arg-type]
+            )
+
+    # usage ---------------------------------------------------------------------------------------
+
+    def _add_usage(self, delta: TokenUsage) -> list[EventBase]:
+        """Fold per-turn token counts (added) and session-wide figures (max) into the thread's
+        cumulative usage; emit only when it changed. Nothing ever decreases."""
+        old = self._usage
+
+        def add(a: int | None, b: int | None) -> int | None:
+            return a if b is None else (b if a is None else a + b)
+
+        def keep_max(a, b):
+            return a if b is None else (b if a is None else max(a, b))
+
+        new = TokenUsage(
+            input_tokens=add(old.input_tokens, delta.input_tokens),
+            output_tokens=add(old.output_tokens, delta.output_tokens),
+            cached_input_tokens=add(old.cached_input_tokens, delta.cached_input_tokens),
+            reasoning_tokens=add(old.reasoning_tokens, delta.reasoning_tokens),
+            total_tokens=add(old.total_tokens, delta.total_tokens),
+            context_window=delta.context_window or old.context_window,
+            cost=keep_max(old.cost, delta.cost),
+            currency=delta.currency or old.currency,
+        )
+        if new == old:
+            return []
+        self._usage = new
+        return [ThreadTokenUsageUpdated(**self._env, turn_id=self.turn_id, usage=new)]
+
+    @property
+    def usage(self) -> TokenUsage:
+        return self._usage
+
+    def restore_usage(self, usage: TokenUsage) -> None:
+        self._usage = usage
+
+
+def _commands(commands: list[Any]) -> list[dict[str, Any]]:
+    # qwen sends a 570 KB available_commands_update line: keep names and short descriptions only.
+    out = []
+    for cmd in commands:
+        if isinstance(cmd, dict) and isinstance(cmd.get("name"), str):
+            desc = cmd.get("description")
+            out.append({"name": cmd["name"], "description": desc[:_COMMAND_TEXT_LIMIT] if isinstance(desc, str) else None})
+    return out

@@ -1,0 +1,321 @@
+"""ACP v1 wire types we decode, as lenient msgspec Structs with one reused Decoder each.
+
+Only the fields the adapter reads are declared; unknown fields are ignored (agents add ``_meta``
+and newer keys freely) and most enums are plain ``str`` because the schema says a bad value
+defaults instead of failing (``x-deserialize-default-on-error``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+
+__all__ = [
+    "AgentCapabilities",
+    "AuthMethod",
+    "ContentBlock",
+    "InitializeResult",
+    "PermissionOption",
+    "PermissionRequest",
+    "PromptResult",
+    "ReadTextFileParams",
+    "SessionNotification",
+    "SessionResult",
+    "SessionUpdate",
+    "TerminalCreateParams",
+    "TerminalIdParams",
+    "ToolCallFields",
+    "WriteTextFileParams",
+    "decode_update_params",
+    "update_kind",
+]
+
+
+class _W(msgspec.Struct, kw_only=True, frozen=True):
+    pass
+
+
+class ContentBlock(_W):
+    """``text`` for text blocks; other block types keep only their ``type`` (and uri/name)."""
+
+    type: str = "text"
+    text: str | None = None
+    uri: str | None = None
+    name: str | None = None
+
+
+class Location(_W):
+    path: str
+    line: int | None = None
+
+
+class Cost(_W):
+    amount: float = 0.0
+    currency: str | None = None
+
+
+class PlanEntry(_W):
+    content: str = ""
+    priority: str | None = None
+    status: str | None = None
+
+
+# session/update payloads: a tagged union on ``sessionUpdate`` -----------------------------------
+
+
+class _U(msgspec.Struct, kw_only=True, frozen=True, tag_field="sessionUpdate"):
+    pass
+
+
+class UserMessageChunk(_U, tag="user_message_chunk"):
+    content: ContentBlock | None = None
+    messageId: str | None = None
+
+
+class AgentMessageChunk(_U, tag="agent_message_chunk"):
+    content: ContentBlock | None = None
+    messageId: str | None = None
+    _meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class AgentThoughtChunk(_U, tag="agent_thought_chunk"):
+    content: ContentBlock | None = None
+    messageId: str | None = None
+
+
+class ToolCallFields(_W):
+    """The fields ``tool_call``, ``tool_call_update`` and a permission request's ``toolCall``
+    share; all optional but ``toolCallId`` (an update only carries what changed)."""
+
+    toolCallId: str = ""
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[Any] | None = None
+    locations: list[Location] | None = None
+    rawInput: Any = None
+    rawOutput: Any = None
+
+
+class ToolCallStart(_U, tag="tool_call"):
+    toolCallId: str = ""
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[Any] | None = None
+    locations: list[Location] | None = None
+    rawInput: Any = None
+    rawOutput: Any = None
+
+
+class ToolCallUpdate(_U, tag="tool_call_update"):
+    toolCallId: str = ""
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[Any] | None = None
+    locations: list[Location] | None = None
+    rawInput: Any = None
+    rawOutput: Any = None
+
+
+class PlanUpdate(_U, tag="plan"):
+    entries: list[PlanEntry] = []
+
+
+class AvailableCommandsUpdate(_U, tag="available_commands_update"):
+    availableCommands: list[Any] = []
+
+
+class CurrentModeUpdate(_U, tag="current_mode_update"):
+    currentModeId: str = ""
+
+
+class ConfigOptionUpdate(_U, tag="config_option_update"):
+    configOptions: list[Any] = []
+
+
+class SessionInfoUpdate(_U, tag="session_info_update"):
+    title: str | None = None
+    updatedAt: str | None = None
+
+
+class UsageUpdate(_U, tag="usage_update"):
+    used: int = 0
+    size: int = 0
+    cost: Cost | None = None
+
+
+SessionUpdate = Union[
+    UserMessageChunk,
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ToolCallStart,
+    ToolCallUpdate,
+    PlanUpdate,
+    AvailableCommandsUpdate,
+    CurrentModeUpdate,
+    ConfigOptionUpdate,
+    SessionInfoUpdate,
+    UsageUpdate,
+]
+
+
+class SessionNotification(_W):
+    sessionId: str
+    update: SessionUpdate
+
+
+class _UnknownUpdate(_W):
+    sessionUpdate: str = ""
+
+
+class _UnknownNotification(_W):
+    sessionId: str = ""
+    update: _UnknownUpdate = _UnknownUpdate()
+
+
+_notification_decoder = msgspec.json.Decoder(SessionNotification)
+_unknown_decoder = msgspec.json.Decoder(_UnknownNotification)
+
+
+def decode_update_params(raw: bytes | msgspec.Raw) -> tuple[str, SessionUpdate | str]:
+    """Decode ``session/update`` params: ``(sessionId, update)``; for a kind we do not know (or a
+    malformed payload) the update is its ``sessionUpdate`` name as a plain string instead.
+    Raises ``msgspec.DecodeError`` only when the params are not an object with a sessionId."""
+    try:
+        note = _notification_decoder.decode(raw)
+        return note.sessionId, note.update
+    except msgspec.DecodeError:
+        note = _unknown_decoder.decode(raw)
+        return note.sessionId, note.update.sessionUpdate or "<missing>"
+
+
+def update_kind(update: SessionUpdate | str) -> str:
+    return update if isinstance(update, str) else type(update).__struct_config__.tag  # type: ignore[attr-defined]
+
+
+# results of our requests -------------------------------------------------------------------------
+
+
+class SessionCapabilities(_W):
+    resume: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
+    list: dict[str, Any] | None = None
+    close: dict[str, Any] | None = None
+
+
+class PromptCapabilities(_W):
+    image: bool = False
+    audio: bool = False
+    embeddedContext: bool = False
+
+
+class AgentCapabilities(_W):
+    loadSession: bool = False
+    promptCapabilities: PromptCapabilities = PromptCapabilities()
+    sessionCapabilities: SessionCapabilities = SessionCapabilities()
+
+
+class AuthMethod(_W):
+    id: str = ""
+    name: str | None = None
+
+
+class AgentInfo(_W):
+    name: str | None = None
+    title: str | None = None
+    version: str | None = None
+
+
+class InitializeResult(_W):
+    protocolVersion: int = 1
+    agentCapabilities: AgentCapabilities = AgentCapabilities()
+    authMethods: list[AuthMethod] = []
+    agentInfo: AgentInfo | None = None
+
+
+class ModeInfo(_W):
+    id: str
+    name: str | None = None
+
+
+class ModeState(_W):
+    currentModeId: str | None = None
+    availableModes: list[ModeInfo] = []
+
+
+class SessionResult(_W):
+    """Result of ``session/new``, ``session/load`` and ``session/resume`` (``sessionId`` only in
+    the first)."""
+
+    sessionId: str | None = None
+    modes: ModeState | None = None
+    models: dict[str, Any] | None = None
+    configOptions: list[dict[str, Any]] | None = None
+
+
+class PromptUsage(_W):
+    inputTokens: int | None = None
+    outputTokens: int | None = None
+    cachedReadTokens: int | None = None
+    cachedWriteTokens: int | None = None
+    thoughtTokens: int | None = None
+    totalTokens: int | None = None
+
+
+class PromptResult(_W):
+    stopReason: str = "end_turn"
+    usage: PromptUsage | None = None
+
+
+# requests from the agent -------------------------------------------------------------------------
+
+
+class PermissionOption(_W):
+    optionId: str
+    name: str | None = None
+    kind: str | None = None
+
+
+class PermissionRequest(_W):
+    sessionId: str
+    toolCall: ToolCallFields = ToolCallFields()
+    options: list[PermissionOption] = []
+
+
+class ReadTextFileParams(_W):
+    sessionId: str
+    path: str
+    line: int | None = None
+    limit: int | None = None
+
+
+class WriteTextFileParams(_W):
+    sessionId: str
+    path: str
+    content: str
+
+
+class EnvVariable(_W):
+    name: str
+    value: str
+
+
+class TerminalCreateParams(_W):
+    sessionId: str
+    command: str
+    args: list[str] = []
+    env: list[EnvVariable] = []
+    cwd: str | None = None
+    outputByteLimit: int | None = None
+
+
+class TerminalIdParams(_W):
+    sessionId: str
+    terminalId: str
+
+
+class SessionIdOnly(_W):
+    sessionId: str = ""

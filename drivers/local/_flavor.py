@@ -1,0 +1,68 @@
+"""The ``local`` flavor: the built-in agent (``python -m drivers.local``) through the ACP adapter.
+
+Runtime modes (the agent's own modes are ``default`` and ``plan``; it asks before every @run and
+@write, so the runtime enforces the mode when it answers):
+
+| runtime / interaction mode | native mode | answered without asking the host |
+|---|---|---|
+| approval-required | default | read, search, think |
+| auto-accept-edits | default | also edit, delete, move (@write) |
+| full-access | default | everything (allow_always) |
+| plan interaction | plan | as the runtime mode says |
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from typing import Any
+
+from drivers.acp import AcpConfig, AcpFlavor
+
+__all__ = ["LOCAL_FLAVOR", "LocalConfig"]
+
+
+class LocalConfig(AcpConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[instances.<id>]`` of a ``local`` instance. ``binary`` is the Python interpreter
+    (default: the runtime's own); ``args`` are appended (e.g. ``["--buffered"]``)."""
+
+    client_fs: bool | None = True
+
+
+def _command(ctx: Any) -> list[str]:
+    return [ctx.config.binary or sys.executable, "-m", "drivers.local", *ctx.config.args]
+
+
+def _env(ctx: Any) -> dict[str, str]:
+    env = {"PADDOCK_LOCAL_STATE_DIR": os.path.join(ctx.home, "local-agent")}
+    # The agent is this package's own module: make it importable from a checkout too.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = ctx.env.get("PYTHONPATH")
+    env["PYTHONPATH"] = root if not path else f"{root}{os.pathsep}{path}"
+    return env
+
+
+def _probe(ctx: Any) -> str | None:
+    python = ctx.config.binary or sys.executable
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        return f"Python interpreter {python!r} not found"
+    return None
+
+
+LOCAL_FLAVOR = AcpFlavor(
+    kind="local",
+    command=_command,
+    env=_env,
+    probe=_probe,
+    native_modes={
+        "approval-required": "default",
+        "auto-accept-edits": "default",
+        "full-access": "default",
+        "plan": "plan",
+    },
+    # The local agent streams its first update at once; a short guard suffices.
+    cancel_guard=0.5,
+    client_fs=True,
+    config_type=LocalConfig,
+)
