@@ -112,6 +112,9 @@ def test_malformed_input_lines_are_ignored(agent, workspace):
         b"\xff\xfe\x00garbage\n",
         b'{"unterminated": \n',
         b"x" * 2_000_000 + b"\n",
+        b'{"jsonrpc":"2.0","id":{"a":1},"result":{}}\n',  # unhashable id
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":["x"]}}\n',
+        b'{"jsonrpc":"2.0","id":[1],"method":"session/prompt","params":{"sessionId":{"x":1}}}\n',
     ]:
         agent.send(junk)
     resp, ups = agent.turn(sid, "@reply survived")

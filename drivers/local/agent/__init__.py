@@ -1,8 +1,42 @@
 """The built-in local agent program: a deterministic ACP v1 agent on stdio.
 
-Run it as ``python -m drivers.local``. Its behaviour comes from directive lines in the prompt
-(see :mod:`._directives` and the package README in the report); it keeps per-session history
-under its state dir so ``session/load`` works in a fresh process.
+Run it as ``python -m drivers.local [--buffered] [--state-dir DIR]``. One JSON-RPC object per
+line; stdout carries protocol lines only, diagnostics go to stderr.
+
+Directives are prompt lines starting with ``@`` (name up to the first space, argument = rest of
+the line); all other lines, joined and stripped, are the prompt. Text blocks of a prompt are
+joined with newlines; other block types are ignored. Unknown directives are dropped; a malformed
+argument fails the prompt with -32602. The last occurrence of a directive wins, except
+``@run``/``@write``, which run in prompt order.
+
+- ``@reply TEXT``: the answer. Precedence: ``@reply`` > ``@reply-history`` (``history: N``,
+  N = earlier prompts of the session, cancelled/replayed ones included) > ``@env NAME`` (value or
+  ``<unset>``) > ``@spawn`` (``spawned PID``) > ``You said: <prompt>``.
+- ``@chunks N`` (>= 1, default 3): exactly N non-empty ``agent_message_chunk`` updates; an answer
+  shorter than N characters is repeated until it has at least N (the concatenation is that
+  repeated text); an empty answer sends no chunk. ``@delay S`` pauses S seconds between chunks.
+- ``@plan A; B``: one ``plan`` update (priority medium, status pending) before anything else.
+- ``@usage IN OUT``: after the answer a ``usage_update {used, size: 200000}`` where ``used`` is
+  the session's cumulative IN+OUT, and ``usage {inputTokens, outputTokens, totalTokens}`` in
+  the PromptResponse (the v1 schema has no PromptResponse usage; the shape is the one
+  claude-agent-acp and copilot send).
+- ``@run CMD``: ``tool_call`` (execute, pending) → ``session/request_permission`` (allow_once,
+  allow_always, reject_once; every directive asks, allow_always is not remembered) → on allow
+  ``in_progress``, output deltas as ``tool_call_update`` content, then ``completed`` with
+  ``rawOutput {exitCode, output}`` (also for non-zero exits); on reject ``failed`` with
+  ``rawOutput {message: "declined: …", code: "declined"}``. ``/bin/sh -c`` in the session cwd,
+  own process group; a cancel kills it.
+- ``@write PATH TEXT``: TEXT is verbatim (no escapes, no newline added); ``tool_call`` (edit,
+  with a ``diff`` block, absolute path), permission, then ``fs/write_text_file`` when the client
+  advertised ``fs.writeTextFile`` (an error answer fails the call with its message), else a
+  direct write.
+- ``@crash CODE`` (default 1): exit right after the first chunk, output flushed.
+- ``@spawn S``: a grandchild ``sleep S`` ignoring SIGTERM, in the agent's process group.
+- ``@ignore-sigterm``: the agent ignores SIGTERM from then on (children inherit it).
+- ``@garbage``: a non-JSON line and a ``local/unknown`` request (not awaited) first.
+
+An outcome ``cancelled`` or a ``session/cancel`` cancels the turn (stopReason ``cancelled``);
+a cancel also cancels queued prompts of the session. Agent request ids start at 0.
 """
 
 from ._main import main as main

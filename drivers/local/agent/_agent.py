@@ -3,7 +3,7 @@
 Threads: the **reader** (the process's main thread) decodes stdin lines and handles every
 request except ``session/prompt`` inline, including ``session/cancel`` and the client's answers
 to our own requests. Each ``session/prompt`` runs in its own **turn thread**; turns of one
-session run one after another (a per-session lock), turns of different sessions concurrently.
+session run one after another in prompt order, turns of different sessions concurrently.
 All output goes through one :class:`~._wire.Wire`.
 """
 
@@ -162,7 +162,14 @@ class Agent:
     # -- reader thread ----------------------------------------------------------------------
 
     def handle_line(self, line: bytes) -> None:
-        """Handle one stdin line (reader thread). Malformed lines are logged and ignored."""
+        """Handle one stdin line (reader thread). Malformed lines are logged and ignored; no
+        input line can stop the reader."""
+        try:
+            self._handle_line(line)
+        except Exception:
+            _log(f"ignoring an input line that broke the reader: {line[:120]!r}\n" + traceback.format_exc())
+
+    def _handle_line(self, line: bytes) -> None:
         if not line.strip():
             return
         try:
@@ -204,8 +211,11 @@ class Agent:
         self._wire.send({"jsonrpc": "2.0", "id": req_id, "error": error}, flush=True, throttle=throttle)
 
     def _handle_response(self, msg: dict[str, Any]) -> None:
+        req_id = msg["id"]
+        if not isinstance(req_id, int):
+            return  # our ids are integers
         with self._lock:
-            pending = self._pending.pop(msg["id"], None)
+            pending = self._pending.pop(req_id, None)
         if pending is None:
             return  # an answer to @garbage's request, or to a request a cancel gave up on
         if "error" in msg:
@@ -216,7 +226,8 @@ class Agent:
 
     def _handle_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "session/cancel":
-            session = self._sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+            session_id = params.get("sessionId")
+            session = self._sessions.get(session_id) if isinstance(session_id, str) else None
             if session is not None:
                 for turn in list(session.turns):
                     turn.cancel()
@@ -324,7 +335,8 @@ class Agent:
         self._send_commands(session)
 
     def _session_or_error(self, req_id: Any, params: dict[str, Any]) -> _Session | None:
-        session = self._sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        session_id = params.get("sessionId")
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
             self._error(req_id, RESOURCE_NOT_FOUND, "Resource not found", {"sessionId": params.get("sessionId")})
         return session
