@@ -9,7 +9,7 @@ library and never the package. It is the direct child the host forks (from its s
   holds the read end of the host's watchdog pipe (all platforms): either tells it the host died;
 - forks the agent with ``PR_SET_PDEATHSIG=SIGKILL`` (the shim is single-threaded, so the signal is
   tied to a thread that lives as long as the shim) and default signal dispositions, then execs it;
-- ignores SIGTERM/SIGINT/SIGHUP itself, so a group SIGTERM reaches the agent while the shim keeps
+- blocks SIGTERM/SIGINT/SIGHUP itself, so a group SIGTERM reaches the agent while the shim keeps
   reaping; when the agent exits it SIGTERMs what is left of the tree, SIGKILLs it after a short
   grace, and exits with the agent's own status (re-raising the agent's fatal signal);
 - when the host dies it SIGKILLs the whole tree at once and exits.
@@ -26,6 +26,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 LINUX = sys.platform.startswith("linux")
 LEFTOVER_GRACE = 1.0
+TERMINATING = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
 def _descendants(root: int) -> list[int]:
@@ -128,8 +129,10 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGUSR1, lambda *_: None)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
+    # Blocked, not ignored: the agent inherits the mask and unblocks right before exec, so a
+    # group SIGTERM that lands between fork and exec is delivered instead of lost. A SIGTERM the
+    # shim got before forking stays pending here and is forwarded below.
+    signal.pthread_sigmask(signal.SIG_BLOCK, TERMINATING)
     if libc is not None:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGUSR1, 0, 0, 0)
@@ -140,7 +143,7 @@ def main() -> None:
     if agent == 0:
         try:
             signal.set_wakeup_fd(-1)
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1):
+            for sig in (signal.SIGCHLD, signal.SIGUSR1, *TERMINATING):
                 signal.signal(sig, signal.SIG_DFL)
             for fd in (watch_fd, wake_r, wake_w):
                 os.close(fd)
@@ -148,11 +151,14 @@ def main() -> None:
                 libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if os.getppid() != shim:
                 os._exit(137)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
             os.execve(path, argv, env)
         except OSError as exc:
             os.write(2, f"paddock: cannot execute {argv[0]!r}: {exc.strerror}\n".encode())
         finally:
             os._exit(127)
+    for sig in signal.sigpending() & TERMINATING:
+        os.kill(agent, sig)
     # The shim must not hold the agent's stdin/stdout open: the host waits for EOF on stdout.
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)

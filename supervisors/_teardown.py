@@ -104,7 +104,7 @@ def teardown(
 
     1. snapshot the whole descendant tree (psutil) before any signal;
     2. run ``graceful`` (the protocol's polite step, e.g. close stdin) and wait up to
-       ``graceful_timeout`` (default: half of ``timeout``) for the root to exit;
+       ``graceful_timeout`` (default: half of ``timeout``, at most 1 s) for the root to exit;
     3. SIGTERM the root's process group and every snapshotted process;
     4. at the deadline (``timeout`` seconds after the call) SIGKILL the group, every snapshotted
        process and anything new found under the root, then reap.
@@ -125,7 +125,7 @@ def teardown(
                 graceful()
             except Exception:  # a failed polite step only skips to SIGTERM
                 log.debug("graceful step for pid %s failed", pid, exc_info=True)
-            grace = timeout / 2 if graceful_timeout is None else graceful_timeout
+            grace = min(timeout / 2, 1.0) if graceful_timeout is None else graceful_timeout
             root_only = {pid: procs[pid]} if pid in procs else {}
             _wait(popen, pid, root_only, min(deadline, time.monotonic() + grace))
         procs.update(snapshot_tree(pid))
