@@ -188,3 +188,30 @@ def test_agent_request_ids_start_at_zero_and_increase(agent, workspace):
     agent.answer(second["id"], REJECT)
     agent.response(rid)
     assert (first["id"], second["id"]) == (0, 1)
+
+
+def test_run_in_a_missing_cwd_fails_the_tool_call(agent, tmp_path):
+    sid = agent.new_session(tmp_path / "gone")
+    rid = agent.prompt(sid, "@run true\n@reply after")
+    _, req = agent.agent_request("session/request_permission")
+    agent.answer(req["id"], ALLOW)
+    assert agent.response(rid)["result"]["stopReason"] == "end_turn"
+    ups = _tool_updates(agent.updates(sid), req["params"]["toolCall"]["toolCallId"])
+    assert ups[-1]["status"] == "failed" and "cannot run the command" in ups[-1]["content"][0]["content"]["text"]
+
+
+def test_cancel_while_the_client_writes_the_file(spawn_agent, workspace):
+    client = spawn_agent()
+    client.initialize(fs_write=True)
+    sid = client.new_session(workspace)
+    rid = client.prompt(sid, "@write a.txt text")
+    idx, req = client.agent_request("session/request_permission")
+    client.answer(req["id"], ALLOW)
+    _, fs = client.agent_request("fs/write_text_file", start=idx)
+    client.notify("session/cancel", {"sessionId": sid})
+    assert client.response(rid)["result"]["stopReason"] == "cancelled"
+    client.answer(fs["id"], {})  # late answer: ignored
+    ups = _tool_updates(client.updates(sid), req["params"]["toolCall"]["toolCallId"])
+    assert ups[-1]["status"] == "failed"
+    resp, _ = client.turn(sid, "@reply ok")
+    assert resp["result"]["stopReason"] == "end_turn"

@@ -15,7 +15,7 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
 - ``@chunks N`` (>= 1, default 3): exactly N non-empty ``agent_message_chunk`` updates; an answer
   shorter than N characters is repeated until it has at least N (the concatenation is that
   repeated text); an empty answer sends no chunk. ``@delay S`` pauses S seconds between chunks.
-- ``@plan A; B``: one ``plan`` update (priority medium, status pending) before anything else.
+- ``@plan A; B``: one ``plan`` update (priority medium, status pending) before tools and answer.
 - ``@usage IN OUT``: after the answer a ``usage_update {used, size: 200000}`` where ``used`` is
   the session's cumulative IN+OUT, and ``usage {inputTokens, outputTokens, totalTokens}`` in
   the PromptResponse (the v1 schema has no PromptResponse usage; the shape is the one
