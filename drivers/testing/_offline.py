@@ -22,6 +22,7 @@ __all__ = ["OFFLINE_BUILDERS", "MOCK_KEY", "OfflineEnv", "build_offline_env"]
 MOCK_KEY = "paddock-mock-key"
 _CATALOG = Path(__file__).with_name("codex_model_catalog.json")
 _LOOPBACK = {"127.0.0.1", "localhost"}
+_DEAD_REGISTRY = "http://127.0.0.1:9/"  # discard port: nothing listens, connections are refused
 
 
 class OfflineEnv(msgspec.Struct, frozen=True, kw_only=True):
@@ -156,6 +157,10 @@ def _opencode(root: Path, url: str, env: dict[str, str], files: list[str]) -> st
         OPENCODE_DISABLE_EXTERNAL_SKILLS="1",
         OPENCODE_DISABLE_PROJECT_CONFIG="1",
     )
+    # No flag stops the background install of @opencode-ai/plugin into each config folder; point
+    # its package registry at a closed loopback port so the attempt fails at once, locally.
+    for key in ("NPM_CONFIG_REGISTRY", "npm_config_registry", "BUN_CONFIG_REGISTRY"):
+        env[key] = _DEAD_REGISTRY
     return "mock/mock-model"
 
 

@@ -276,13 +276,14 @@ class ModelServer:
             (self._conns.add if add else self._conns.discard)(conn)
 
     def _publish(self, record: RequestRecord) -> None:
-        with self._cond:
-            self._records.append(record)
-            self._cond.notify_all()
+        # File first: a reader woken by wait_for() may look at the log at once.
         if self._log_path is not None:
             line = msgspec.json.encode(record) + b"\n"
             with self._log_lock, open(self._log_path, "ab") as fh:
                 fh.write(line)
+        with self._cond:
+            self._records.append(record)
+            self._cond.notify_all()
 
     def _handle(self, h: _Handler) -> None:
         arrived = time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -26,16 +27,21 @@ def require_peer(name: str) -> tuple[Peer, list[str]]:
 
 
 class Tripwire:
-    """A TCP listener on 127.0.0.1 used as HTTP(S)_PROXY/ALL_PROXY. It records the first line of
-    every connection (``CONNECT host:443 ...``) and closes it. A CLI that stays on loopback never
-    connects here (``NO_PROXY`` exempts 127.0.0.1)."""
+    """An HTTP proxy on 127.0.0.1 for HTTP(S)_PROXY/ALL_PROXY that lets only loopback through.
+
+    A request for a non-loopback target (``CONNECT github.com:443``, ``GET http://x/...``) is
+    recorded in ``hits`` and refused with 403. Loopback targets are relayed (recorded in
+    ``relayed``): most CLIs honour ``NO_PROXY`` and never come here, but some (qwen) send even
+    127.0.0.1 traffic through the proxy.
+    """
 
     def __init__(self) -> None:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(16)
+        self._sock.listen(32)
         self.hits: list[str] = []
-        self._lock = threading.Lock()
+        self.relayed: list[str] = []
+        self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._serve, name="tripwire", daemon=True)
         self._thread.start()
 
@@ -49,19 +55,84 @@ class Tripwire:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
-            with conn:
-                conn.settimeout(2.0)
-                try:
-                    first = conn.recv(512).split(b"\r\n", 1)[0].decode("latin-1")
-                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                except OSError:
-                    first = "<no request line>"
-            with self._lock:
-                self.hits.append(first or "<empty>")
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        conn.settimeout(10.0)
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                data = conn.recv(4096)
+                if not data:
+                    break
+                head += data
+            line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            parts = line.split()
+            target = parts[1] if len(parts) > 1 else ""
+            if parts and parts[0] == "CONNECT":
+                hostport = target
+            else:
+                hostport = urlsplit(target).netloc
+            host, _, port = hostport.rpartition(":")
+            host = host.strip("[]")
+            if host not in ("127.0.0.1", "localhost", "::1") or not port.isdigit():
+                with self._cond:
+                    self.hits.append(line or "<empty>")
+                    self._cond.notify_all()
+                conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                conn.close()
+                return
+            with self._cond:
+                self.relayed.append(line)
+            upstream = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+            if parts[0] == "CONNECT":
+                conn.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                rest = head.split(b"\r\n\r\n", 1)[1]
+            else:  # absolute-form request: forward it in origin form
+                path = urlsplit(target)._replace(scheme="", netloc="").geturl() or "/"
+                rest = f"{parts[0]} {path} {parts[2] if len(parts) > 2 else 'HTTP/1.1'}".encode() + head[len(line):]
+            if rest:
+                upstream.sendall(rest)
+            conn.settimeout(None)
+            upstream.settimeout(None)
+            other = threading.Thread(target=_pipe, args=(upstream, conn), daemon=True)
+            other.start()
+            _pipe(conn, upstream)
+            other.join(10)
+            upstream.close()
+            conn.close()
+        except OSError:
+            conn.close()
+
+    def wait_for_hit(self, *, timeout: float) -> bool:
+        """True as soon as a non-loopback target was asked for; False after ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: bool(self.hits), timeout)
 
     def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (close alone does not)
+        except OSError:
+            pass
         self._sock.close()
         self._thread.join(2)
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 @pytest.fixture

@@ -54,10 +54,12 @@ def test_builder_env_is_private_offline_and_free_of_ambient_values(cli, tmp_path
     for key in ("HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         assert Path(env[key]).is_relative_to(tmp_path) and Path(env[key]).is_dir(), key
     assert built.home == env["HOME"] and env["NO_PROXY"] == "127.0.0.1,localhost"
-    # Every URL the CLI is given, in env or in its config files, is the loopback model server.
+    # Every URL the CLI is given, in env or in its config files, is on loopback; the model URL is
+    # the scripted server.
     texts = list(env.values()) + [Path(f).read_text() for f in built.files]
     urls = {u for t in texts for u in re.findall(r"https?://[^\s\"',]+", t)}
-    assert urls and all(u.startswith(URL) for u in urls), urls
+    assert all(u.startswith("http://127.0.0.1:") for u in urls), urls
+    assert any(u.startswith(URL) for u in urls), urls
     assert any(MOCK_KEY in t for t in texts)  # a dummy key, never an ambient one
     assert all(Path(f).is_relative_to(tmp_path) for f in built.files)
 
