@@ -279,7 +279,7 @@ class AcpSessionActor(SessionActor):
                     **self._env(),
                     reason=detail,
                     recoverable=recoverable,
-                    exit_code=info.exit_code if info is not None else None,
+                    exit_code=info.returncode if info is not None and info.returncode >= 0 else None,
                     signal=info.signal if info is not None else None,
                     stderr_tail=info.stderr_tail if info is not None else None,
                 )
