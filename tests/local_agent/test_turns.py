@@ -189,8 +189,11 @@ def test_set_mode_and_config_option(agent, workspace):
 
 def test_stdin_eof_ends_the_agent_even_mid_turn(agent, workspace):
     sid = agent.new_session(workspace)
-    agent.prompt(sid, "@chunks 10\n@delay 5")
+    rid = agent.prompt(sid, "@chunks 10\n@delay 5")
     agent.wait_for(lambda m: m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    agent.proc.stdin.close()
+    # the in-flight turn is cancelled and still answered before the agent exits
+    assert agent.response(rid, timeout=3.0)["result"] == {"stopReason": "cancelled"}
     assert agent.close(timeout=3.0) == 0
 
 

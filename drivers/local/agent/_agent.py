@@ -194,12 +194,18 @@ class Agent:
         else:
             _log(f"ignoring an input line that is neither request nor response: {line[:120]!r}")
 
-    def shutdown(self) -> None:
-        """Stdin closed: stop every turn (killing running commands) and flush (reader thread)."""
-        for session in list(self._sessions.values()):
-            for turn in list(session.turns):
-                turn.cancel()
-        self._wire.flush_and_wait(timeout=2.0)
+    def shutdown(self, *, timeout: float = 2.0) -> None:
+        """Stdin closed: cancel every turn (killing running commands), give them ``timeout``
+        seconds to send their ``cancelled`` answers, and flush (reader thread)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        turns = [turn for session in list(self._sessions.values()) for turn in list(session.turns)]
+        for turn in turns:
+            turn.cancel()
+        for turn in turns:
+            turn.done.wait(max(0.0, deadline - time.monotonic()))
+        self._wire.flush_and_wait(timeout=max(0.1, deadline - time.monotonic()))
 
     def _respond(self, req_id: Any, result: Any) -> None:
         self._wire.send({"jsonrpc": "2.0", "id": req_id, "result": result}, flush=True, throttle=False)
