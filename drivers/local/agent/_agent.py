@@ -406,12 +406,18 @@ class Agent:
         turn = _TurnState()
         session.turns.add(turn)
         previous, session.last_done = session.last_done, turn.done
-        threading.Thread(
-            target=self._run_turn,
-            args=(req_id, session, turn, previous, directives, text),
-            name=f"turn-{session.id[:8]}",
-            daemon=True,
-        ).start()
+        try:
+            threading.Thread(
+                target=self._run_turn,
+                args=(req_id, session, turn, previous, directives, text),
+                name=f"turn-{session.id[:8]}",
+                daemon=True,
+            ).start()
+        except RuntimeError as exc:  # cannot start a thread: answer, and keep the FIFO chain intact
+            session.turns.discard(turn)
+            session.last_done = previous
+            turn.done.set()
+            self._error(req_id, INTERNAL_ERROR, f"Internal error: {exc}")
 
     # -- agent→client requests (turn threads) -----------------------------------------------
 
@@ -453,7 +459,7 @@ class Agent:
             return "cancelled", "the permission request was cancelled"
         if kind == "selected":
             option = outcome.get("optionId")  # type: ignore[union-attr]
-            option_kind = _OPTION_KINDS.get(option)  # type: ignore[arg-type]
+            option_kind = _OPTION_KINDS.get(option) if isinstance(option, str) else None
             if option_kind in ("allow_once", "allow_always"):
                 return "allow", option_kind
             if option_kind == "reject_once":
