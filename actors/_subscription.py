@@ -173,6 +173,11 @@ class Subscription:
                     self._resume = events[0].seq
                     self._horizon = events[-1].seq
                 else:
+                    room = self._bound - self._buffered
+                    if room > 0:
+                        self._buf.append(events[:room])
+                        self._buffered += room
+                        events = events[room:]
                     last = self._buf[-1] if self._buf else None
                     if isinstance(last, _Gap):
                         last.last_seq = events[-1].seq

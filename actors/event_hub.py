@@ -20,7 +20,9 @@ the hub actor fails (``on_failure``): its supervisor restarts it on the same log
 from __future__ import annotations
 
 import secrets
+import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -56,10 +58,6 @@ class _Subscribe(_Control):
     __slots__ = ()
 
 
-class _Unsubscribe(_Control):
-    __slots__ = ()
-
-
 class _Flush(_Control):
     __slots__ = ()
 
@@ -70,6 +68,14 @@ class _Compact(_Control):
 
 class _KillWriter(_Control):
     __slots__ = ()
+
+
+class _WriterFailed(_Control):
+    __slots__ = ()
+
+
+def _ignore(sub: Subscription) -> None:
+    """A closed subscription is dropped by the publisher at its next batch."""
 
 
 class _State:
@@ -146,6 +152,11 @@ class HubHandle:
     def alive(self) -> bool:
         return self._ref.is_alive()
 
+    def join(self, *, timeout: float | None = None) -> bool:
+        """Wait until the hub has stopped (closed, or failed with its writer); return whether
+        it has."""
+        return self._ref.actor_stopped.wait(timeout)
+
     def emitter(self, driver: str, instance_id: str, thread_id: str) -> Emitter:
         """An :class:`Emitter` bound to this identity; the hub labels its events with it."""
         return Emitter(self._ref.tell, self._state, driver, instance_id, thread_id)
@@ -178,13 +189,10 @@ class HubHandle:
             assistant_delivery=assistant_delivery,
             log_path=self._state.log_path,
             max_buffered=self._max_buffered if max_buffered is None else max_buffered,
-            on_close=self._unsubscribe,
+            on_close=_ignore,
         )
         self._ask(_Subscribe((sub, from_seq)), "EventHub.subscribe", timeout)
         return sub
-
-    def _unsubscribe(self, sub: Subscription) -> None:
-        self._ref.tell(_Unsubscribe(sub))
 
     def flush(self, *, timeout: float = 10.0) -> int:
         """Return once every batch told before this call is committed and published; returns
@@ -227,10 +235,177 @@ class HubHandle:
         self.close()
 
 
+class _Publisher:
+    """The subscription list and the one hand-off per batch per subscriber. Used by one thread:
+    the writer thread when the log is on, the hub's thread when it is off."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+        self.subs: list[Subscription] = []
+
+    def register(self, sub: Subscription, from_seq: int | None, committed: int) -> None:
+        if from_seq is not None:
+            sub._start_from(max(1, from_seq), committed)
+        self.subs.append(sub)
+
+    def publish(self, out: list[EventBase]) -> None:
+        self.state.last_seq = out[-1].seq
+        broken = None
+        for sub in self.subs:
+            try:
+                if sub._closed:
+                    raise LookupError
+                selected = sub._select(out)
+                if selected:
+                    sub._offer(selected)
+            except Exception:  # a subscription must never stop the others
+                broken = broken or []
+                broken.append(sub)
+        if broken:
+            for sub in broken:
+                self.subs.remove(sub)
+
+    def finish(self) -> None:
+        for sub in self.subs:
+            sub._finish()
+        self.subs = []
+
+
+class _Call:
+    __slots__ = ("args", "done", "error", "fn", "result")
+
+    def __init__(self, fn, args) -> None:
+        self.fn = fn
+        self.args = args
+        self.done = threading.Event()
+        self.result = None
+        self.error: BaseException | None = None
+
+
+_STOP = object()
+
+
+class _Writer:
+    """The log writer thread (``paddock-hub-writer``): appends stamped batches in one transaction
+    each (merging what has queued up), and publishes each batch only after its commit.
+
+    SQLite releases the GIL while it writes, so sequencing (the hub's thread) and committing
+    (this thread) overlap. ``put`` blocks the hub's thread while more than ``max_queued`` events
+    wait, which moves backpressure into the hub's mailbox.
+    """
+
+    def __init__(self, log: EventLog, publisher: _Publisher, hub: pykka.ActorRef,
+                 max_queued: int = 65_536) -> None:
+        self.log = log
+        self.publisher = publisher
+        self.hub = hub
+        self.max_queued = max_queued
+        self.failed: BaseException | None = None
+        self._items: deque = deque()
+        self._queued = 0
+        self._cond = threading.Condition(threading.Lock())
+        self._batches = 0
+        self._thread = threading.Thread(target=self._run, name="paddock-hub-writer", daemon=True)
+        self._thread.start()
+
+    # hub thread ------------------------------------------------------------------------------
+
+    def put(self, out: list[EventBase], rows: list[tuple]) -> None:
+        with self._cond:
+            if self.failed is not None:
+                return
+            self._items.append((out, rows))
+            self._queued += len(out)
+            self._cond.notify_all()
+            while self._queued > self.max_queued and self.failed is None:
+                self._cond.wait()
+
+    def call(self, fn, *args):
+        """Run ``fn(*args)`` in the writer thread after everything queued before; return its
+        result (re-raising its error, or the writer's failure)."""
+        call = _Call(fn, args)
+        with self._cond:
+            if self.failed is not None:
+                raise self.failed
+            self._items.append(call)
+            self._cond.notify_all()
+        call.done.wait()
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    def stop(self, timeout: float | None = None) -> None:
+        with self._cond:
+            self._items.append(_STOP)
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    # writer thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        log = self.log
+        try:
+            while True:
+                with self._cond:
+                    while not self._items:
+                        self._cond.wait()
+                    items = list(self._items)
+                    self._items.clear()
+                out: list[EventBase] = []
+                rows: list[tuple] = []
+                for item in items:
+                    if type(item) is tuple:
+                        out += item[0]
+                        rows += item[1]
+                        continue
+                    if out:
+                        self._commit(out, rows)
+                        out, rows = [], []
+                    if item is _STOP:
+                        return
+                    try:
+                        item.result = item.fn(*item.args)
+                    except Exception as exc:
+                        item.error = exc
+                    item.done.set()
+                if out:
+                    self._commit(out, rows)
+        except BaseException as exc:
+            with self._cond:
+                self.failed = exc
+                pending = list(self._items)
+                self._items.clear()
+                self._queued = 0
+                self._cond.notify_all()
+            for item in pending:
+                if isinstance(item, _Call):
+                    item.error = exc
+                    item.done.set()
+            try:
+                self.hub.tell(_WriterFailed(exc))
+            except pykka.ActorDeadError:
+                pass
+        finally:
+            self.publisher.finish()
+            log.close()
+
+    def _commit(self, out: list[EventBase], rows: list[tuple]) -> None:
+        log = self.log
+        log.append(rows)  # raises: nothing committed, nothing published
+        with self._cond:
+            self._queued -= len(out)
+            self._cond.notify_all()
+        self._batches += 1
+        if log.max_bytes is not None and self._batches % 64 == 0:
+            log.enforce_size()
+        self.publisher.publish(out)
+
+
 class EventHub(pykka.ThreadingActor):
     """The fan-in actor. Start it with :meth:`start`, which returns a :class:`HubHandle`.
 
-    Every ``on_*`` method runs in the hub's own actor thread.
+    Every ``on_*`` method runs in the hub's own actor thread. With the log on, committing and
+    publishing run in the hub's writer thread (``paddock-hub-writer``), in sequence order.
     """
 
     def __init__(
@@ -246,10 +421,10 @@ class EventHub(pykka.ThreadingActor):
         self._log = log
         self._seq = log.last_seq if log is not None else 0
         self._token = secrets.token_hex(6) + "-"
-        self._subs: list[Subscription] = []
+        self._publisher = _Publisher(state)
+        self._writer: _Writer | None = None
         self._grammar: dict[str, ThreadGrammar] = {}
         self._encode = msgspec.json.Encoder().encode
-        self._batches = 0
 
     @classmethod
     def start(  # type: ignore[override]
@@ -271,6 +446,10 @@ class EventHub(pykka.ThreadingActor):
         ref = super().start(state, log=log, max_batch_events=max_batch_events)
         return HubHandle(ref, state, max_buffered)
 
+    def on_start(self) -> None:
+        if self._log is not None:
+            self._writer = _Writer(self._log, self._publisher, self.actor_ref)
+
     def on_failure(self, exception_type, exception_value, traceback) -> None:
         self._shutdown()
 
@@ -278,12 +457,16 @@ class EventHub(pykka.ThreadingActor):
         self._shutdown()
 
     def _shutdown(self) -> None:
-        for sub in self._subs:
-            sub._finish()
-        self._subs = []
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self._writer is not None:
+            self._writer.stop()  # commits and publishes what is queued, ends subscriptions
+        else:
+            self._publisher.finish()
+
+    def _in_order(self, fn, *args):
+        """Run ``fn`` after every batch sequenced so far is committed and published."""
+        if self._writer is None:
+            return fn(*args)
+        return self._writer.call(fn, *args)
 
     def on_receive(self, message: object) -> object:
         if type(message) is tuple:
@@ -307,28 +490,23 @@ class EventHub(pykka.ThreadingActor):
             return None
         kind = type(message)
         if kind is _Flush:
-            return self._seq
+            return self._in_order(lambda: self._state.last_seq)
         if kind is _Subscribe:
             sub, from_seq = message.arg  # type: ignore[attr-defined]
-            if from_seq is not None:
-                sub._start_from(max(1, from_seq), self._seq)
-            self._subs.append(sub)
-            return None
-        if kind is _Unsubscribe:
-            try:
-                self._subs.remove(message.arg)  # type: ignore[attr-defined]
-            except ValueError:
-                pass
-            return None
+            log = self._log
+            return self._in_order(
+                lambda: self._publisher.register(sub, from_seq, log.last_seq if log else self._seq)
+            )
         if kind is _Compact:
             if self._log is None:
                 raise ValidationError("compact", "the event log is disabled")
-            return self._log.compact(message.arg)  # type: ignore[attr-defined]
+            return self._in_order(self._log.compact, message.arg)  # type: ignore[attr-defined]
         if kind is _KillWriter:
             if self._log is None:
                 raise ValidationError("kill_writer_mid_batch", "the event log is disabled")
-            self._log.fail_after_rows = message.arg  # type: ignore[attr-defined]
-            return None
+            return self._in_order(setattr, self._log, "fail_after_rows", message.arg)  # type: ignore[attr-defined]
+        if kind is _WriterFailed:
+            raise message.arg  # type: ignore[attr-defined]  # the hub fails with its writer
         return super().on_receive(message)
 
     def _process(self, batch: list[tuple[tuple[str, str, str], tuple[EventBase, ...]]]) -> None:
@@ -337,7 +515,7 @@ class EventHub(pykka.ThreadingActor):
         token = self._token
         encode = self._encode
         grammar = self._grammar
-        log = self._log
+        logging = self._writer is not None
         out: list[EventBase] = []
         rows: list[tuple] = []
         for key, events in batch:
@@ -362,31 +540,12 @@ class EventHub(pykka.ThreadingActor):
                     created_at=created,
                 )
                 out.append(ev)
-                if log is not None:
+                if logging:
                     rows.append((seq, thread_id, instance_id, _TAG[ev.__class__], created, encode(ev)))
         if not out:
             return
-        if log is not None:
-            log.append(rows)  # raises: nothing committed, nothing published, the hub fails
-            self._batches += 1
-            if log.max_bytes is not None and self._batches % 64 == 0:
-                log.enforce_size()
         self._seq = seq
-        self._state.last_seq = seq
-        self._publish(out)
-
-    def _publish(self, out: list[EventBase]) -> None:
-        broken = None
-        for sub in self._subs:
-            try:
-                if sub._closed:
-                    raise LookupError
-                selected = sub._select(out)
-                if selected:
-                    sub._offer(selected)
-            except Exception:
-                broken = broken or []
-                broken.append(sub)
-        if broken:
-            for sub in broken:
-                self._subs.remove(sub)
+        if self._writer is not None:
+            self._writer.put(out, rows)
+        else:
+            self._publisher.publish(out)

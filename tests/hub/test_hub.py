@@ -171,7 +171,7 @@ def test_killing_the_writer_mid_batch_loses_nothing_that_was_shown(log_path):
     hub.kill_writer_mid_batch(after_rows=3)
     emitter.emit([delta(None, None, f"lost {n}") for n in range(10)])
     shown = list(sub)  # ends when the hub dies; shows only what was committed
-    assert not hub.alive
+    assert hub.join(timeout=10) and not hub.alive
     emitter.emit([delta(None, None, "after death")])  # never raises into the driver
     assert hub.dropped == 1
     with pytest.raises(PaddockError):
