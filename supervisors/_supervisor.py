@@ -367,7 +367,17 @@ class Supervisor(SupervisedActor):
     def _shutdown(self, deadline: float | None) -> None:
         self._stopping = True
         self._cancel_timers()
-        for child in reversed(self._children):
+        children = list(reversed(self._children))
+        for i, child in enumerate(children):
+            if deadline is not None and time.monotonic() >= deadline:
+                # Past the deadline order no longer matters: kill the rest concurrently.
+                for rest in children[i:]:
+                    ctx = rest.ctx
+                    if ctx is not None and ctx.actor_ref is not None and not ctx.exited:
+                        request_shutdown(ctx.actor_ref, deadline)
+                for rest in children[i:]:
+                    self._terminate(rest, deadline)
+                return
             self._terminate(child, deadline)
 
     def _cancel_timers(self) -> None:

@@ -6,6 +6,8 @@ import logging
 import os
 import signal
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 
@@ -15,6 +17,9 @@ import psutil
 __all__ = ["TeardownReport", "snapshot_tree", "teardown"]
 
 log = logging.getLogger("paddock.supervisors")
+
+# Past the deadline many trees are usually killed at once; they may share one process-table scan.
+_BATCH_AGE = 0.05
 
 
 class TeardownReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,16 +35,68 @@ class TeardownReport(msgspec.Struct, frozen=True, kw_only=True):
     survivors: tuple[int, ...]
 
 
-def snapshot_tree(pid: int) -> dict[int, psutil.Process]:
-    """``pid`` and all its living descendants as psutil handles (identity = pid + create_time)."""
+_LINUX = sys.platform.startswith("linux")
+_table_lock = threading.Lock()
+_table: tuple[float, dict[int, list[int]]] = (-1.0, {})
+
+
+def _scan_children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        name = entry.name
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split(None, 2)
+        children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def _children_table(max_age: float) -> dict[int, list[int]]:
+    global _table
+    with _table_lock:
+        taken, table = _table
+        now = time.monotonic()
+        if now - taken > max_age:
+            table = _scan_children()
+            _table = (time.monotonic(), table)
+        return table
+
+
+def snapshot_tree(pid: int, *, max_age: float = 0.0) -> dict[int, psutil.Process]:
+    """``pid`` and all its descendants as psutil handles (identity = pid + create_time).
+
+    One scan of the process table serves the whole tree; with ``max_age`` > 0 a scan at most
+    that old is reused (used when many trees are killed at once past their deadline).
+    """
     found: dict[int, psutil.Process] = {}
     try:
         root = psutil.Process(pid)
-        found[pid] = root
-        for child in root.children(recursive=True):
-            found[child.pid] = child
     except psutil.Error:
-        pass
+        return found
+    found[pid] = root
+    if not _LINUX:
+        try:
+            for child in root.children(recursive=True):
+                found[child.pid] = child
+        except psutil.Error:
+            pass
+        return found
+    table = _children_table(max_age)
+    todo = [pid]
+    while todo:
+        for child in table.get(todo.pop(), ()):
+            if child in found:
+                continue
+            try:
+                found[child] = psutil.Process(child)
+            except psutil.Error:
+                continue
+            todo.append(child)
     return found
 
 
@@ -108,14 +165,16 @@ def teardown(
     3. SIGTERM the root's process group and every snapshotted process;
     4. at the deadline (``timeout`` seconds after the call) SIGKILL the group, every snapshotted
        process and anything new found under the root, then reap.
+    With ``timeout <= 0`` (a deadline already passed) the SIGTERM step is skipped.
     Vanished pids are tolerated; a pid is never signalled without psutil's identity check. The
     root must be the leader of its own process group (``process_group=0``).
     """
     started = time.monotonic()
     deadline = started + max(0.0, timeout)
+    expired = timeout <= 0
     popen = process if isinstance(process, subprocess.Popen) else None
     pid = popen.pid if popen is not None else int(process)
-    procs = snapshot_tree(pid)
+    procs = snapshot_tree(pid, max_age=_BATCH_AGE if expired else 0.0)
     if popen is not None and popen.poll() is not None:
         procs.pop(pid, None)
     killed = False
@@ -126,12 +185,15 @@ def teardown(
             except Exception:  # a failed polite step only skips to SIGTERM
                 log.debug("graceful step for pid %s failed", pid, exc_info=True)
             grace = min(timeout / 2, 1.0) if graceful_timeout is None else graceful_timeout
-            root_only = {pid: procs[pid]} if pid in procs else {}
-            _wait(popen, pid, root_only, min(deadline, time.monotonic() + grace))
-        procs.update(snapshot_tree(pid))
-        _signal_all(procs.values(), pid, signal.SIGTERM)
-        if not _wait(popen, pid, procs, deadline):
-            procs.update(snapshot_tree(pid))
+            if grace > 0 and not expired:
+                root_only = {pid: procs[pid]} if pid in procs else {}
+                _wait(popen, pid, root_only, min(deadline, time.monotonic() + grace))
+                procs.update(snapshot_tree(pid))
+        if not expired:
+            _signal_all(procs.values(), pid, signal.SIGTERM)
+        if expired or not _wait(popen, pid, procs, deadline):
+            if not expired:
+                procs.update(snapshot_tree(pid))
             _signal_all(procs.values(), pid, signal.SIGKILL)
             killed = True
             _wait(popen, pid, procs, time.monotonic() + 2.0)

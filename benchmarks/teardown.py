@@ -1,0 +1,96 @@
+"""Teardown benchmark: start N process trees under one Scope, close it with a deadline.
+
+Each tree: orphan-guard shim -> sh (ignores SIGTERM) -> subshell -> ``sleep 777`` and
+``setsid sleep 888``, both inheriting the ignored SIGTERM, so every tree needs the SIGKILL step and
+one grandchild has left the process group. Prints one JSON document: start seconds, close
+seconds, seconds past the deadline, processes snapshotted and survivors (must be 0).
+
+``paddock bench teardown [--trees 100] [--deadline 1.0]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import threading
+import time
+
+import psutil
+
+from actors import ProcessActor, ProcessSpec
+from supervisors import ChildSpec, Scope
+
+SCRIPT = """trap '' TERM
+( sleep 777 & setsid sleep 888 & sleep 0.05; echo ready; wait ) &
+wait
+"""
+
+
+def _gone(proc: psutil.Process) -> bool:
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="paddock bench teardown")
+    parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--deadline", type=float, default=1.0, help="seconds given to close()")
+    args = parser.parse_args(argv)
+    sh = shutil.which("sh") or "/bin/sh"
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    ready = threading.Semaphore(0)
+
+    def child(n: int) -> ChildSpec:
+        def start(ctx):
+            spec = ProcessSpec(
+                argv=(sh, "-c", SCRIPT), env=env, name=f"tree{n}", graceful_timeout=0.0
+            )
+            return ProcessActor.open(
+                spec, on_lines=lambda lines: ready.release(), context=ctx
+            ).actor_ref
+
+        return ChildSpec(f"tree{n}", start, shutdown=args.deadline)
+
+    started = time.monotonic()
+    scope = Scope([child(n) for n in range(args.trees)], name="bench").start()
+    for _ in range(args.trees):
+        if not ready.acquire(timeout=60):
+            break
+    start_seconds = time.monotonic() - started
+    procs = psutil.Process().children(recursive=True)
+    me = psutil.Process()
+    cpu_before = sum(me.cpu_times()[:2])
+    closing = time.monotonic()
+    deadline = closing + args.deadline
+    scope.close(deadline)
+    closed = time.monotonic()
+    close_cpu = sum(me.cpu_times()[:2]) - cpu_before
+    survivors = [p.pid for p in procs if not _gone(p)]
+    for pid in survivors:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+    print(
+        json.dumps(
+            {
+                "benchmark": "teardown",
+                "trees": args.trees,
+                "processes": len(procs),
+                "start_seconds": round(start_seconds, 3),
+                "deadline_seconds": args.deadline,
+                "close_seconds": round(closed - closing, 3),
+                "seconds_past_deadline": round(max(0.0, closed - deadline), 3),
+                "close_cpu_seconds": round(close_cpu, 3),
+                "survivors": len(survivors),
+            }
+        )
+    )
+    return 0 if not survivors else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
