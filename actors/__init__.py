@@ -14,6 +14,7 @@ from ._jsonrpc import (
     LineTap as LineTap,
 )
 from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord
+from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
 from .process import (
     ExitInfo as ExitInfo,
     ProcessActor as ProcessActor,
@@ -37,6 +38,8 @@ __all__ = [
     "ProcessSpec",
     "SessionActor",
     "SessionRecord",
+    "Terminal",
+    "TerminalExit",
     "WarningSink",
     "Emitter",
     "EventHub",

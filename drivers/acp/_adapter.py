@@ -106,6 +106,7 @@ class AcpAdapter:
             client_fs=client_fs,
             client_terminal=client_terminal,
             terminal_output_limit=config.terminal_output_limit,
+            env=dict(ctx.env),
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps

@@ -53,6 +53,7 @@ from supervisors import ChildContext
 
 from . import _wire as w
 from ._fs import FsError, read_text_file, write_text_file
+from ._terminals import Terminals
 from ._permissions import auto_decision, offered_decisions, outcome_for, request_kind_of_tool
 from ._translate import Translator, stop_reason_state
 
@@ -168,6 +169,7 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     client_fs: bool
     client_terminal: bool
     terminal_output_limit: int
+    env: dict[str, str] = {}
 
 
 def cursor_for(driver: str, session_id: str) -> ResumeCursor:
@@ -209,8 +211,7 @@ _CONTENT_KINDS = (w.AgentMessageChunk, w.AgentThoughtChunk, w.ToolCallStart, w.T
 class AcpSessionActor(SessionActor):
     """One ACP session. Built by the session supervisor's child spec; see the module docstring.
 
-    ``get_link()`` returns the current agent link (or ``None`` while the agent restarts);
-    ``terminals`` is the factory of the session's terminal manager (or ``None``)."""
+    ``get_link()`` returns the current agent link (or ``None`` while the agent restarts)."""
 
     def __init__(
         self,
@@ -219,15 +220,13 @@ class AcpSessionActor(SessionActor):
         settings: SessionSettings,
         get_link: Callable[[], Any],
         *,
-        terminals: Callable[[], Any] | None = None,
         context: ChildContext | None = None,
     ) -> None:
         super().__init__(record, emitter, context=context)
         self.settings = settings
         self._get_link = get_link
         self._link: Any = None
-        self._make_terminals = terminals
-        self._terminals: Any = None
+        self._terminals: Terminals | None = None
         x = record.extra
         self.start_input: StartSessionInput = x["input"]
         self.tr = Translator(settings.driver, settings.instance_id, self.thread_id)
@@ -245,8 +244,8 @@ class AcpSessionActor(SessionActor):
 
     def on_start(self) -> None:
         super().on_start()
-        if self._make_terminals is not None and self.settings.client_terminal:
-            self._terminals = self._make_terminals()
+        if self.settings.client_terminal:
+            self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit)
 
     def on_shutdown(self, deadline: float) -> None:
         self._end_session(deadline)

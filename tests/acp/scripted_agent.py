@@ -1,0 +1,78 @@
+"""A tiny scripted ACP agent for adapter tests: each prompt line is a command it performs
+against the client (``read PATH``, ``term CMD``, ``termlimit N CMD``, ``termhang CMD``,
+``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+_next_id = iter(range(1000, 10**9))
+
+
+def send(msg: dict) -> None:
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def call(method: str, params: dict) -> dict:
+    rid = next(_next_id)
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("id") == rid and "method" not in msg:
+            return msg
+    raise SystemExit(0)
+
+
+def run(sid: str, line: str) -> str:
+    op, _, arg = line.partition(" ")
+    if op == "read":
+        r = call("fs/read_text_file", {"sessionId": sid, "path": arg})
+        return f"ok:{r['result']['content']}" if "result" in r else f"err:{r['error']['code']}:{r['error']['message']}"
+    if op in ("term", "termlimit", "termhang", "termcwd"):
+        params = {"sessionId": sid, "command": arg}
+        if op == "termcwd":
+            d, _, cmd = arg.partition(" ")
+            params = {"sessionId": sid, "command": cmd, "cwd": d}
+        if op == "termlimit":
+            n, _, cmd = arg.partition(" ")
+            params = {"sessionId": sid, "command": cmd, "outputByteLimit": int(n)}
+        r = call("terminal/create", params)
+        if "error" in r:
+            return f"err:{r['error']['code']}:{r['error']['message']}"
+        tid = r["result"]["terminalId"]
+        if op == "termhang":
+            return f"started:{tid}"
+        ex = call("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})["result"]
+        out = call("terminal/output", {"sessionId": sid, "terminalId": tid})["result"]
+        call("terminal/release", {"sessionId": sid, "terminalId": tid})
+        return f"exit={ex['exitCode']} truncated={out['truncated']} out={out['output']}"
+    if op == "ask":
+        r = call(arg, {"sessionId": sid, "terminalId": "term-nope"})
+        return f"err:{r['error']['code']}" if "error" in r else "ok"
+    return f"unknown:{line}"
+
+
+def main() -> None:
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+        elif method == "session/new":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "scripted-1"}})
+        elif method == "session/prompt":
+            sid = params["sessionId"]
+            text = "".join(b.get("text", "") for b in params["prompt"])
+            for cmd in text.splitlines():
+                result = run(sid, cmd.strip())
+                send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
+                    "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": result + "\n"}}}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+        elif rid is not None and method is not None:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "nope"}})
+
+
+if __name__ == "__main__":
+    main()

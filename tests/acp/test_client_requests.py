@@ -1,0 +1,67 @@
+"""fs/read_text_file, terminal/* and unknown requests served to a scripted ACP agent."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .conftest import text_of
+
+AGENT = str(Path(__file__).with_name("scripted_agent.py"))
+
+
+@pytest.fixture
+def h(make, tmp_path):
+    h = make(driver="acp", binary=sys.executable, args=[AGENT], client_fs=True, client_terminal=True,
+             env={"FROM_INSTANCE": "inst-value"})
+    (tmp_path / "secret.txt").write_text("secret")
+    (h.cwd / "mine.txt").write_text("hello")
+    (h.cwd / "link").symlink_to(tmp_path / "secret.txt")
+    h.start()
+    return h
+
+
+def reply(h, text: str) -> list[str]:
+    res, events = h.turn(text)
+    return text_of(events, res.turn_id).splitlines()
+
+
+def test_reads_are_confined(h, tmp_path):
+    lines = reply(h, f"read {h.cwd}/mine.txt\nread {tmp_path}/secret.txt\nread {h.cwd}/../secret.txt\n"
+                     f"read {h.cwd}/link\nread /proc/self/environ\nread {h.cwd}/missing.txt")
+    assert lines[0] == "ok:hello"
+    assert all(line.startswith("err:-32602:Access denied") for line in lines[1:5]), lines
+    assert lines[5] == f"err:-32002:Resource not found: {h.cwd}/missing.txt"
+
+
+def test_terminal_runs_in_the_workspace_with_the_instance_env(h):
+    lines = reply(h, "term echo $FROM_INSTANCE; pwd; exit 3")
+    assert lines[0] == "exit=3 truncated=False out=inst-value"
+    assert lines[1] == str(h.cwd)
+
+
+def test_terminal_output_limit(h):
+    lines = reply(h, "termlimit 10 printf 0123456789abcdefghij")
+    assert lines == ["exit=0 truncated=True out=abcdefghij"]
+
+
+def test_terminal_cwd_escape_and_unknown_requests(h, tmp_path):
+    lines = reply(h, f"termcwd {tmp_path} true\ntermcwd sub/../.. true\nask terminal/output\nask fancy/method")
+    assert lines[0].startswith("err:-32602:Access denied") and lines[1].startswith("err:-32602:Access denied")
+    assert lines[2:] == ["err:-32002", "err:-32601"]
+
+
+def test_terminal_is_killed_with_the_session(h):
+    lines = reply(h, "termhang sleep 60")
+    assert lines[0].startswith("started:")
+    sleepers = [p for p in psutil.Process().children(recursive=True) if "sleep" in " ".join(p.cmdline())]
+    assert sleepers
+    h.adapter.stop_session("t1", timeout=10)
+    deadline = time.monotonic() + 5
+    while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in sleepers) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in sleepers)
