@@ -184,6 +184,16 @@ class LogReader:
             except sqlite3.Error as exc:
                 raise PersistenceError("read the event log", f"{self._path}: {exc}") from None
 
+    def first_seq(self) -> int | None:
+        """The lowest ``seq`` still in the log (older ones were compacted), or ``None``."""
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = _connect(self._path)
+                return self._conn.execute("SELECT min(seq) FROM events").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise PersistenceError("read the event log", f"{self._path}: {exc}") from None
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:

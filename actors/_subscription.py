@@ -48,7 +48,7 @@ class _Gap:
 
     __slots__ = ("count", "first_seq", "last_seq")
 
-    def __init__(self, first_seq: int, last_seq: int, count: int) -> None:
+    def __init__(self, first_seq: int, last_seq: int, count: int | None) -> None:
         self.first_seq = first_seq
         self.last_seq = last_seq
         self.count = count
@@ -71,7 +71,9 @@ class Subscription:
     up, then rejoins the live stream (no loss, no duplicate). With the log disabled, the events
     that do not fit are dropped and the consumer receives, in their place, one
     ``runtime.warning`` with code ``subscription.gap`` (``seq`` 0, driver ``paddock``) whose
-    ``detail`` holds ``first_seq``, ``last_seq`` and ``count`` of what it missed.
+    ``detail`` holds ``first_seq``, ``last_seq`` and ``count`` of what it missed and
+    ``cause="slow"``. The same warning with ``cause="compacted"`` (``count`` null) marks events
+    that retention removed from the log before a replaying subscriber read them.
 
     ``assistant_delivery="buffered"`` coalesces consecutive ``assistant_text`` deltas of the
     same thread, turn and item into one ``content.delta`` of at most 24,000 characters. It
@@ -282,6 +284,14 @@ class Subscription:
                         self._waiting = False
                     continue
             assert self._reader is not None
+            floor = self._reader.first_seq()
+            if floor is not None and floor > start:
+                # the retention policy or compact() removed events this subscriber had not read
+                with self._cond:
+                    self._resume = min(floor, horizon + 1)
+                    if self._resume > self._horizon:
+                        self._mode = _LIVE
+                return self._gap_warning(_Gap(start, min(floor, horizon + 1) - 1, None), "compacted")
             rows = self._reader.read(start, horizon, _PAGE)
             resume = horizon + 1 if len(rows) < _PAGE else rows[-1][0] + 1
             decode = _decoder.decode
@@ -292,18 +302,26 @@ class Subscription:
                 if resume > self._horizon:
                     self._mode = _LIVE
 
-    def _gap_warning(self, gap: _Gap) -> RuntimeWarningEvent:
+    def _gap_warning(self, gap: _Gap, cause: str = "slow") -> RuntimeWarningEvent:
+        if cause == "slow":
+            message = (
+                f"this subscriber fell behind with the event log disabled; {gap.count} events "
+                f"(seq {gap.first_seq}..{gap.last_seq}) were dropped for it"
+            )
+        else:
+            message = (
+                f"events seq {gap.first_seq}..{gap.last_seq} were removed from the event log "
+                "(retention) before this subscriber read them"
+            )
         return RuntimeWarningEvent(
             driver="paddock",
             instance_id=self.instance_id or "",
             thread_id=self.thread_id or "",
             created_at=time.time(),
             code="subscription.gap",
-            message=(
-                f"this subscriber fell behind with the event log disabled; {gap.count} events "
-                f"(seq {gap.first_seq}..{gap.last_seq}) were dropped for it"
-            ),
-            detail={"first_seq": gap.first_seq, "last_seq": gap.last_seq, "count": gap.count},
+            message=message,
+            detail={"first_seq": gap.first_seq, "last_seq": gap.last_seq, "count": gap.count,
+                    "cause": cause},
         )
 
     def _get(self, timeout: float | None, io: bool = True) -> Any:

@@ -53,7 +53,10 @@ class AsyncSubscription:
 
             def wake(fut: asyncio.Future[None] = woken) -> None:
                 # runs in the hub's thread (or here, when data is already waiting)
-                loop.call_soon_threadsafe(_resolve, fut)
+                try:
+                    loop.call_soon_threadsafe(_resolve, fut)
+                except RuntimeError:  # the loop is closed; nobody waits any more
+                    pass
 
             sub._set_waker(wake)
             try:

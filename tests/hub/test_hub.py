@@ -193,7 +193,10 @@ def test_compact_keeps_the_newest_event_and_seq_continues(log_path):
         hub.emitter("local", "loc", "t1").emit([delta(None, None, str(n)) for n in range(100)])
         hub.flush()
         assert hub.compact(51) == 50
-        assert [e.seq for e in drain(hub.subscribe(from_seq=1))] == list(range(51, 101))
+        gap, *rest = drain(hub.subscribe(from_seq=1))
+        assert [e.seq for e in rest] == list(range(51, 101))
+        assert isinstance(gap, RuntimeWarningEvent) and gap.code == "subscription.gap"
+        assert gap.detail == {"first_seq": 1, "last_seq": 50, "count": None, "cause": "compacted"}
         assert hub.compact(10_000) == 49  # the newest event stays
     with EventHub.start(log_path) as hub:
         hub.emitter("local", "loc", "t1").emit([delta(None, None, "x")])
@@ -272,7 +275,7 @@ def test_without_log_a_slow_subscriber_gets_a_gap_warning_and_bounded_memory():
         assert [e.seq for e in got[:100]] == list(range(1, 101))
         gap = got[100]
         assert isinstance(gap, RuntimeWarningEvent) and gap.code == "subscription.gap"
-        assert gap.detail == {"first_seq": 101, "last_seq": 1000, "count": 900}
+        assert gap.detail == {"first_seq": 101, "last_seq": 1000, "count": 900, "cause": "slow"}
         assert len(got) == 101
         emitter.emit([delta(None, None, "live again")])
         hub.flush()
