@@ -129,6 +129,7 @@ class Subscription:
         self._source_done = False  # the hub stopped
         self._waiting = False
         self._waker: Callable[[], None] | None = None
+        self._skip_below = 0  # from_seq beyond the log's end: live events below it are skipped
         # consumer-side state
         self._cur: list[EventBase] | None = None
         self._pos = 0
@@ -160,12 +161,19 @@ class Subscription:
                 self._mode = _BEHIND
                 self._resume = from_seq
                 self._horizon = last_seq
+            elif from_seq > last_seq + 1:
+                self._skip_below = from_seq
 
     def _offer(self, events: list[EventBase]) -> None:
         """Hand over one committed batch of matching events (hub thread). Never blocks."""
         with self._cond:
             if self._closed:
                 return
+            if self._skip_below:
+                events = [e for e in events if e.seq >= self._skip_below]
+                if not events:
+                    return
+                self._skip_below = 0
             if self._mode == _LIVE:
                 if self._buffered + len(events) <= self._bound:
                     self._buf.append(events)

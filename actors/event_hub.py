@@ -8,13 +8,18 @@ For each batch an emitter tells it, the hub (in its own actor thread):
    driver cannot mislabel), ``seq`` (strictly increasing per runtime, continuing after a restart
    on the same log), ``event_id`` (``<hub run token>-<seq>``, unique across restarts) and
    ``created_at`` when it is 0;
-3. appends the batch to the SQLite event log in one transaction (``executemany``) **before**
-4. publishing: one hand-off per batch to each matching subscription.
+3. hands the batch to its writer thread, which appends it to the SQLite event log in one
+   transaction (``executemany``; batches that queued up meanwhile share the transaction)
+   **before**
+4. publishing it: one hand-off per batch to each matching subscription (in the writer thread;
+   in the hub's thread when the log is off).
 
-While it works, further emit batches queue in its mailbox; it drains them greedily into one log
-transaction (up to ``max_batch_events`` events). Nothing on this path blocks on a subscriber.
-If the log append fails (disk, or the test hook), the batch is neither committed nor shown and
-the hub actor fails (``on_failure``): its supervisor restarts it on the same log.
+While it works, further emit batches queue in its mailbox; it drains them greedily into one
+batch (up to ``max_batch_events`` events). Nothing on this path waits for a subscriber.
+If the log append fails (disk, or the test hook), that batch and everything queued behind it
+is neither committed nor shown, every subscription ends, and the hub actor fails
+(``on_failure``): its supervisor restarts it on the same log, where ``seq`` continues after the
+last committed event.
 """
 
 from __future__ import annotations
@@ -475,7 +480,9 @@ class EventHub(pykka.ThreadingActor):
             pending = getattr(inbox, "queue", None)
             if pending is not None:
                 # Drain the emit batches already queued behind this one, in order, stopping at
-                # the first control message so that flush/subscribe keep their place.
+                # the first control message so that flush/subscribe keep their place. This
+                # reads pykka's inbox (a queue.Queue of Envelopes) under its own mutex; with
+                # another inbox type the hub simply handles one message at a time.
                 count = len(message[1])
                 limit = self._max_batch
                 with inbox.mutex:  # type: ignore[attr-defined]

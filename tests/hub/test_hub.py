@@ -158,6 +158,10 @@ def test_from_seq_after_restart_replays_then_joins_live_without_gap(log_path):
         assert got[0].delta == "old 0.0" and got[100].delta == "new 0"
         assert [e.seq for e in drain(middle)] == list(range(60, 401))
         assert replay.get(timeout=0) is None
+        future = second.subscribe(from_seq=403)
+        emitter.emit([delta(None, None, "401"), delta(None, None, "402"), delta(None, None, "403")])
+        second.flush()
+        assert [e.seq for e in drain(future)] == [403]
     finally:
         second.close()
 
