@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-import psutil
 import pykka
 
 from runtime.contract import ProcessError
@@ -29,7 +28,7 @@ from supervisors import (
     LeaseStore,
     SpawnRequest,
     SupervisedActor,
-    snapshot_tree,
+    kill_tree,
     spawn,
     teardown,
 )
@@ -176,16 +175,7 @@ class ProcessHandle:
         popen = self._popen
         if popen is None or popen.poll() is not None:
             return
-        tree = snapshot_tree(popen.pid)
-        try:
-            os.killpg(popen.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        for proc in tree.values():
-            try:
-                proc.send_signal(signal.SIGKILL)
-            except psutil.Error:
-                pass
+        kill_tree(popen.pid, max_age=0.05)
 
     def _require_writer(self) -> StdinWriter:
         if self._writer is None:

@@ -32,6 +32,7 @@ from ._supervisor import RestartLimitExceeded as RestartLimitExceeded
 from ._supervisor import Strategy as Strategy
 from ._supervisor import Supervisor as Supervisor
 from ._teardown import TeardownReport as TeardownReport
+from ._teardown import kill_tree as kill_tree
 from ._teardown import snapshot_tree as snapshot_tree
 from ._teardown import teardown as teardown
 
@@ -55,6 +56,7 @@ __all__ = [
     "argv_hash",
     "close_all_scopes",
     "exit_on_signals",
+    "kill_tree",
     "request_shutdown",
     "resolve_executable",
     "run_command",

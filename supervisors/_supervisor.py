@@ -374,6 +374,7 @@ class Supervisor(SupervisedActor):
                 for rest in children[i:]:
                     ctx = rest.ctx
                     if ctx is not None and ctx.actor_ref is not None and not ctx.exited:
+                        ctx.kill()
                         request_shutdown(ctx.actor_ref, deadline)
                 for rest in children[i:]:
                     self._terminate(rest, deadline)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 import psutil
 
-__all__ = ["TeardownReport", "snapshot_tree", "teardown"]
+__all__ = ["TeardownReport", "kill_tree", "snapshot_tree", "teardown"]
 
 log = logging.getLogger("paddock.supervisors")
 
@@ -40,7 +40,75 @@ _table_lock = threading.Lock()
 _table: tuple[float, dict[int, list[int]]] = (-1.0, {})
 
 
-def _scan_children() -> dict[int, list[int]]:
+def _read_stat(pid: int) -> tuple[bytes, int, bytes] | None:
+    """(state, ppid, starttime) from /proc/<pid>/stat, or None if the pid does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[0], int(fields[1]), fields[19]
+
+
+class _Proc:
+    """A process by birth identity: pid + start time (Linux: the raw /proc starttime field;
+    elsewhere psutil's create_time). Signals are sent only after a fresh identity check."""
+
+    __slots__ = ("_ps", "ident", "pid")
+
+    def __init__(self, pid: int, ident: bytes | None = None) -> None:
+        self.pid = pid
+        self._ps: psutil.Process | None = None
+        if _LINUX:
+            if ident is None:
+                stat = _read_stat(pid)
+                if stat is None:
+                    raise psutil.NoSuchProcess(pid)
+                ident = stat[2]
+            self.ident = ident
+        else:
+            self._ps = psutil.Process(pid)
+            self.ident = b""
+
+    def _stat(self) -> tuple[bytes, int, bytes] | None:
+        stat = _read_stat(self.pid)
+        return stat if stat is not None and stat[2] == self.ident else None
+
+    def gone(self) -> bool:
+        if self._ps is not None:
+            try:
+                return not self._ps.is_running() or self._ps.status() == psutil.STATUS_ZOMBIE
+            except psutil.Error:
+                return True
+        stat = self._stat()
+        return stat is None or stat[0] in (b"Z", b"X")
+
+    def zombie_child_of(self, parent: int) -> bool:
+        if self._ps is not None:
+            try:
+                return self._ps.ppid() == parent and self._ps.status() == psutil.STATUS_ZOMBIE
+            except psutil.Error:
+                return False
+        stat = self._stat()
+        return stat is not None and stat[0] == b"Z" and stat[1] == parent
+
+    def signal(self, sig: int) -> None:
+        if self._ps is not None:
+            try:
+                self._ps.send_signal(sig)
+            except psutil.Error:
+                pass
+            return
+        stat = self._stat()
+        if stat is not None and stat[0] not in (b"Z", b"X"):
+            try:
+                os.kill(self.pid, sig)
+            except OSError:
+                pass
+
+
+def _scan() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         name = entry.name
@@ -60,29 +128,22 @@ def _children_table(max_age: float) -> dict[int, list[int]]:
     global _table
     with _table_lock:
         taken, table = _table
-        now = time.monotonic()
-        if now - taken > max_age:
-            table = _scan_children()
+        if time.monotonic() - taken > max_age:
+            table = _scan()
             _table = (time.monotonic(), table)
         return table
 
 
-def snapshot_tree(pid: int, *, max_age: float = 0.0) -> dict[int, psutil.Process]:
-    """``pid`` and all its descendants as psutil handles (identity = pid + create_time).
-
-    One scan of the process table serves the whole tree; with ``max_age`` > 0 a scan at most
-    that old is reused (used when many trees are killed at once past their deadline).
-    """
-    found: dict[int, psutil.Process] = {}
+def _snapshot(pid: int, max_age: float = 0.0) -> dict[int, _Proc]:
+    found: dict[int, _Proc] = {}
     try:
-        root = psutil.Process(pid)
+        found[pid] = _Proc(pid)
     except psutil.Error:
         return found
-    found[pid] = root
     if not _LINUX:
         try:
-            for child in root.children(recursive=True):
-                found[child.pid] = child
+            for child in psutil.Process(pid).children(recursive=True):
+                found[child.pid] = _Proc(child.pid)
         except psutil.Error:
             pass
         return found
@@ -93,55 +154,64 @@ def snapshot_tree(pid: int, *, max_age: float = 0.0) -> dict[int, psutil.Process
             if child in found:
                 continue
             try:
-                found[child] = psutil.Process(child)
+                found[child] = _Proc(child)
             except psutil.Error:
                 continue
             todo.append(child)
     return found
 
 
-def _gone(proc: psutil.Process) -> bool:
-    try:
-        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
+def snapshot_tree(pid: int, *, max_age: float = 0.0) -> dict[int, psutil.Process]:
+    """``pid`` and all its descendants as psutil handles (identity = pid + create_time).
+
+    One scan of the process table serves the whole tree; with ``max_age`` > 0 a scan at most
+    that old is reused (used when many trees are killed at once past their deadline).
+    """
+    found: dict[int, psutil.Process] = {}
+    for child in _snapshot(pid, max_age):
+        try:
+            found[child] = psutil.Process(child)
+        except psutil.Error:
+            pass
+    return found
 
 
-def _signal_all(procs: Iterable[psutil.Process], pgid: int, sig: int) -> None:
+def kill_tree(pid: int, *, max_age: float = 0.0) -> int:
+    """SIGKILL ``pid``'s process group and every descendant at once, without waiting (thread:
+    any). Returns how many processes were signalled. ``max_age`` as for :func:`snapshot_tree`."""
+    procs = _snapshot(pid, max_age)
+    _signal_all(procs.values(), pid, signal.SIGKILL)
+    return len(procs)
+
+
+def _signal_all(procs: Iterable[_Proc], pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except OSError:
         pass
     for proc in procs:
-        try:
-            # psutil re-checks the birth identity (create_time) before signalling.
-            proc.send_signal(sig)
-        except psutil.Error:
-            pass
+        proc.signal(sig)
 
 
-def _reap_orphans(procs: Iterable[psutil.Process], root: int) -> None:
+def _reap_orphans(procs: Iterable[_Proc], root: int) -> None:
+    # Orphans re-parented to this process (when it is a subreaper) are ours to reap.
     me = os.getpid()
     for proc in procs:
-        if proc.pid == root:
-            continue
-        try:
-            if proc.ppid() == me and proc.status() == psutil.STATUS_ZOMBIE:
+        if proc.pid != root and proc.zombie_child_of(me):
+            try:
                 os.waitpid(proc.pid, os.WNOHANG)
-        except (psutil.Error, ChildProcessError):
-            pass
+            except ChildProcessError:
+                pass
 
 
-def _wait(
-    popen: subprocess.Popen | None, root: int, procs: dict[int, psutil.Process], until: float
-) -> bool:
+def _wait(popen: subprocess.Popen | None, root: int, procs: dict[int, _Proc], until: float) -> bool:
     """Wait until every process in ``procs`` is gone or ``until``; return True if all gone."""
     delay = 0.002
     while True:
         if popen is not None:
             popen.poll()
         _reap_orphans(procs.values(), root)
-        if all(_gone(p) for p in procs.values()):
+        if all(p.gone() for p in procs.values()):
             return True
         now = time.monotonic()
         if now >= until:
@@ -174,7 +244,7 @@ def teardown(
     expired = timeout <= 0
     popen = process if isinstance(process, subprocess.Popen) else None
     pid = popen.pid if popen is not None else int(process)
-    procs = snapshot_tree(pid, max_age=_BATCH_AGE if expired else 0.0)
+    procs = _snapshot(pid, _BATCH_AGE if expired else 0.0)
     if popen is not None and popen.poll() is not None:
         procs.pop(pid, None)
     killed = False
@@ -188,12 +258,12 @@ def teardown(
             if grace > 0 and not expired:
                 root_only = {pid: procs[pid]} if pid in procs else {}
                 _wait(popen, pid, root_only, min(deadline, time.monotonic() + grace))
-                procs.update(snapshot_tree(pid))
+                procs.update(_snapshot(pid))
         if not expired:
             _signal_all(procs.values(), pid, signal.SIGTERM)
         if expired or not _wait(popen, pid, procs, deadline):
             if not expired:
-                procs.update(snapshot_tree(pid))
+                procs.update(_snapshot(pid))
             _signal_all(procs.values(), pid, signal.SIGKILL)
             killed = True
             _wait(popen, pid, procs, time.monotonic() + 2.0)
@@ -203,7 +273,7 @@ def teardown(
             returncode = popen.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
             returncode = None
-    survivors = tuple(p.pid for p in procs.values() if not _gone(p))
+    survivors = tuple(p.pid for p in procs.values() if not p.gone())
     finished = time.monotonic()
     return TeardownReport(
         pid=pid,
