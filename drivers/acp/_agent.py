@@ -38,6 +38,7 @@ _SESSION_REQUESTS = frozenset({
 _MAX_UNCLAIMED_SESSIONS = 64
 _MAX_UNCLAIMED_ITEMS = 4096
 _sid_decoder = msgspec.json.Decoder(w.SessionIdOnly)
+_note_decoder = msgspec.json.Decoder(w.SessionNotification)
 
 
 class Router:
@@ -71,6 +72,7 @@ class Router:
 
     def on_batch(self, batch: list[Any]) -> None:
         groups: dict[str, list[Any]] = {}
+        decode_note = _note_decoder.decode
         for msg in batch:
             method = msg.method
             if type(msg) is JsonRpcRequest:
@@ -85,11 +87,19 @@ class Router:
                 groups.setdefault(sid, []).append(Req(msg.id, method, msg.params))
             elif method == "session/update":
                 try:
-                    sid, update = w.decode_update_params(msg.params)
-                except msgspec.DecodeError as exc:
-                    log.debug("malformed session/update skipped: %s", exc)
-                    continue
-                groups.setdefault(sid, []).append(update)
+                    note = decode_note(msg.params)
+                    sid, update = note.sessionId, note.update
+                except msgspec.DecodeError:
+                    try:
+                        sid, update = w.decode_update_params(msg.params)
+                    except msgspec.DecodeError as exc:
+                        log.debug("malformed session/update skipped: %s", exc)
+                        continue
+                group = groups.get(sid)
+                if group is None:
+                    groups[sid] = [update]
+                else:
+                    group.append(update)
             else:
                 log.debug("agent notification %r ignored", method)
         if not groups:
