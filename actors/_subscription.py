@@ -139,10 +139,10 @@ class Subscription:
         self._held_len = 0
         self._last_held: ContentDelta | None = None
 
-    # -- hub thread ---------------------------------------------------------------------------
+    # -- publishing thread: the hub's writer thread, or the hub's own thread without log -----
 
     def _select(self, events: list[EventBase]) -> list[EventBase]:
-        """The events of a published batch that match the filters (hub thread)."""
+        """The events of a published batch that match the filters (publishing thread)."""
         if self._match_all:
             return events
         tid, iid, classes = self.thread_id, self.instance_id, self._classes
@@ -165,7 +165,7 @@ class Subscription:
                 self._skip_below = from_seq
 
     def _offer(self, events: list[EventBase]) -> None:
-        """Hand over one committed batch of matching events (hub thread). Never blocks."""
+        """Hand over one committed batch of matching events (publishing thread). Never blocks."""
         with self._cond:
             if self._closed:
                 return
@@ -178,28 +178,29 @@ class Subscription:
                 if self._buffered + len(events) <= self._bound:
                     self._buf.append(events)
                     self._buffered += len(events)
-                elif self._reader is not None:
-                    self._mode = _BEHIND
-                    self._resume = events[0].seq
-                    self._horizon = events[-1].seq
                 else:
                     room = self._bound - self._buffered
                     if room > 0:
                         self._buf.append(events[:room])
                         self._buffered += room
                         events = events[room:]
-                    last = self._buf[-1] if self._buf else None
-                    if isinstance(last, _Gap):
-                        last.last_seq = events[-1].seq
-                        last.count += len(events)
+                    if self._reader is not None:
+                        self._mode = _BEHIND
+                        self._resume = events[0].seq
+                        self._horizon = events[-1].seq
                     else:
-                        self._buf.append(_Gap(events[0].seq, events[-1].seq, len(events)))
+                        last = self._buf[-1] if self._buf else None
+                        if isinstance(last, _Gap):
+                            last.last_seq = events[-1].seq
+                            last.count += len(events)
+                        else:
+                            self._buf.append(_Gap(events[0].seq, events[-1].seq, len(events)))
             else:
                 self._horizon = events[-1].seq
             self._wake()
 
     def _finish(self) -> None:
-        """The hub stopped: deliver what is left, then end (hub thread)."""
+        """The hub stopped: deliver what is left, then end (publishing thread)."""
         with self._cond:
             self._source_done = True
             self._wake()

@@ -300,8 +300,9 @@ class _Writer:
     """
 
     def __init__(self, log: EventLog, publisher: _Publisher, hub: pykka.ActorRef,
-                 max_queued: int = 65_536) -> None:
+                 max_queued: int = 65_536, max_commit: int = 8_192) -> None:
         self.log = log
+        self.max_commit = max_commit
         self.publisher = publisher
         self.hub = hub
         self.max_queued = max_queued
@@ -362,6 +363,9 @@ class _Writer:
                     if type(item) is tuple:
                         out += item[0]
                         rows += item[1]
+                        if len(out) >= self.max_commit:
+                            self._commit(out, rows)
+                            out, rows = [], []
                         continue
                     if out:
                         self._commit(out, rows)
