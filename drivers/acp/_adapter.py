@@ -55,7 +55,7 @@ from supervisors import ChildSpec, Scope, Supervisor
 
 from . import _wire as w
 from ._agent import AgentLink, Router, WarningNotice
-from ._capabilities import base_capabilities, negotiate
+from ._capabilities import base_capabilities, negotiate, with_modes
 from ._config import AcpConfig
 from ._flavor import AcpFlavor
 from ._session import (
@@ -227,12 +227,19 @@ class AcpAdapter:
         settings = self._settings
 
         def start(cctx: Any) -> Any:
-            return AcpSessionActor.start(record, emitter, settings, self._get_link, context=cctx)
+            return AcpSessionActor.start(
+                record, emitter, settings, self._get_link, report_modes=self._report_modes, context=cctx
+            )
 
         return ChildSpec(id=record.session.thread_id, start=start, restart="transient", shutdown=5.0)
 
     def _get_link(self) -> AgentLink | None:
         return self._link
+
+    def _report_modes(self, mode_ids: list[str]) -> None:
+        # Session actor thread: the agent's modes decide planning.plan_mode.
+        with self._lock:
+            self._caps = with_modes(self._caps, mode_ids, self._settings.native_modes.get("plan"))
 
     def _on_warning(self, router: Router, code: str, message: str, detail: dict[str, Any]) -> None:
         # Reader thread: tell every session of this process.

@@ -211,7 +211,9 @@ _CONTENT_KINDS = (w.AgentMessageChunk, w.AgentThoughtChunk, w.ToolCallStart, w.T
 class AcpSessionActor(SessionActor):
     """One ACP session. Built by the session supervisor's child spec; see the module docstring.
 
-    ``get_link()`` returns the current agent link (or ``None`` while the agent restarts)."""
+    ``get_link()`` returns the current agent link (or ``None`` while the agent restarts);
+    ``report_modes(mode_ids)`` tells the instance which native modes a session offers (called on
+    this actor's thread)."""
 
     def __init__(
         self,
@@ -220,11 +222,13 @@ class AcpSessionActor(SessionActor):
         settings: SessionSettings,
         get_link: Callable[[], Any],
         *,
+        report_modes: Callable[[list[str]], None] | None = None,
         context: ChildContext | None = None,
     ) -> None:
         super().__init__(record, emitter, context=context)
         self.settings = settings
         self._get_link = get_link
+        self._report_modes = report_modes
         self._link: Any = None
         self._terminals: Terminals | None = None
         x = record.extra
@@ -440,6 +444,8 @@ class AcpSessionActor(SessionActor):
         config: dict[str, Any] = {}
         if result.modes is not None:
             x["modes"] = [m.id for m in result.modes.availableModes]
+            if self._report_modes is not None:
+                self._report_modes(x["modes"])
             x["current_mode"] = result.modes.currentModeId
             config["modes"] = [{"id": m.id, "name": m.name} for m in result.modes.availableModes]
             config["current_mode"] = result.modes.currentModeId

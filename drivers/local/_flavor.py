@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import sys
-
 from typing import Any
+
+import msgspec
 
 from drivers.acp import AcpConfig, AcpFlavor
 
@@ -43,6 +44,16 @@ def _env(ctx: Any) -> dict[str, str]:
     return env
 
 
+def _capabilities(caps: Any) -> Any:
+    # The local agent reports usage (usage_update and PromptResponse.usage, with @usage) and
+    # offers a "plan" mode in session/new.
+    return msgspec.structs.replace(
+        caps,
+        streaming=msgspec.structs.replace(caps.streaming, token_usage=True),
+        planning=msgspec.structs.replace(caps.planning, plan_mode=True),
+    )
+
+
 def _probe(ctx: Any) -> str | None:
     python = ctx.config.binary or sys.executable
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
@@ -55,6 +66,7 @@ LOCAL_FLAVOR = AcpFlavor(
     command=_command,
     env=_env,
     probe=_probe,
+    capability_overrides=_capabilities,
     native_modes={
         "approval-required": "default",
         "auto-accept-edits": "default",

@@ -167,3 +167,80 @@ def test_env_directive_sees_only_the_instance_environment(make, monkeypatch):
     _, e1 = h.turn("@env MY_VAR")
     _, e2 = h.turn("@env PADDOCK_AMBIENT_SECRET")
     assert text_of(e1) == "mine" and text_of(e2) == "<unset>"
+
+
+def test_plan_interaction_sets_the_native_mode(make):
+    h = make()
+    h.start(interaction_mode="plan")
+    caps = h.adapter.capabilities()
+    assert caps.planning.plan_mode and caps.sessions.load and caps.sessions.resume
+    configured = h.events_until(lambda e: etype(e) == "session.configured" and e.config.get("current_mode") == "plan")
+    assert configured
+    res, events = h.turn("@reply planned", interaction_mode="default")
+    modes = [e.config["current_mode"] for e in events if etype(e) == "session.configured" and "current_mode" in e.config]
+    assert modes == ["default"]
+    started = [e for e in events if etype(e) == "turn.started"]
+    assert started[0].interaction_mode == "default" and started[0].input_text == "@reply planned"
+
+
+def test_model_without_a_model_option_is_a_warning(make):
+    h = make()
+    h.start(model="big-model")
+    warnings = h.events_until(lambda e: etype(e) == "runtime.warning")
+    assert warnings[-1].code == "acp.model_unsupported"
+
+
+def test_typed_errors(make, tmp_path):
+    from runtime.contract import (
+        CapabilityUnsupportedError, SendTurnInput, SessionClosedError, SessionNotFoundError, ValidationError,
+    )
+
+    h = make()
+    with pytest.raises(ValidationError):
+        h.start(cwd=str(tmp_path / "missing"))
+    with pytest.raises(SessionNotFoundError):
+        h.send("@reply x", thread_id="nobody")
+    h.start()
+    with pytest.raises(ValidationError):
+        h.send("   ")
+    with pytest.raises(ValidationError):
+        h.send("x" * 120_001)
+    h.send("@reply slow\n@chunks 20\n@delay 0.05")
+    with pytest.raises(ValidationError):
+        h.send("@reply second")
+    with pytest.raises(CapabilityUnsupportedError):
+        h.adapter.steer_turn("t1", SendTurnInput(thread_id="t1", text="more"))
+    h.adapter.interrupt_turn("t1")
+    h.events_until(lambda e: etype(e) == "turn.completed")
+    h.adapter.stop_session("t1")
+    exited = h.events_until(lambda e: etype(e) == "session.exited")[-1]
+    assert exited.reason == "stopped"
+    assert not h.adapter.has_session("t1")
+    with pytest.raises(SessionClosedError):
+        h.send("@reply after stop")
+
+
+def test_stop_mid_turn_completes_the_turn(make):
+    h = make()
+    h.start()
+    res = h.send("@reply slow\n@chunks 50\n@delay 0.05")
+    h.events_until(lambda e: etype(e) == "content.delta")
+    h.adapter.stop_session("t1")
+    events = h.events_until(lambda e: etype(e) == "session.exited")
+    done = [e for e in events if etype(e) == "turn.completed"]
+    assert len(done) == 1 and done[0].turn_id == res.turn_id and done[0].state == "cancelled"
+
+
+def test_sessions_share_one_agent_process(make):
+    h = make()
+    for i in range(3):
+        h.start(f"t{i}")
+    results = [h.send(f"@reply r{i}\n@chunks 2", thread_id=f"t{i}") for i in range(3)]
+    for i, res in enumerate(results):
+        events = h.events_until(lambda e, r=res: etype(e) == "turn.completed" and e.turn_id == r.turn_id, thread_id=f"t{i}")
+        assert text_of(events, res.turn_id) == f"r{i}"
+    assert len(h.adapter.list_sessions()) == 3
+    import psutil
+
+    agents = [p for p in psutil.Process().children(recursive=True) if p.cmdline()[1:3] == ["-m", "drivers.local"]]
+    assert len(agents) == 1
