@@ -84,7 +84,8 @@ def _ignore(sub: Subscription) -> None:
 
 
 class _State:
-    """What the handle reads without asking the hub (written only by the hub thread)."""
+    """What the handle reads without asking the hub. ``last_seq`` is written by the publishing
+    thread only; ``dropped`` by emitters (a best-effort counter)."""
 
     __slots__ = ("dropped", "last_seq", "log_path")
 
@@ -99,7 +100,7 @@ class Emitter:
 
     ``emit`` runs in the caller's thread, does one ``tell`` per call, never blocks and never
     raises: when the hub is not running the batch is dropped and counted in
-    ``HubHandle.dropped``.
+    ``HubHandle.dropped_batches``.
     """
 
     __slots__ = ("_key", "_state", "_tell", "driver", "instance_id", "thread_id")
@@ -114,12 +115,12 @@ class Emitter:
 
     def emit(self, events: Sequence[EventBase]) -> None:
         """Queue ``events`` (in order) for the hub; the hub stamps their identity and ``seq``."""
-        if not events:
-            return
         try:
-            self._tell((self._key, tuple(events)))
+            batch = tuple(events)
+            if batch:
+                self._tell((self._key, batch))
         except Exception:
-            self._state.dropped += len(events)
+            self._state.dropped += 1
 
     def __repr__(self) -> str:
         return f"<Emitter {self.driver}/{self.instance_id}/{self.thread_id}>"
@@ -149,8 +150,8 @@ class HubHandle:
         return self._state.last_seq
 
     @property
-    def dropped(self) -> int:
-        """Events that emitters could not deliver because the hub was not running."""
+    def dropped_batches(self) -> int:
+        """Batches that emitters could not deliver because the hub was not running."""
         return self._state.dropped
 
     @property

@@ -177,7 +177,7 @@ def test_killing_the_writer_mid_batch_loses_nothing_that_was_shown(log_path):
     shown = list(sub)  # ends when the hub dies; shows only what was committed
     assert hub.join(timeout=10) and not hub.alive
     emitter.emit([delta(None, None, "after death")])  # never raises into the driver
-    assert hub.dropped == 1
+    assert hub.dropped_batches == 1
     with pytest.raises(PaddockError):
         hub.flush()
 
