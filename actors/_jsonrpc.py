@@ -126,7 +126,9 @@ class JsonRpcConnection:
       :class:`ProcessError` (exit code + stderr tail) when the child exits first. Futures are
       resolved on the stdout reader thread (so are their done-callbacks).
     - ``handler(batch)`` receives the child's requests and notifications, in order, once per
-      read batch, on the stdout reader thread. Requests it does not know must be answered with
+      read batch (split where a response sits between them, so that a future never resolves
+      before a notification the child sent earlier has been handed over), on the stdout
+      reader thread. Requests it does not know must be answered with
       :meth:`reject` (-32601). Without a handler every request is rejected.
     - Malformed lines, responses to unknown ids and over-long lines are counted and reported
       through ``on_warning(code, message, detail)`` on the reader thread; never fatal.

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from runtime.contract import OperationTimeout, ProcessError
+
+from ._spawn import SpawnRequest, spawn
+from ._teardown import teardown
 
 __all__ = ["CommandResult", "run_command"]
 
@@ -31,30 +32,17 @@ def run_command(
 ) -> CommandResult:
     """Run ``argv`` with exactly ``env`` (never the ambient environment) and return its output.
 
-    The command runs in its own process group; on timeout the whole group is killed and
-    :class:`OperationTimeout` is raised. With ``check``, a non-zero exit raises
+    The command is forked by the spawner thread with the orphan guard (it dies with the host) in
+    its own process group; on timeout its whole tree is killed and :class:`OperationTimeout` is
+    raised. With ``check``, a non-zero exit raises
     :class:`ProcessError` carrying the exit code and the stderr tail. A missing binary raises
     :class:`ProcessError` with ``exit_code=None``.
     """
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            env=dict(env),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ProcessError(f"Could not start {argv[0]!r}: {exc.strerror or exc}") from None
+    proc = spawn(SpawnRequest(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL))
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        teardown(proc, timeout=0.0)
         proc.communicate()
         raise OperationTimeout(f"running {argv[0]!r}", timeout) from None
     result = CommandResult(

@@ -68,6 +68,9 @@ def _reap(agent: int, status: list[int]) -> bool:
 
 
 def _kill_tree(agent: int, status: list[int], deadline: float) -> None:
+    if not LINUX:
+        # No process table walk here: take down the process group, the shim included.
+        os.killpg(0, signal.SIGKILL)
     me = os.getpid()
     while time.monotonic() < deadline:
         pids = _descendants(me)
