@@ -6,6 +6,13 @@ from ._offline import OFFLINE_BUILDERS as OFFLINE_BUILDERS
 from ._offline import OfflineEnv as OfflineEnv
 from ._offline import build_offline_env as build_offline_env
 from ._peers import InstallResult as InstallResult
+from ._record import RecordResult as RecordResult
+from ._record import record as record
+from ._sessions import SESSIONS as SESSIONS
+from ._sessions import SessionResult as SessionResult
+from ._transcript import Recorder as Recorder
+from ._transcript import Transcript as Transcript
+from ._transcript import load_transcript as load_transcript
 from ._scenario import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS
 from ._scenario import Fail as Fail
 from ._scenario import Patch as Patch
@@ -26,6 +33,13 @@ from ._peers import load_pins as load_pins
 from ._peers import peer_argv as peer_argv
 
 __all__ = [
+    "RecordResult",
+    "Recorder",
+    "SESSIONS",
+    "SessionResult",
+    "Transcript",
+    "load_transcript",
+    "record",
     "MOCK_KEY",
     "OFFLINE_BUILDERS",
     "OfflineEnv",

@@ -1,0 +1,35 @@
+"""``paddock record``: record a transcript of one scenario with a pinned real CLI, offline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from drivers.testing import record
+
+HELP = "record an NDJSON transcript of a pinned CLI running one scripted scenario"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cli", required=True, help="peer name from tests/peers.toml (codex, claude, gemini, ...)")
+    parser.add_argument("--scenario", default="text", help="model scenario (text, tool_shell, tool_write, http400, ...)")
+    parser.add_argument("--out", required=True, type=Path, help="transcript file to write")
+    parser.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR or .paddock/peers)")
+    parser.add_argument("--timeout", type=float, default=60.0)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        result = record(args.cli, args.scenario, args.out, peers_dir=args.dir, timeout=args.timeout)
+    except (ValueError, LookupError) as exc:
+        print(f"paddock record: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # the session failed: show why, write nothing
+        print(f"paddock record: {args.cli} {args.scenario} failed: {exc}", file=sys.stderr)
+        tail = getattr(exc, "stderr_tail", "")
+        if tail:
+            print(tail, file=sys.stderr)
+        return 1
+    print(f"{result.path}: {result.frames} frames, {result.model_calls} model calls, {result.seconds} s")
+    return 0
