@@ -15,7 +15,16 @@ from actors import Subscription
 from actors._subscription import _END, _NEEDS_IO
 from runtime.contract import Event
 
-__all__ = ["AsyncSubscription", "aiter_subscription"]
+__all__ = ["AsyncRuntime", "AsyncSubscription", "aiter_subscription"]
+
+
+def __getattr__(name: str):
+    # AsyncRuntime lives with the facade; loaded on first use so that this module stays light.
+    if name == "AsyncRuntime":
+        from runtime._aio_runtime import AsyncRuntime
+
+        return AsyncRuntime
+    raise AttributeError(f"module 'runtime.aio' has no attribute {name!r}")
 
 
 class AsyncSubscription:
