@@ -81,7 +81,7 @@ _CUMULATIVE = (
     "total_tokens",
     "cost",
 )
-_REMEMBER = 512  # completed turns / resolved requests remembered per thread
+_REMEMBER = 128  # completed turns / resolved requests remembered per thread (bounds memory)
 _replace = msgspec.structs.replace
 
 
