@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import pykka
 
 from actors import JsonRpcConnection, JsonRpcRequest
 from runtime.contract import OperationTimeout, PaddockError, ProcessError, RequestError
@@ -60,7 +61,10 @@ class Router:
             self._sessions[session_id] = ref
             held = self._unclaimed.pop(session_id, None)
             if held:
-                ref.tell(Incoming(held))
+                try:
+                    ref.tell(Incoming(held))
+                except pykka.ActorDeadError:
+                    pass
 
     def unregister(self, session_id: str) -> None:
         with self._lock:
@@ -108,8 +112,12 @@ class Router:
             for sid, items in groups.items():
                 ref = self._sessions.get(sid)
                 if ref is not None:
-                    ref.tell(Incoming(items))
-                    continue
+                    try:
+                        ref.tell(Incoming(items))
+                        continue
+                    except pykka.ActorDeadError:
+                        # The session actor is being restarted; its successor re-registers.
+                        del self._sessions[sid]
                 held = self._unclaimed.get(sid)
                 if held is None:
                     if len(self._unclaimed) >= _MAX_UNCLAIMED_SESSIONS:

@@ -248,6 +248,12 @@ class AcpSessionActor(SessionActor):
 
     def on_start(self) -> None:
         super().on_start()
+        # A restarted incarnation on the same agent process takes over the routing at once.
+        link = self._get_link()
+        sid = self.tr.native_session_id
+        if link is not None and sid and self.record.extra.get("generation") == link.generation:
+            self._link = link
+            link.register(sid, self.actor_ref)
         if self.settings.client_terminal:
             self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit)
 
@@ -631,6 +637,7 @@ class AcpSessionActor(SessionActor):
     def _send_cancel(self) -> None:
         self._cancel_pending = False
         self._cancel_guard()
+        self.tr.interrupt_acknowledged()
         link = self._link
         if link is None or not self.tr.native_session_id:
             return
@@ -658,7 +665,7 @@ class AcpSessionActor(SessionActor):
 
     def _request(self, req: Req, events: list) -> None:
         method = req.method
-        link = self._link
+        link = self._link or self._get_link()
         if link is None:
             return
         try:
@@ -684,7 +691,7 @@ class AcpSessionActor(SessionActor):
             log.debug("could not answer %r on thread %s: %s", method, self.thread_id, exc)
 
     def _permission(self, req: Req, events: list) -> None:
-        link = self._link
+        link = self._link or self._get_link()
         p = _permission_decoder.decode(req.params)
         tr = self.tr
         if not tr.in_turn or tr.interrupt_requested:
@@ -724,8 +731,8 @@ class AcpSessionActor(SessionActor):
         if decision in ("decline", "cancel"):
             self.tr.mark_declined(pending.tool_call_id)
         try:
-            self._link.respond(pending.rpc_id, outcome_for(decision, pending.options))
-        except PaddockError as exc:
+            (self._link or self._get_link()).respond(pending.rpc_id, outcome_for(decision, pending.options))
+        except (PaddockError, AttributeError) as exc:
             log.debug("permission answer not delivered on thread %s: %s", self.thread_id, exc)
         events.append(self._resolved(request_id, "answered", decision))
 
