@@ -45,10 +45,12 @@ def _env(ctx: Any) -> dict[str, str]:
 
 
 def _capabilities(caps: Any) -> Any:
-    # The local agent reports usage (usage_update and PromptResponse.usage, with @usage) and
-    # offers a "plan" mode in session/new.
+    # The local agent reports usage (usage_update and PromptResponse.usage, with @usage),
+    # offers a "plan" mode in session/new, and answers initialize with loadSession: true (known
+    # before the first start, so the runtime can plan a resume).
     return msgspec.structs.replace(
         caps,
+        sessions=msgspec.structs.replace(caps.sessions, load=True, resume=True),
         streaming=msgspec.structs.replace(caps.streaming, token_usage=True),
         planning=msgspec.structs.replace(caps.planning, plan_mode=True),
     )
