@@ -124,7 +124,8 @@ class JsonRpcConnection:
       result is the raw ``result`` (``msgspec.Raw``). It fails with :class:`RequestError` when
       the child answers with an error, :class:`OperationTimeout` after ``timeout`` seconds, and
       :class:`ProcessError` (exit code + stderr tail) when the child exits first. Futures are
-      resolved on the stdout reader thread (so are their done-callbacks).
+      resolved on the stdout reader thread (so are their done-callbacks); a timeout fails them
+      on the shared timer thread, the child's exit on its exit watcher thread.
     - ``handler(batch)`` receives the child's requests and notifications, in order, once per
       read batch (split where a response sits between them, so that a future never resolves
       before a notification the child sent earlier has been handed over), on the stdout

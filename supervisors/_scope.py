@@ -112,6 +112,8 @@ class Scope:
             raise OperationTimeout(f"starting scope {self.name!r}", self._start_timeout) from None
         if reason is not None:
             self._closed = True
+            with _open_lock:
+                _open_scopes.discard(self)
             raise reason.error or PaddockError(f"Scope {self.name!r} stopped during start-up")
         return self
 

@@ -143,6 +143,7 @@ class Supervisor(SupervisedActor):
         self._timers: list[threading.Timer] = []
         self._stopping = False
         self._running = False
+        self._starting: ChildContext | None = None
         if context is not None:
             context.add_kill_hook(self._kill_all)
 
@@ -321,6 +322,14 @@ class Supervisor(SupervisedActor):
     def _start(self, child: _Child) -> None:
         spec = child.spec
         ctx = ChildContext(spec.id, self._notify)
+        self._starting = ctx
+        try:
+            self._start_ctx(child, ctx)
+        finally:
+            self._starting = None
+
+    def _start_ctx(self, child: _Child, ctx: ChildContext) -> None:
+        spec = child.spec
         ref = spec.start(ctx)
         if ctx.actor_ref is None:
             if isinstance(ref, pykka.ActorRef):
@@ -388,6 +397,9 @@ class Supervisor(SupervisedActor):
 
     def _kill_all(self) -> None:
         # Kill hook: runs on the caller's thread when this supervisor must die uncooperatively.
+        starting = self._starting
+        if starting is not None:
+            starting.kill()
         for child in list(self._children):
             ctx = child.ctx
             if ctx is not None:

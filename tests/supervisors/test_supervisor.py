@@ -83,6 +83,17 @@ def alive(pid: int) -> bool:
         return False
 
 
+def pids_running(arg: str) -> list[int]:
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if arg in proc.cmdline():
+                found.append(proc.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
 def restart_case(strategy: str) -> tuple[list[str], set[str]]:
     t = Tracker()
     specs = [t.spec("a"), t.spec("b"), t.spec("c")]
@@ -312,3 +323,31 @@ def test_close_overtakes_queued_messages():
     scope.close(timeout=5.0)
     assert not refs[0].is_alive()
     assert actor is not None and actor.handled < 50
+
+
+def test_close_during_a_slow_start_kills_the_starting_child():
+    t = Tracker()
+
+    def slow(ctx):
+        # startup_grace keeps on_start (and so the supervisor) busy while the child runs.
+        spec = ProcessSpec(argv=(SLEEP, "888"), name="slow", startup_grace=30.0)
+        return ProcessActor.start(spec, on_lines=lambda lines: None, context=ctx)
+
+    scope = Scope([t.spec("a"), ChildSpec("slow", slow)], **FAST)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            scope.start()
+        except BaseException as exc:
+            errors.append(exc)
+
+    starter = threading.Thread(target=run)
+    starter.start()
+    t.wait_starts(1)
+    slow_pids = _wait_for(lambda: pids_running("888"), bool)
+    assert slow_pids
+    scope.close(timeout=0.5)
+    starter.join(10)
+    assert not starter.is_alive() and len(errors) == 1
+    assert not any(alive(pid) for pid in [*slow_pids, *t.pids().values()])
