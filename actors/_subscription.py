@@ -197,21 +197,26 @@ class Subscription:
                             self._buf.append(_Gap(events[0].seq, events[-1].seq, len(events)))
             else:
                 self._horizon = events[-1].seq
-            self._wake()
+            waker = self._wake()
+        if waker is not None:
+            waker()
 
     def _finish(self) -> None:
         """The hub stopped: deliver what is left, then end (publishing thread)."""
         with self._cond:
             self._source_done = True
-            self._wake()
+            waker = self._wake()
+        if waker is not None:
+            waker()
 
-    def _wake(self) -> None:
+    def _wake(self) -> Callable[[], None] | None:
+        """Notify a blocked ``get`` (call with the lock held); return the one-shot waker, to be
+        called after the lock is released."""
         if self._waiting:
             self._cond.notify()
         waker = self._waker
-        if waker is not None:
-            self._waker = None
-            waker()
+        self._waker = None
+        return waker
 
     # -- consumer thread ----------------------------------------------------------------------
 
@@ -238,7 +243,9 @@ class Subscription:
             self._closed = True
             self._buf.clear()
             self._buffered = 0
-            self._wake()
+            waker = self._wake()
+        if waker is not None:
+            waker()
         try:
             self._on_close(self)
         except Exception:  # the hub may already be gone; it skips closed subscriptions anyway
