@@ -272,7 +272,7 @@ class AcpSessionActor(SessionActor):
             return
         self.record.extra["finished_incarnation"] = self
         self._cancel_guard()
-        link = self._link
+        link = self._link or self._get_link()
         dead = link is not None and link.exit_info is not None
         events: list = []
         if dead or failed:
@@ -653,12 +653,17 @@ class AcpSessionActor(SessionActor):
         tr = self.tr
         replaying = self._replaying
         for item in items:
-            if type(item) is Req:
-                self._request(item, events)
-            elif replaying and isinstance(item, _CONTENT_KINDS):
-                continue
-            else:
-                tr.update(item, events)
+            try:
+                if type(item) is Req:
+                    self._request(item, events)
+                elif replaying and isinstance(item, _CONTENT_KINDS):
+                    continue
+                else:
+                    tr.update(item, events)
+            except Exception as exc:  # one bad payload must not end the session
+                log.exception("ACP update skipped on thread %s", self.thread_id)
+                events.append(RuntimeWarningEvent(**self._env(), turn_id=tr.turn_id, code="acp.update_failed",
+                                                  message=f"an agent update could not be handled: {exc!r}"))
         if self._cancel_pending and tr.turn_evidence:
             self._send_cancel()
         self.emit(events)
