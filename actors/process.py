@@ -152,16 +152,21 @@ class ProcessHandle:
     def terminate(self, timeout: float | None = None) -> None:
         """Tear the whole process tree down (graceful step, SIGTERM, SIGKILL after ``timeout``,
         default ``spec.shutdown_timeout``) and wait for the exit report. Idempotent."""
+        budget = self.spec.shutdown_timeout if timeout is None else timeout
         with self._stop_lock:
-            if self._stopped or self._popen is None:
+            if self._popen is None:
                 return
+            already = self._stopped
             self._stopped = True
             self._requested = True
             popen = self._popen
+        if already:  # another thread is tearing it down: wait for that instead
+            self._exited.wait(budget + 3.0)
+            return
         graceful = self.spec.graceful
         report = teardown(
             popen,
-            timeout=self.spec.shutdown_timeout if timeout is None else timeout,
+            timeout=budget,
             graceful=(lambda: graceful(self)) if graceful is not None else self.close_stdin,
             graceful_timeout=self.spec.graceful_timeout,
         )
