@@ -1,13 +1,37 @@
 """A tiny scripted ACP agent for adapter tests: each prompt line is a command it performs
 against the client (``read PATH``, ``term CMD``, ``termlimit N CMD``, ``termhang CMD``,
-``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result."""
+``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result.
+The prompt ``deaf-start`` drops cancels sent in its first 0.3 s, like the agents the cancel guard is
+for."""
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import sys
+import time
 
 _next_id = iter(range(1000, 10**9))
+_buf = bytearray()
+
+
+def readline(timeout: float | None = None) -> dict | None:
+    """The next JSON line from stdin; None at EOF or after ``timeout`` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while b"\n" not in _buf:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not select.select([0], [], [], wait)[0]:
+            return None
+        chunk = os.read(0, 65536)
+        if not chunk:
+            if not _buf:
+                raise SystemExit(0)
+            break
+        _buf.extend(chunk)
+    line, _, rest = bytes(_buf).partition(b"\n")
+    _buf[:] = rest
+    return json.loads(line)
 
 
 def send(msg: dict) -> None:
@@ -18,11 +42,10 @@ def send(msg: dict) -> None:
 def call(method: str, params: dict) -> dict:
     rid = next(_next_id)
     send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-    for line in sys.stdin:
-        msg = json.loads(line)
+    while True:
+        msg = readline()
         if msg.get("id") == rid and "method" not in msg:
             return msg
-    raise SystemExit(0)
 
 
 def run(sid: str, line: str) -> str:
@@ -54,9 +77,29 @@ def run(sid: str, line: str) -> str:
     return f"unknown:{line}"
 
 
+def chunk(sid: str, text: str) -> None:
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+
+
+def deaf_start(rid, sid: str) -> None:
+    """Drop any session/cancel that arrives in the first 0.3 s (the bug some agents have), then
+    stream 40 chunks 0.05 s apart, honouring a cancel from then on."""
+    start = time.monotonic()
+    while time.monotonic() - start < 0.3:
+        readline(0.3 - (time.monotonic() - start))
+    for i in range(40):
+        chunk(sid, f"c{i} ")
+        msg = readline(0.05)
+        if msg is not None and msg.get("method") == "session/cancel":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "cancelled"}})
+            return
+    send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+
+
 def main() -> None:
-    for line in sys.stdin:
-        msg = json.loads(line)
+    while True:
+        msg = readline()
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
@@ -65,6 +108,9 @@ def main() -> None:
         elif method == "session/prompt":
             sid = params["sessionId"]
             text = "".join(b.get("text", "") for b in params["prompt"])
+            if text == "deaf-start":
+                deaf_start(rid, sid)
+                continue
             for cmd in text.splitlines():
                 result = run(sid, cmd.strip())
                 send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {

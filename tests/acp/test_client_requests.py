@@ -65,3 +65,15 @@ def test_terminal_is_killed_with_the_session(h):
     while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in sleepers) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in sleepers)
+
+
+@pytest.mark.parametrize("guard, expected", [(0.0, "completed"), (2.0, "interrupted")])
+def test_cancel_guard_waits_for_the_turn_to_start(make, guard, expected):
+    from .conftest import etype
+
+    h = make(driver="acp", binary=sys.executable, args=[AGENT], cancel_guard=guard)
+    h.start()
+    res = h.send("deaf-start")
+    h.adapter.interrupt_turn("t1", res.turn_id)  # right after the prompt: inside the deaf window
+    events = h.events_until(lambda e: etype(e) == "turn.completed", timeout=10)
+    assert events[-1].state == expected
