@@ -102,7 +102,16 @@ def main() -> None:
         msg = readline()
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+            caps = {"sessionCapabilities": {"resume": {}}} if os.environ.get("SCRIPTED_RESUME") else {}
+            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": caps,
+                                                          "authMethods": [{"id": "good", "name": "Good"}]}})
+        elif method == "authenticate":
+            if params.get("methodId") == "good":
+                send({"jsonrpc": "2.0", "id": rid, "result": {}})
+            else:
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "Authentication required"}})
+        elif method == "session/resume" and os.environ.get("SCRIPTED_RESUME"):
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "scripted-1"}})
         elif method == "session/prompt":

@@ -77,3 +77,41 @@ def test_cancel_guard_waits_for_the_turn_to_start(make, guard, expected):
     h.adapter.interrupt_turn("t1", res.turn_id)  # right after the prompt: inside the deaf window
     events = h.events_until(lambda e: etype(e) == "turn.completed", timeout=10)
     assert events[-1].state == expected
+
+
+def test_authenticate_with_the_configured_method(make):
+    from runtime.contract import DriverError
+
+    ok = make(driver="acp", binary=sys.executable, args=[AGENT], auth_method="good", instance_id="a")
+    assert ok.start().status == "ready"
+    bad = make(driver="acp", binary=sys.executable, args=[AGENT], auth_method="bad", instance_id="b")
+    with pytest.raises(DriverError, match="Authentication required"):
+        bad.start()
+
+
+def test_resume_through_session_resume(make):
+    from runtime.contract import ResumeCursor
+
+    from .conftest import etype
+
+    h = make(driver="acp", binary=sys.executable, args=[AGENT], env={"SCRIPTED_RESUME": "1"})
+    assert h.adapter.capabilities().sessions.resume is False  # not known before initialize
+    cursor = ResumeCursor(driver="acp", version=1, payload='{"sessionId":"old-session"}')
+    session = h.start(resume_cursor=cursor)
+    assert session.resumed and session.resume_cursor == cursor
+    caps = h.adapter.capabilities()
+    assert caps.sessions.resume and not caps.sessions.load
+    started = h.events_until(lambda e: etype(e) == "session.started")[-1]
+    assert started.resumed
+
+
+def test_probe_reports_a_missing_binary(tmp_path, hub):
+    from drivers import BUILT_IN_DRIVERS
+
+    from .conftest import Harness
+
+    spec = BUILT_IN_DRIVERS["acp"]
+    h = Harness(tmp_path, hub, driver="acp", binary="no-such-agent-binary")
+    assert "not found" in spec.probe(h.ctx)
+    h2 = Harness(tmp_path, hub, driver="acp", binary=sys.executable, instance_id="x")
+    assert spec.probe(h2.ctx) is None
