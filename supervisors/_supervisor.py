@@ -38,15 +38,26 @@ class RestartLimitExceeded(PaddockError):
     ``max_restarts`` restarts within ``period`` seconds; the supervisor stopped all its children
     and failed upward. ``__cause__`` is the last child's error."""
 
-    def __init__(self, supervisor: str, child_id: str, max_restarts: int, period: float) -> None:
+    def __init__(
+        self,
+        supervisor: str,
+        child_id: str,
+        max_restarts: int,
+        period: float,
+        last_error: BaseException | None = None,
+    ) -> None:
         self.supervisor = supervisor
         self.child_id = child_id
         self.max_restarts = max_restarts
         self.period = period
-        super().__init__(
+        self.last_error = last_error
+        text = (
             f"Supervisor {supervisor!r} gave up: child {child_id!r} needed more than "
             f"{max_restarts} restarts within {period:g} s"
         )
+        if last_error is not None:
+            text += f"; its last error: {last_error}"
+        super().__init__(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +322,9 @@ class Supervisor(SupervisedActor):
                 return
 
     def _escalate(self, child: _Child, reason: ExitReason) -> None:
-        error = RestartLimitExceeded(self.name, child.spec.id, self.max_restarts, self.period)
+        error = RestartLimitExceeded(
+            self.name, child.spec.id, self.max_restarts, self.period, reason.error
+        )
         error.__cause__ = reason.error
         log.error("%s", error)
         self._shutdown(None)

@@ -190,6 +190,7 @@ def test_exceeding_the_restart_intensity_escalates_and_stops_everything():
     assert isinstance(reason.error, RestartLimitExceeded)
     assert escalated == [reason.error]
     assert "'flaky' needed more than 2 restarts within 60 s" in str(reason.error)
+    assert "its last error: 'flaky' exited (killed by signal 9)" in str(reason.error)
     assert not any(alive(pid) for pid in pids.values())
 
 
@@ -351,3 +352,24 @@ def test_close_during_a_slow_start_kills_the_starting_child():
     starter.join(10)
     assert not starter.is_alive() and len(errors) == 1
     assert not any(alive(pid) for pid in [*slow_pids, *t.pids().values()])
+
+
+def test_a_child_that_keeps_dying_at_start_up_escalates_with_its_stderr():
+    t = Tracker()
+    escalated: list[BaseException] = []
+    scope = Scope(
+        [t.spec("agent", argv=helper("die_at_start"))],
+        max_restarts=2,
+        on_escalate=escalated.append,
+        **FAST,
+    )
+    scope.start()
+    try:
+        reason = scope._ctx.wait_exit(10.0)  # type: ignore[union-attr]
+    finally:
+        scope.close(timeout=2.0)
+    assert reason is not None and isinstance(reason.error, RestartLimitExceeded)
+    assert t.starts == ["agent"] * 3
+    text = str(reason.error)
+    assert "'agent' exited (exit code 2)" in text
+    assert "config file /nonexistent/agent.toml not found" in text
