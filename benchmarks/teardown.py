@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paddock bench teardown")
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--deadline", type=float, default=1.0, help="seconds given to close()")
+    parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
     sh = shutil.which("sh") or "/bin/sh"
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
