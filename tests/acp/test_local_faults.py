@@ -86,6 +86,7 @@ def test_open_request_expires_when_the_agent_dies(make):
     assert types.index("request.resolved") < types.index("turn.completed") < types.index("session.exited")
 
 
+@pytest.mark.slow  # four restarts with exponential backoff (0.5, 1, 2 s)
 def test_restart_budget_exhausted_closes_the_sessions(make):
     h = make()
     h.start()
