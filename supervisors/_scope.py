@@ -35,7 +35,8 @@ class Scope:
     order, each with its own shutdown policy but never past ``deadline``; when it returns, no
     actor of the tree runs and no process of the tree is alive. Scopes still open at interpreter
     exit are closed by an ``atexit`` hook. ``on_escalate(error)`` is called (on the supervisor's
-    thread) if the root supervisor gives up; the scope is then closed. All methods are
+    thread) if the root supervisor gives up; the scope is then closed. ``on_child_exit`` is
+    passed to the root :class:`Supervisor`. All methods are
     thread-safe and block the caller.
     """
 
@@ -51,6 +52,7 @@ class Scope:
         backoff_cap: float = 30.0,
         backoff_jitter: float = 0.2,
         on_escalate: Callable[[BaseException], None] | None = None,
+        on_child_exit: Callable[[str, ExitReason, bool], None] | None = None,
         start_timeout: float = 120.0,
         close_timeout: float = 30.0,
     ) -> None:
@@ -64,6 +66,7 @@ class Scope:
             backoff_jitter=backoff_jitter,
             name=name,
             on_escalate=on_escalate,
+            on_child_exit=on_child_exit,
         )
         self._children = list(children)
         self._start_timeout = start_timeout

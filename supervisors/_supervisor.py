@@ -115,6 +115,11 @@ class Supervisor(SupervisedActor):
       number of restarts inside the window, scaled by a random factor in
       ``[1 - backoff_jitter, 1 + backoff_jitter]``; the wait uses a timer, not this thread.
 
+    - ``on_child_exit(child_id, reason, restarting)`` is called (on this actor's thread) for
+      every child that exits on its own, once the decision is taken: ``restarting`` tells
+      whether it will be restarted. Children it stops itself are not reported. Drivers turn
+      this into ``session.exited`` with ``recoverable``.
+
     Every public method runs on this actor's thread; call them through ``ref.proxy()`` or the
     :class:`Scope` helpers. Defaults suit agent processes: 3 restarts in 60 s, backoff 0.5 s
     doubling to 30 s.
@@ -132,6 +137,7 @@ class Supervisor(SupervisedActor):
         backoff_jitter: float = 0.2,
         name: str = "supervisor",
         on_escalate: Callable[[BaseException], None] | None = None,
+        on_child_exit: Callable[[str, ExitReason, bool], None] | None = None,
         context: ChildContext | None = None,
     ) -> None:
         super().__init__(context=context)
@@ -148,6 +154,7 @@ class Supervisor(SupervisedActor):
         self.backoff_cap = backoff_cap
         self.backoff_jitter = backoff_jitter
         self._on_escalate = on_escalate
+        self._on_child_exit = on_child_exit
         self._children: list[_Child] = [_Child(spec) for spec in children]
         self._restarts: collections.deque[float] = collections.deque()
         self._token = 0
@@ -254,19 +261,25 @@ class Supervisor(SupervisedActor):
         restart = child.spec.restart
         if restart == "temporary":
             self._children.remove(child)
-            return
-        if restart == "transient" and not reason.abnormal:
-            return
-        self._restart_after_failure(child, reason)
+            restarting = False
+        elif restart == "transient" and not reason.abnormal:
+            restarting = False
+        else:
+            restarting = self._restart_after_failure(child, reason)
+        if self._on_child_exit is not None:
+            try:
+                self._on_child_exit(child.spec.id, reason, restarting)
+            except Exception:
+                log.exception("on_child_exit of %r failed", self.name)
 
-    def _restart_after_failure(self, child: _Child, reason: ExitReason) -> None:
+    def _restart_after_failure(self, child: _Child, reason: ExitReason) -> bool:
         now = time.monotonic()
         self._restarts.append(now)
         while self._restarts and self._restarts[0] < now - self.period:
             self._restarts.popleft()
         if len(self._restarts) > self.max_restarts:
             self._escalate(child, reason)
-            return
+            return False
         index = self._children.index(child)
         if self.strategy == "one_for_one":
             group = [child]
@@ -292,11 +305,12 @@ class Supervisor(SupervisedActor):
         message = _Restart(self._token, ids)
         if delay <= 0:
             self._handle_restart(message)
-            return
+            return True
         timer = threading.Timer(delay, self._tell_restart, args=(message,))
         timer.daemon = True
         self._timers.append(timer)
         timer.start()
+        return True
 
     def _tell_restart(self, message: _Restart) -> None:
         try:
@@ -318,7 +332,13 @@ class Supervisor(SupervisedActor):
                     "supervisor %r: restart of %r failed: %r", self.name, child.spec.id, exc
                 )
                 child.state = "stopped"
-                self._restart_after_failure(child, ExitReason.failed(exc))
+                reason = ExitReason.failed(exc)
+                restarting = self._restart_after_failure(child, reason)
+                if self._on_child_exit is not None:
+                    try:
+                        self._on_child_exit(child.spec.id, reason, restarting)
+                    except Exception:
+                        log.exception("on_child_exit of %r failed", self.name)
                 return
 
     def _escalate(self, child: _Child, reason: ExitReason) -> None:

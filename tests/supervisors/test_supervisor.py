@@ -132,7 +132,13 @@ def test_children_stop_in_reverse_start_order():
 
 def test_transient_restarts_only_after_an_abnormal_exit():
     t = Tracker()
-    with Scope([t.spec("tr", "transient", argv=helper("lines"))], **FAST) as scope:
+    decisions: list[tuple[str, str, bool]] = []
+
+    def on_child_exit(child_id, reason, restarting):
+        decisions.append((child_id, reason.kind, restarting))
+
+    specs = [t.spec("tr", "transient", argv=helper("lines"))]
+    with Scope(specs, on_child_exit=on_child_exit, **FAST) as scope:
         t.crash("tr")
         t.wait_starts(2)
         t.handles["tr"].write_lines([b"exit 0"])
@@ -140,6 +146,7 @@ def test_transient_restarts_only_after_an_abnormal_exit():
         [info] = _wait_for(scope.which_children, lambda cs: cs[0].state == "stopped")
         assert info.state == "stopped" and info.ref is None
         assert t.starts == ["tr", "tr"]
+    assert decisions == [("tr", "error", True), ("tr", "normal", False)]
 
 
 def test_temporary_is_never_restarted_and_is_forgotten():
