@@ -102,6 +102,7 @@ class ChildContext:
     ) -> None:
         self.child_id = child_id
         self.actor_ref: pykka.ActorRef[Any] | None = None
+        self.thread_ident: int | None = None  # the child's actor thread, once it runs
         self._on_exit = on_exit
         self._lock = threading.Lock()
         self._started = threading.Event()
@@ -242,6 +243,8 @@ class SupervisedActor(pykka.ThreadingActor):
     # -- pykka internals, pinned to pykka 4.x ------------------------------------------------
 
     def _actor_loop(self) -> None:
+        if self.context is not None:
+            self.context.thread_ident = threading.get_ident()
         try:
             super()._actor_loop()
         except BaseException as exc:

@@ -125,7 +125,9 @@ class Scope:
 
         ``deadline`` is a ``time.monotonic()`` value; ``timeout`` (seconds) is the alternative;
         default: ``close_timeout`` from now. Children whose own shutdown is longer are cut at
-        the deadline; anything still running then is killed. Idempotent.
+        the deadline; anything still running then is killed. Idempotent. Called from a
+        callback running on the root supervisor's thread (``on_escalate``, ``on_child_exit``) it
+        only requests the close and returns.
         """
         if deadline is None:
             deadline = time.monotonic() + (self._close_timeout if timeout is None else timeout)
@@ -138,6 +140,8 @@ class Scope:
             return
         if not ctx.exited:
             request_shutdown(ctx.actor_ref, deadline)
+            if ctx.thread_ident == threading.get_ident():
+                return  # called from the supervisor's own thread (a callback): cannot wait
             if ctx.wait_exit(max(0.0, deadline - time.monotonic()) + 1.0) is None:
                 log.warning("scope %r: supervisor overran the deadline; killing its children", self.name)
                 ctx.kill()

@@ -380,3 +380,20 @@ def test_a_child_that_keeps_dying_at_start_up_escalates_with_its_stderr():
     text = str(reason.error)
     assert "'agent' exited (exit code 2)" in text
     assert "config file /nonexistent/agent.toml not found" in text
+
+
+def test_closing_the_scope_from_a_supervisor_callback_does_not_deadlock():
+    t = Tracker()
+    holder: list[Scope] = []
+    scope = Scope(
+        [t.spec("a"), t.spec("b")],
+        on_child_exit=lambda child_id, reason, restarting: holder[0].close(timeout=2.0),
+        **FAST,
+    )
+    holder.append(scope)
+    scope.start()
+    t.crash("a")
+    reason = scope._ctx.wait_exit(10.0)  # type: ignore[union-attr]
+    assert reason is not None and reason.kind == "shutdown"
+    scope.close()
+    assert not any(alive(pid) for pid in t.pids().values())
