@@ -201,6 +201,8 @@ class Supervisor(SupervisedActor):
 
     def start_child(self, spec: ChildSpec) -> pykka.ActorRef[Any]:
         """Add and start a dynamic child; raises its start error (and forgets it) on failure."""
+        if self._stopping:
+            raise PaddockError(f"Supervisor {self.name!r} is stopping; it starts no new child")
         if any(c.spec.id == spec.id for c in self._children):
             raise ValueError(f"supervisor {self.name!r} already has a child {spec.id!r}")
         child = _Child(spec)
