@@ -77,19 +77,10 @@ class Router:
     def on_batch(self, batch: list[Any]) -> None:
         groups: dict[str, list[Any]] = {}
         decode_note = _note_decoder.decode
+        last_sid: str | None = None
+        last_group: list[Any] = []
         for msg in batch:
-            method = msg.method
-            if type(msg) is JsonRpcRequest:
-                if method not in _SESSION_REQUESTS:
-                    log.debug("agent request %r answered -32601", method)
-                    self._reject(msg)
-                    continue
-                try:
-                    sid = _sid_decoder.decode(msg.params).sessionId
-                except msgspec.DecodeError:
-                    sid = ""
-                groups.setdefault(sid, []).append(Req(msg.id, method, msg.params))
-            elif method == "session/update":
+            if msg.method == "session/update" and type(msg) is not JsonRpcRequest:
                 try:
                     note = decode_note(msg.params)
                     sid, update = note.sessionId, note.update
@@ -99,13 +90,25 @@ class Router:
                     except msgspec.DecodeError as exc:
                         log.debug("malformed session/update skipped: %s", exc)
                         continue
+            elif type(msg) is JsonRpcRequest:
+                if msg.method not in _SESSION_REQUESTS:
+                    log.debug("agent request %r answered -32601", msg.method)
+                    self._reject(msg)
+                    continue
+                try:
+                    sid = _sid_decoder.decode(msg.params).sessionId
+                except msgspec.DecodeError:
+                    sid = ""
+                update = Req(msg.id, msg.method, msg.params)
+            else:
+                log.debug("agent notification %r ignored", msg.method)
+                continue
+            if sid != last_sid:
                 group = groups.get(sid)
                 if group is None:
-                    groups[sid] = [update]
-                else:
-                    group.append(update)
-            else:
-                log.debug("agent notification %r ignored", method)
+                    group = groups[sid] = []
+                last_sid, last_group = sid, group
+            last_group.append(update)
         if not groups:
             return
         with self._lock:
