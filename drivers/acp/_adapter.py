@@ -42,6 +42,7 @@ from runtime.contract import (
     OperationTimeout,
     PaddockError,
     RequestError,
+    RuntimeErrorEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
@@ -254,6 +255,12 @@ class AcpAdapter:
             for record in self._records.values():
                 record.closed = True
                 self._stopped[record.session.thread_id] = record.thread
+                record.extra["emitter"].emit([
+                    RuntimeErrorEvent(
+                        **self._where, thread_id=record.session.thread_id, code="acp.restart_limit",
+                        message=f"the agent process failed too often ({error}); the session is closed",
+                    )
+                ])
             self._records.clear()
             self._link = None
 

@@ -45,6 +45,7 @@ from runtime.contract import (
     SessionConfigured,
     SessionExited,
     SessionStarted,
+    SessionStateChanged,
     StartSessionInput,
     TurnStartResult,
     ValidationError,
@@ -254,6 +255,9 @@ class AcpSessionActor(SessionActor):
         if link is not None and sid and self.record.extra.get("generation") == link.generation:
             self._link = link
             link.register(sid, self.actor_ref)
+        elif link is not None and sid:
+            self.emit([SessionStateChanged(**self._env(), state="ready",
+                                           reason="the agent process restarted; the session reloads on its next turn")])
         if self.settings.client_terminal:
             self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit)
 

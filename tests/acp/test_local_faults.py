@@ -68,6 +68,8 @@ def test_kill_9_mid_turn_then_restart_per_policy(make):
     assert events[-1].signal == signal.SIGKILL or events[-1].exit_code not in (None, 0)
     new = wait_new_link(h, old)
     assert new.generation == old.generation + 1
+    restarted = h.events_until(lambda e: etype(e) == "session.state.changed")
+    assert restarted[-1].state == "ready"
     assert h.adapter.has_session("t1")
     res2, ev2 = h.turn("@reply after")
     assert text_of(ev2, res2.turn_id) == "after"
@@ -104,6 +106,8 @@ def test_restart_budget_exhausted_closes_the_sessions(make):
             break
     assert h.adapter._link is None
     assert not h.adapter.has_session("t1")
+    gave_up = h.events_until(lambda e: etype(e) == "runtime.error")
+    assert gave_up[-1].code == "acp.restart_limit"
     with pytest.raises(SessionClosedError):
         h.send("@reply nope")
 
