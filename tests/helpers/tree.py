@@ -1,5 +1,7 @@
-"""A process tree for teardown tests: ``tree.py root`` ->
-root (ignores SIGTERM) -> mid -> {stubborn (setsid, ignores SIGTERM), plain}.
+"""A process tree for teardown tests: ``tree.py root [daemon]`` ->
+root (ignores SIGTERM) -> mid -> {stubborn (setsid, ignores SIGTERM), plain}; with ``daemon``,
+mid also double-forks a ``daemon`` (setsid, ignores SIGTERM) whose parent exits at once, so it is
+re-parented away from the tree (to the nearest subreaper).
 Every member prints ``{"role": ..., "pid": ...}`` on the shared stdout once it is ready, then
 sleeps (777/888 s, so a leak is easy to grep)."""
 
@@ -16,18 +18,33 @@ def ready(role: str) -> None:
     sys.stdout.flush()
 
 
-def spawn(role: str) -> None:
-    subprocess.Popen([sys.executable, __file__, role])
+def spawn(*args: str) -> None:
+    subprocess.Popen([sys.executable, __file__, *args])
+
+
+def daemonize() -> None:
+    if os.fork() > 0:
+        return
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready("daemon")
+    while True:
+        time.sleep(888)
 
 
 def main() -> None:
     role = sys.argv[1]
+    daemon = sys.argv[2:] == ["daemon"]
     if role == "root":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        spawn("mid")
+        spawn("mid", *sys.argv[2:])
     elif role == "mid":
         spawn("stubborn")
         spawn("plain")
+        if daemon:
+            daemonize()
     elif role == "stubborn":
         os.setsid()
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

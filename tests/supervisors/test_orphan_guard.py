@@ -49,7 +49,10 @@ def test_killing_the_host_kills_every_descendant_within_2_s(tmp_path):
     host, trees = start_host(tmp_path, guard=True)
     descendants = [p.pid for p in psutil.Process(host.pid).children(recursive=True)]
     tree_pids = [pid for tree in trees for pid in tree.values()]
-    assert len(tree_pids) == 20 and set(tree_pids) <= set(descendants)
+    assert len(tree_pids) == 25 and set(tree_pids) <= set(descendants)
+    # The double-forked daemons were re-parented to their tree's shim (the subreaper).
+    shims = {p.pid for p in psutil.Process(host.pid).children()}
+    assert {psutil.Process(tree["daemon"]).ppid() for tree in trees} == shims
     host.kill()
     host.wait()
     survivors = wait_until_gone(descendants, 2.0)

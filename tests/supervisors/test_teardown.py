@@ -29,7 +29,8 @@ def read_tree(lines: list[bytes]) -> dict[str, int]:
 
 
 class Ready:
-    def __init__(self) -> None:
+    def __init__(self, count: int) -> None:
+        self.count = count
         self.lines: list[bytes] = []
         self.cond = threading.Condition()
 
@@ -40,20 +41,21 @@ class Ready:
 
     def wait(self) -> dict[str, int]:
         with self.cond:
-            assert self.cond.wait_for(lambda: len(self.lines) >= 4, 10.0), self.lines
+            assert self.cond.wait_for(lambda: len(self.lines) >= self.count, 10.0), self.lines
         return read_tree(self.lines)
 
 
 def test_scope_close_kills_the_whole_stubborn_tree_by_the_deadline():
-    ready = Ready()
+    # Root ignores SIGTERM; grandchildren: one setsid + ignores SIGTERM, one double-forked daemon.
+    ready = Ready(5)
 
     def start(ctx):
-        spec = ProcessSpec(argv=helper("tree", "root"), name="tree", graceful_timeout=0.1)
+        spec = ProcessSpec(argv=helper("tree", "root", "daemon"), name="tree", graceful_timeout=0.1)
         return ProcessActor.open(spec, on_lines=ready, context=ctx).actor_ref
 
     scope = Scope([ChildSpec("tree", start, shutdown=1.0)]).start()
     pids = ready.wait()
-    assert set(pids) == ROLES
+    assert set(pids) == ROLES | {"daemon"}
     assert psutil.Process(pids["stubborn"]).as_dict(["pid"])  # alive before the close
     deadline = time.monotonic() + 1.0
     scope.close(deadline)
