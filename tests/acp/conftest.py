@@ -19,9 +19,18 @@ def etype(event) -> str:
 
 @pytest.fixture
 def hub():
+    """The real EventHub; at the end, the test fails if its grammar guard had to repair anything
+    this adapter emitted (every grammar repair is a ``runtime.warning`` coded ``grammar.*``)."""
     handle = EventHub.start(None)
+    warnings = handle.subscribe(types=("runtime.warning",))
     yield handle
+    handle.flush(timeout=10)
+    repaired = []
+    while (ev := warnings.get(timeout=0)) is not None:
+        if ev.code.startswith("grammar."):
+            repaired.append((ev.code, ev.message))
     handle.close()
+    assert not repaired, f"the grammar guard repaired events: {repaired}"
 
 
 class Harness:
