@@ -3,6 +3,9 @@
 The envelope of every inbound line is decoded once, with one reused msgspec Decoder; ``params``
 and ``result`` stay ``msgspec.Raw`` so the owner decodes them with its own typed decoder. A missing
 ``"jsonrpc"`` member is accepted (the Codex app-server leaves it out).
+
+Warning codes passed to ``on_warning``: ``line_too_long`` (from the ProcessActor),
+``jsonrpc.malformed_line`` and ``jsonrpc.unknown_response``.
 """
 
 from __future__ import annotations
@@ -175,6 +178,7 @@ class JsonRpcConnection:
         on_exit: Callable[[ExitInfo], None] | None = None,
         tap: LineTap | None = None,
         jsonrpc_field: bool = True,
+        on_stderr: Callable[[bytes], None] | None = None,
         context: ChildContext | None = None,
         timeout: float = 30.0,
     ) -> JsonRpcConnection:
@@ -195,6 +199,7 @@ class JsonRpcConnection:
             on_exit=conn._on_process_exit,
             on_warning=conn._warn,
             on_outbound_line=tap.on_outbound if tap is not None else None,
+            on_stderr=on_stderr,
             context=context,
             timeout=timeout,
         )

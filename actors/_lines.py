@@ -143,8 +143,14 @@ class StderrRing:
             return self._buf.decode("utf-8", "replace")
 
 
-def read_stderr(pipe: BinaryIO, ring: StderrRing, chunk_bytes: int = 65536) -> None:
-    """Reader-thread body for stderr: keep the tail in ``ring`` until EOF."""
+def read_stderr(
+    pipe: BinaryIO,
+    ring: StderrRing,
+    on_chunk: Callable[[bytes], None] | None = None,
+    chunk_bytes: int = 65536,
+) -> None:
+    """Reader-thread body for stderr: keep the tail in ``ring`` (and show each chunk to
+    ``on_chunk``) until EOF."""
     while True:
         try:
             chunk = pipe.read(chunk_bytes)
@@ -154,6 +160,11 @@ def read_stderr(pipe: BinaryIO, ring: StderrRing, chunk_bytes: int = 65536) -> N
             _close(pipe)
             return
         ring.append(chunk)
+        if on_chunk is not None:
+            try:
+                on_chunk(chunk)
+            except Exception:
+                log.exception("on_stderr callback failed")
 
 
 class StdinWriter:

@@ -206,6 +206,8 @@ class ProcessActor(SupervisedActor):
       line over ``max_line_bytes`` was skipped without being held in memory).
     - ``on_exit(info: ExitInfo)``: the exit watcher thread, after every stdout line has been
       delivered (bounded wait) and the stderr tail collected.
+    - ``on_stderr(chunk: bytes)``: the stderr reader thread, for each chunk read (the tail is
+      kept regardless).
     - ``on_outbound_line(line)``: the stdin writer thread, for each line written with
       ``write_lines`` (the transcript tap).
 
@@ -225,6 +227,7 @@ class ProcessActor(SupervisedActor):
         on_exit: Callable[[ExitInfo], None] | None = None,
         on_warning: WarningSink | None = None,
         on_outbound_line: Callable[[bytes], None] | None = None,
+        on_stderr: Callable[[bytes], None] | None = None,
         context: ChildContext | None = None,
     ) -> None:
         super().__init__(context=context)
@@ -236,6 +239,7 @@ class ProcessActor(SupervisedActor):
         self._on_exit = on_exit
         self._on_warning = on_warning
         self._on_outbound_line = on_outbound_line
+        self._on_stderr = on_stderr
         self._started = threading.Event()
         self._leases = LeaseStore(spec.lease_dir) if spec.lease_dir else None
         if context is not None:
@@ -250,6 +254,7 @@ class ProcessActor(SupervisedActor):
         on_exit: Callable[[ExitInfo], None] | None = None,
         on_warning: WarningSink | None = None,
         on_outbound_line: Callable[[bytes], None] | None = None,
+        on_stderr: Callable[[bytes], None] | None = None,
         context: ChildContext | None = None,
         timeout: float = 30.0,
     ) -> ProcessHandle:
@@ -262,6 +267,7 @@ class ProcessActor(SupervisedActor):
             on_exit=on_exit,
             on_warning=on_warning,
             on_outbound_line=on_outbound_line,
+            on_stderr=on_stderr,
             context=own,
         )
         try:
@@ -307,7 +313,7 @@ class ProcessActor(SupervisedActor):
         )
         self._stderr_thread = threading.Thread(
             target=read_stderr,
-            args=(popen.stderr, handle._stderr),
+            args=(popen.stderr, handle._stderr, self._on_stderr),
             name=f"stderr-{spec.label}",
             daemon=True,
         )

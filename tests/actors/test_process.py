@@ -67,9 +67,14 @@ def test_exit_during_start_up_shows_the_command_and_its_stderr():
 
 def test_exit_is_reported_with_code_and_stderr_and_stops_the_actor_abnormally():
     exits: list[ExitInfo] = []
+    chunks: list[bytes] = []
     ctx = ChildContext("lines")
     handle = ProcessActor.open(
-        ProcessSpec(argv=helper("lines")), on_lines=print, on_exit=exits.append, context=ctx
+        ProcessSpec(argv=helper("lines")),
+        on_lines=print,
+        on_exit=exits.append,
+        on_stderr=chunks.append,
+        context=ctx,
     )
     handle.write_lines([b"exit 5"])
     reason = ctx.wait_exit(10.0)
@@ -77,6 +82,7 @@ def test_exit_is_reported_with_code_and_stderr_and_stops_the_actor_abnormally():
     assert isinstance(reason.error, ProcessError) and reason.error.exit_code == 5
     assert "bye" in reason.error.stderr_tail
     assert [e.returncode for e in exits] == [5] and not exits[0].requested
+    assert b"".join(chunks) == b"bye\n"  # all stderr was read before the exit was reported
     assert not handle.actor_ref.is_alive()
 
 
