@@ -79,7 +79,7 @@ def stop_reason_state(stop_reason: str, interrupt_requested: bool) -> str:
 
 
 class _Tool:
-    __slots__ = ("item_id", "kind", "tool_kind", "title", "status", "declined", "text")
+    __slots__ = ("item_id", "kind", "tool_kind", "title", "status", "declined", "text", "streamed")
 
     def __init__(self, item_id: str, tool_kind: str | None, title: str | None) -> None:
         self.item_id = item_id
@@ -89,6 +89,7 @@ class _Tool:
         self.status = "pending"
         self.declined = False
         self.text: str | None = None
+        self.streamed = ""
 
 
 class _Stream:
@@ -360,6 +361,24 @@ class Translator:
         )
         return tool
 
+    def _command_output(self, tool: _Tool, text: str, *, final: bool, out: list[EventBase]) -> None:
+        # ACP says tool content replaces the previous content. Agents stream command output
+        # either cumulatively (each update holds everything so far) or piecewise (each update
+        # holds the new piece); both become command_output deltas. The final content is
+        # authoritative: only a suffix beyond what was streamed is still emitted.
+        # Content sent before the command runs (pending) is a description, not output.
+        streamed = tool.streamed
+        if final and (not streamed or not text.startswith(streamed)):
+            return
+        if text.startswith(streamed):
+            delta = text[len(streamed):]
+        else:
+            delta = text
+        if delta:
+            tool.streamed = streamed + delta
+            out.append(ContentDelta(**self._env, turn_id=self.turn_id, item_id=tool.item_id,
+                                    stream="command_output", delta=delta))
+
     def tool_kind_of(self, tool_call_id: str) -> str | None:
         tool = self._tools.get(tool_call_id)
         return tool.tool_kind if tool is not None else None
@@ -383,9 +402,13 @@ class Translator:
         if u.title is not None:
             tool.title = u.title
         text = _content_text(u.content)
+        status = _TOOL_STATUS.get(u.status or "")
+        if status == "in_progress":
+            tool.status = status
         if text is not None:
             tool.text = text
-        status = _TOOL_STATUS.get(u.status or "")
+            if tool.kind == "command" and tool.status == "in_progress":
+                self._command_output(tool, text, final=status in ("completed", "failed"), out=out)
         if status in ("completed", "failed"):
             tool.status = status
             out.append(

@@ -244,3 +244,12 @@ def test_sessions_share_one_agent_process(make):
 
     agents = [p for p in psutil.Process().children(recursive=True) if p.cmdline()[1:3] == ["-m", "drivers.local"]]
     assert len(agents) == 1
+
+
+def test_command_output_is_streamed(make):
+    h = make()
+    h.start(runtime_mode="full-access")
+    res, events = h.turn("@run printf 'one\\ntwo\\n'")
+    out = "".join(e.delta for e in events if etype(e) == "content.delta" and e.stream == "command_output")
+    done = [e for e in events if etype(e) == "item.completed" and e.kind == "command"]
+    assert out == "one\ntwo\n" and done[0].text == out

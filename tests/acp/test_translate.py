@@ -147,3 +147,19 @@ def test_message_id_change_splits_items_and_interrupt_blocks_new_items():
     end = tr.complete_turn("interrupted", stop_reason="cancelled")
     assert [T(e) for e in end] == ["item.completed", "turn.aborted", "turn.completed"]
     assert end[0].text == "b"
+
+
+def _cmd_update(text, status=None):
+    return w.ToolCallUpdate(toolCallId="c", status=status, content=[{"type": "content", "content": {"type": "text", "text": text}}])
+
+
+@pytest.mark.parametrize("pieces", [["ab", "abcd", "abcdef"], ["ab", "cd", "ef"]], ids=["cumulative", "piecewise"])
+def test_command_output_streams_as_deltas(pieces):
+    tr = Translator("acp", "i", "t")
+    tr.start_turn("T", model=None, interaction_mode=None)
+    out = tr.updates([w.ToolCallStart(toolCallId="c", kind="execute", title="run", status="in_progress")])
+    out += tr.updates([_cmd_update(p) for p in pieces])
+    out += tr.updates([_cmd_update("abcdef", "completed")])
+    deltas = [e.delta for e in out if T(e) == "content.delta"]
+    assert "".join(deltas) == "abcdef" and all(e.stream == "command_output" for e in out if T(e) == "content.delta")
+    assert out[-1].text == "abcdef" and out[-1].status == "completed"
