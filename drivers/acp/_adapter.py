@@ -269,7 +269,7 @@ class AcpAdapter:
     def _record(self, thread_id: str) -> SessionRecord:
         record = self._records.get(thread_id)
         if record is None or record.closed:
-            if thread_id in self._stopped:
+            if record is not None or thread_id in self._stopped:
                 raise SessionClosedError(thread_id, **self._where)
             raise SessionNotFoundError(thread_id, **self._where)
         return record
@@ -310,6 +310,10 @@ class AcpAdapter:
             existing = self._records.get(thread_id)
             if existing is not None and not existing.closed:
                 return existing.session
+            if existing is not None:
+                self._records.pop(thread_id, None)
+        if existing is not None:
+            self._terminate_child(thread_id, 5.0)  # a session closed from inside (failed reload)
         self._ensure_started(timeout)
         now = time.time()
         record = SessionRecord(

@@ -519,7 +519,11 @@ class AcpSessionActor(SessionActor):
         try:
             result = self._load(link, sid)
         except PaddockError as exc:
-            raise SessionClosedError(self.thread_id, f"could not reload the session after an agent restart: {exc}", **self._where()) from None
+            detail = f"could not reload the session after an agent restart: {exc}"
+            self.record.closed = True
+            self.emit([SessionExited(**self._env(), reason=detail, recoverable=False)])
+            self.publish(status="error", last_error=detail)
+            raise SessionClosedError(self.thread_id, detail, **self._where()) from None
         self._link = link
         self.record.extra["generation"] = link.generation
         self.record.extra.pop("current_mode", None)
