@@ -358,13 +358,16 @@ class AcpSessionActor(SessionActor):
     def _env(self) -> dict[str, str]:
         return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
 
+    def _owner(self) -> dict[str, str]:
+        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id}
+
     def _where(self) -> dict[str, str]:
         return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
 
     def _current_link(self) -> Any:
         link = self._get_link()
         if link is None or link.exit_info is not None:
-            raise SessionClosedError(self.thread_id, "the agent process is restarting", **self._where())
+            raise SessionClosedError(self.thread_id, "the agent process is restarting", **self._owner())
         return link
 
     def _can_resume(self, link: Any) -> bool:
@@ -382,7 +385,7 @@ class AcpSessionActor(SessionActor):
     def _open(self) -> Session:
         """Create or resume the native session (blocking this actor on the agent's answers)."""
         if self.record.closed:
-            raise SessionClosedError(self.thread_id, **self._where())
+            raise SessionClosedError(self.thread_id, **self._owner())
         link = self._current_link()
         inp = self.start_input
         events: list = []
@@ -515,7 +518,7 @@ class AcpSessionActor(SessionActor):
         sid = self.tr.native_session_id
         events: list = []
         if sid is None:
-            raise SessionClosedError(self.thread_id, "the session was never opened", **self._where())
+            raise SessionClosedError(self.thread_id, "the session was never opened", **self._owner())
         try:
             result = self._load(link, sid)
         except PaddockError as exc:
@@ -523,7 +526,7 @@ class AcpSessionActor(SessionActor):
             self.record.closed = True
             self.emit([SessionExited(**self._env(), reason=detail, recoverable=False)])
             self.publish(status="error", last_error=detail)
-            raise SessionClosedError(self.thread_id, detail, **self._where()) from None
+            raise SessionClosedError(self.thread_id, detail, **self._owner()) from None
         self._link = link
         self.record.extra["generation"] = link.generation
         self.record.extra.pop("current_mode", None)
@@ -543,7 +546,7 @@ class AcpSessionActor(SessionActor):
 
     def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
         if self.record.closed:
-            raise SessionClosedError(self.thread_id, **self._where())
+            raise SessionClosedError(self.thread_id, **self._owner())
         if self.tr.in_turn:
             raise ValidationError("send_turn", f"turn {self.tr.turn_id!r} is still running", **self._where())
         link, events = self._ensure_native()

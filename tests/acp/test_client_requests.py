@@ -115,3 +115,28 @@ def test_probe_reports_a_missing_binary(tmp_path, hub):
     assert "not found" in spec.probe(h.ctx)
     h2 = Harness(tmp_path, hub, driver="acp", binary=sys.executable, instance_id="x")
     assert spec.probe(h2.ctx) is None
+
+
+def test_agent_without_load_loses_its_sessions_on_restart(make):
+    import os
+    import signal
+
+    from runtime.contract import SessionClosedError
+
+    from .conftest import etype
+
+    h = make(driver="acp", binary=sys.executable, args=[AGENT])
+    h.start()
+    old = h.adapter._link
+    os.kill(old.conn.process.pid, signal.SIGKILL)
+    exited = h.events_until(lambda e: etype(e) == "session.exited")[-1]
+    assert exited.recoverable is False
+    deadline = time.monotonic() + 10
+    while (h.adapter._link is old or h.adapter._link is None) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with pytest.raises(SessionClosedError):
+        h.send("read x")
+    assert not h.adapter.has_session("t1")
+    assert h.start().status == "ready"  # a fresh session on the restarted agent
+    lines = reply(h, "ask fancy/method")
+    assert lines == ["err:-32601"]
