@@ -253,3 +253,17 @@ def test_command_output_is_streamed(make):
     out = "".join(e.delta for e in events if etype(e) == "content.delta" and e.stream == "command_output")
     done = [e for e in events if etype(e) == "item.completed" and e.kind == "command"]
     assert out == "one\ntwo\n" and done[0].text == out
+
+
+def test_close_exits_every_session(make):
+    h = make()
+    for i in range(3):
+        h.start(f"t{i}")
+    res = h.send("@reply long\n@chunks 40\n@delay 0.05", thread_id="t0")
+    h.adapter.close(timeout=10)
+    for i in range(3):
+        events = h.events_until(lambda e: etype(e) == "session.exited", thread_id=f"t{i}")
+        assert events[-1].reason == "stopped"
+        done = [e for e in events if etype(e) == "turn.completed"]
+        assert [(d.turn_id, d.state) for d in done] == ([(res.turn_id, "cancelled")] if i == 0 else [])
+    assert h.adapter.list_sessions() == []
