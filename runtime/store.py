@@ -13,9 +13,10 @@ from pathlib import Path
 
 import msgspec
 
+from actors import EventLog, LogReader
 from runtime.contract import PersistenceError, ResumeCursor
 
-__all__ = ["RESUMABLE", "Binding", "BindingStore"]
+__all__ = ["RESUMABLE", "Binding", "BindingStore", "EventLog", "LogReader"]
 
 RESUMABLE = frozenset({"starting", "ready", "running", "idle", "closed", "exited", "error"})
 """Binding statuses from which ``send_turn`` resumes the thread on demand (not ``stopped``)."""

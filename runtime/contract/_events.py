@@ -184,6 +184,11 @@ class EventBase(
     provider_refs: ProviderRefs | None = None
     raw: RawPayload | None = None
 
+    @property
+    def type(self) -> str:
+        """The event's type tag (``"content.delta"``, ``"turn.completed"``, ...)."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
 
 # session -----------------------------------------------------------------------------------------
 

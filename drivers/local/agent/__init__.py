@@ -12,9 +12,10 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
 - ``@reply TEXT``: the answer. Precedence: ``@reply`` > ``@reply-history`` (``history: N``,
   N = earlier prompts of the session, cancelled/replayed ones included) > ``@env NAME`` (value or
   ``<unset>``) > ``@spawn`` (``spawned PID``) > ``You said: <prompt>``.
-- ``@chunks N`` (>= 1, default 3): exactly N non-empty ``agent_message_chunk`` updates; an answer
+- ``@chunks N`` (>= 1): exactly N non-empty ``agent_message_chunk`` updates; an answer
   shorter than N characters is repeated until it has at least N (the concatenation is that
-  repeated text); an empty answer sends no chunk. ``@delay S`` pauses S seconds between chunks.
+  repeated text); an empty answer sends no chunk. Without ``@chunks`` the answer goes out in
+  min(3, its length) chunks and is never repeated. ``@delay S`` pauses S seconds between chunks.
 - ``@plan A; B``: one ``plan`` update (priority medium, status pending) before tools and answer.
 - ``@usage IN OUT``: after the answer a ``usage_update {used, size: 200000}`` where ``used`` is
   the session's cumulative IN+OUT, and ``usage {inputTokens, outputTokens, totalTokens}`` in

@@ -549,7 +549,7 @@ class Agent:
         else:
             answer = f"You said: {d.prompt}"
 
-        pieces = split_answer(answer, d.chunks)
+        pieces = split_answer(answer, d.chunks if d.chunks is not None else min(3, len(answer)))
         prefix = session.chunk_prefix
         suffix = b"}}}}\n"
         delay = d.delay

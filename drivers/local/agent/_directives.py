@@ -33,7 +33,7 @@ class Directives(msgspec.Struct, frozen=True, kw_only=True):
     prompt: str
     reply: str | None = None
     reply_history: bool = False
-    chunks: int = 3
+    chunks: int | None = None  # None: up to 3 chunks, never repeating a short answer
     delay: float = 0.0
     plan: tuple[str, ...] = ()
     usage: tuple[int, int] | None = None

@@ -1,0 +1,92 @@
+"""Helpers shared by the CLI subcommands: runtime options, signals, event formatting."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Any
+
+import msgspec
+
+__all__ = ["add_runtime_options", "format_event", "handle_termination", "open_runtime"]
+
+
+def add_runtime_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else the built-in 'local' instance)")
+    parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+    parser.add_argument("--json", action="store_true", help="print JSON lines instead of a readable view")
+
+
+def open_runtime(args: argparse.Namespace):
+    from runtime import Runtime
+
+    config = args.config or os.environ.get("PADDOCK_CONFIG")
+    return Runtime.open(config, state_dir=args.state_dir)
+
+
+def handle_termination() -> None:
+    """Make SIGTERM and SIGHUP close the runtime like Ctrl-C does (raise KeyboardInterrupt in
+    the main thread)."""
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, _raise)
+        except (ValueError, OSError):  # not the main thread, or unsupported
+            pass
+
+
+_json = msgspec.json.Encoder()
+
+
+def event_json(event: Any) -> str:
+    return _json.encode(event).decode()
+
+
+def format_event(event: Any) -> str | None:
+    """One readable line for an event, or ``None`` for events shown inline (text deltas)."""
+    t = event.type
+    who = f"[{event.thread_id}]"
+    if t == "session.started":
+        how = " (resumed)" if event.resumed else " (resume failed, fresh session)" if event.resume_failed else ""
+        return f"{who} session started on {event.instance_id}{how}"
+    if t == "session.exited":
+        code = f", exit code {event.exit_code}" if event.exit_code is not None else ""
+        return f"{who} session exited: {event.reason}{code}"
+    if t == "turn.started":
+        return f"{who} turn {event.turn_id} started"
+    if t == "turn.completed":
+        extra = f": {event.error}" if event.error else ""
+        return f"{who} turn {event.turn_id} {event.state}{extra}"
+    if t == "turn.plan.updated":
+        return f"{who} plan: " + "; ".join(f"{s.step} ({s.status})" for s in event.steps)
+    if t == "item.started" and event.kind not in ("assistant_message", "reasoning"):
+        return f"{who} ▶ {event.kind}: {event.title or ''}"
+    if t == "item.completed" and event.kind not in ("assistant_message", "reasoning"):
+        return f"{who} ■ {event.kind} {event.status}: {event.title or ''}"
+    if t == "request.opened":
+        return f"{who} ? approval requested ({event.kind}): {event.title or event.detail or ''}"
+    if t == "request.resolved":
+        return f"{who} approval {event.resolution}" + (f": {event.decision}" if event.decision else "")
+    if t == "thread.token-usage.updated":
+        u = event.usage
+        parts = [
+            f"{label} {value}"
+            for label, value in (("in", u.input_tokens), ("out", u.output_tokens), ("total", u.total_tokens),
+                                 ("window", u.context_window))
+            if value is not None
+        ]
+        return f"{who} usage: " + (", ".join(parts) or "reported")
+    if t in ("runtime.warning", "runtime.error"):
+        return f"{who} {t.split('.')[1]}: {event.code}: {event.message}"
+    return None
+
+
+def write(text: str, *, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text)
+    stream.flush()

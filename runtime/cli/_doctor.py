@@ -1,0 +1,33 @@
+"""``paddock doctor``: each configured instance's binary, version, auth state and availability."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from runtime.cli._common import add_runtime_options, open_runtime, write
+
+HELP = "check every configured instance: binary, version, auth, why it is unavailable"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_runtime_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    rt = open_runtime(args)
+    try:
+        reports = rt.diagnose()
+    finally:
+        rt.close()
+    if args.json:
+        for r in reports:
+            write(json.dumps(r) + "\n")
+        return 0
+    for r in reports:
+        mark = "ok " if r["status"] == "available" else "!! "
+        write(f"{mark}{r['id']} (driver {r['driver']}): {r['status']}\n")
+        write(f"    binary:  {r['binary'] or '-'}\n    version: {r['version'] or '-'}\n    auth:    {r['auth']}\n    home:    {r['home'] or '-'}\n")
+        if r["reason"]:
+            write(f"    reason:  {r['reason']}\n")
+    return 0 if all(r["status"] == "available" for r in reports) else 1

@@ -1,0 +1,52 @@
+"""``paddock sessions``: the thread bindings in the state directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from runtime.cli._common import write
+
+HELP = "list the threads bound in the state directory"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+    parser.add_argument("--json", action="store_true", help="print JSON lines")
+
+
+def state_dir(args: argparse.Namespace) -> Path:
+    return Path(args.state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
+
+
+def run(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from runtime.store import BindingStore
+
+    db = state_dir(args) / "paddock.db"
+    if not db.exists():
+        write(f"no state at {db.parent}\n")
+        return 0
+    store = BindingStore(db)
+    try:
+        bindings = store.list()
+    finally:
+        store.close()
+    if args.json:
+        for b in bindings:
+            write(json.dumps(msgspec.to_builtins(b)) + "\n")
+        return 0
+    if not bindings:
+        write("no threads\n")
+        return 0
+    rows = [("thread", "instance", "driver", "status", "updated", "cwd")]
+    for b in bindings:
+        rows.append((b.thread_id, b.instance_id, b.driver, b.status, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(b.updated_at)), b.cwd))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
+    return 0

@@ -1,0 +1,33 @@
+"""``paddock stop THREAD``: mark a thread stopped so no runtime resumes it on demand."""
+
+from __future__ import annotations
+
+import argparse
+
+from runtime.cli._common import write
+from runtime.cli._sessions import state_dir
+
+HELP = "mark a thread stopped (a running runtime stops its live session with Runtime.stop_session)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("thread", help="thread id")
+    parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from runtime.store import BindingStore
+
+    db = state_dir(args) / "paddock.db"
+    if not db.exists():
+        write(f"paddock stop: no state at {db.parent}\n", err=True)
+        return 1
+    store = BindingStore(db)
+    try:
+        if store.update(args.thread, status="stopped") is None:
+            write(f"paddock stop: unknown thread {args.thread!r}\n", err=True)
+            return 1
+    finally:
+        store.close()
+    write(f"thread {args.thread} stopped\n")
+    return 0

@@ -1,0 +1,178 @@
+"""Host death, the CLI and the examples, driven as real processes."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from runtime import Runtime
+from tests.runtime.conftest import TWO_LOCAL, run_turn, text_of
+
+ROOT = Path(__file__).resolve().parents[2]
+PADDOCK = [sys.executable, "-m", "runtime.cli"]
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env.pop("PADDOCK_STATE_DIR", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def _read_until(fd_or_pipe, marker: bytes, timeout: float) -> bytes:
+    fd = fd_or_pipe if isinstance(fd_or_pipe, int) else fd_or_pipe.fileno()
+    data = b""
+    deadline = time.monotonic() + timeout
+    while marker not in data:
+        left = deadline - time.monotonic()
+        assert left > 0, f"did not see {marker!r}; got {data[-2000:]!r}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            assert chunk, f"stream closed before {marker!r}; got {data[-2000:]!r}"
+            data += chunk
+    return data
+
+
+HOST = textwrap.dedent(
+    """
+    import sys, time
+    from runtime import Runtime
+    from tests.runtime.conftest import TWO_LOCAL, run_turn
+    rt = Runtime.open(TWO_LOCAL, state_dir=sys.argv[1])
+    rt.start_session("t1", instance="local-a", cwd=sys.argv[2])
+    run_turn(rt, "t1", "@reply before the crash")
+    print("ready", flush=True)
+    time.sleep(888)
+    """
+)
+
+
+def test_host_killed_leaves_no_agent_and_threads_resume(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, str(tmp_path / "state"), str(ws)],
+        cwd=ROOT, stdout=subprocess.PIPE, env=_env(),
+    )
+    try:
+        _read_until(host.stdout, b"ready", 30)
+        agents = psutil.Process(host.pid).children(recursive=True)
+        assert agents, "the host should have started an agent process"
+        host.kill()
+        host.wait(10)
+        gone, alive = psutil.wait_procs(agents, timeout=2.0)
+        assert not alive, f"agents outlived their host by 2 s: {alive}"
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        host.stdout.close()
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state") as rt:
+        _, events = run_turn(rt, "t1", "@reply-history")
+        assert "1" in text_of(events)
+
+
+def test_paddock_run_streams_a_turn(tmp_path):
+    out = subprocess.run(
+        PADDOCK + ["run", "--state-dir", str(tmp_path / "s"), "--cwd", str(tmp_path), "@chunks 3\\n@reply hi there"],
+        cwd=ROOT, capture_output=True, timeout=60, env=_env(),
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    assert b"hi there" in out.stdout and b"completed" in out.stdout
+
+
+def test_paddock_run_follows_approve_flag_without_a_tty(tmp_path):
+    for decision, exists in (("decline", False), ("accept", True)):
+        target = tmp_path / f"{decision}.txt"
+        out = subprocess.run(
+            PADDOCK + ["run", "--state-dir", str(tmp_path / "s"), "--cwd", str(tmp_path), "--approve", decision,
+                       f"@write {target.name} hello"],
+            cwd=ROOT, capture_output=True, timeout=60, env=_env(), stdin=subprocess.DEVNULL,
+        )
+        assert out.returncode == 0, out.stderr.decode()
+        assert target.exists() is exists
+        assert f"approval answered: {decision}".encode() in out.stdout
+
+
+def test_ctrl_c_in_paddock_run_closes_cleanly_through_a_pty(tmp_path):
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: paddock run on a pty
+        os.chdir(ROOT)
+        os.execve(sys.executable, PADDOCK + ["run", "--state-dir", str(tmp_path / "s"), "--cwd", str(tmp_path),
+                                             "@chunks 2000\\n@delay 0.01\\n@spawn 777"], _env())
+    try:
+        _read_until(fd, b"turn", 30)  # streaming has begun
+        proc = psutil.Process(pid)
+        tree = proc.children(recursive=True)
+        assert tree, "paddock run should have an agent child"
+        os.write(fd, b"\x03")  # Ctrl-C through the terminal
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 130
+        gone, alive = psutil.wait_procs(tree, timeout=2.0)
+        assert not alive, f"processes left after Ctrl-C: {alive}"
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(fd)
+
+
+def test_paddock_demo_exits_0_with_a_summary():
+    out = subprocess.run(PADDOCK + ["demo"], cwd=ROOT, capture_output=True, timeout=120, env=_env())
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+    assert b"demo ok" in out.stdout and b"thread" in out.stdout and b"interrupted" in out.stdout
+
+
+def test_sessions_and_stop_commands(tmp_path):
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s") as rt:
+        rt.start_session("t1", instance="local-a", cwd=tmp_path)
+    listed = subprocess.run(PADDOCK + ["sessions", "--state-dir", str(tmp_path / "s")], cwd=ROOT, capture_output=True, timeout=30, env=_env())
+    assert listed.returncode == 0 and b"t1" in listed.stdout and b"closed" in listed.stdout
+    stopped = subprocess.run(PADDOCK + ["stop", "t1", "--state-dir", str(tmp_path / "s")], cwd=ROOT, capture_output=True, timeout=30, env=_env())
+    assert stopped.returncode == 0
+    listed = subprocess.run(PADDOCK + ["sessions", "--state-dir", str(tmp_path / "s")], cwd=ROOT, capture_output=True, timeout=30, env=_env())
+    assert b"stopped" in listed.stdout
+
+
+def test_doctor_reports_each_instance(tmp_path):
+    cfg = tmp_path / "p.toml"
+    cfg.write_text('[instances.a]\ndriver = "local"\n[instances.b]\ndriver = "acp"\nbinary = "/nonexistent/agent"\n')
+    out = subprocess.run(PADDOCK + ["doctor", "--config", str(cfg), "--state-dir", str(tmp_path / "s")],
+                         cwd=ROOT, capture_output=True, timeout=60, env=_env())
+    assert out.returncode == 1  # b is unavailable
+    text = out.stdout.decode()
+    assert "a (driver local): available" in text and "b (driver acp): unavailable" in text
+    assert "/nonexistent/agent" in text
+
+
+@pytest.mark.parametrize(
+    "example, expected",
+    [
+        ("quickstart.py", b"Hello from the local agent!"),
+        ("many_sessions.py", b"20 sessions on 4 instances"),
+        ("two_accounts.py", b"work: ACCOUNT=work@example.com"),
+        ("approvals.py", b"declined.txt exists: False"),
+        ("asyncio_host.py", b"t4 finished"),
+    ],
+)
+def test_examples_run(example, expected):
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / example)], cwd=ROOT, capture_output=True, timeout=60, env=_env())
+    assert out.returncode == 0, out.stderr.decode()
+    assert expected in out.stdout
