@@ -1,7 +1,7 @@
 """The asyncio face of the runtime.
 
-For now it holds the async iterator over a :class:`~actors.Subscription`; ``AsyncRuntime`` joins
-it later. Nothing here blocks the event loop: events already in the subscription's memory are
+``AsyncRuntime`` has the :class:`~runtime.Runtime` API as coroutines; ``aiter_subscription``
+turns a :class:`~actors.Subscription` into an async iterator. Nothing here blocks the event loop: events already in the subscription's memory are
 taken directly; reading the event log (catch-up) runs in the loop's default executor; waiting is
 an ``asyncio`` future that the hub's thread completes with ``call_soon_threadsafe``.
 """

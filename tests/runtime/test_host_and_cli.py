@@ -176,3 +176,24 @@ def test_examples_run(example, expected):
     out = subprocess.run([sys.executable, str(ROOT / "examples" / example)], cwd=ROOT, capture_output=True, timeout=60, env=_env())
     assert out.returncode == 0, out.stderr.decode()
     assert expected in out.stdout
+
+
+def test_events_command_reads_the_log(tmp_path):
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s") as rt:
+        rt.start_session("t1", instance="local-a", cwd=tmp_path)
+        run_turn(rt, "t1", "@reply logged")
+        rt.start_session("t2", instance="local-b", cwd=tmp_path)
+        run_turn(rt, "t2", "@reply other")
+    out = subprocess.run(PADDOCK + ["events", "--state-dir", str(tmp_path / "s"), "--thread", "t1", "--json"],
+                         cwd=ROOT, capture_output=True, timeout=30, env=_env())
+    assert out.returncode == 0, out.stderr.decode()
+    import json
+
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    assert {e["thread_id"] for e in events} == {"t1"}
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(seqs) and "turn.completed" in {e["type"] for e in events}
+    assert "logged" in "".join(e.get("delta", "") for e in events)
+    later = subprocess.run(PADDOCK + ["events", "--state-dir", str(tmp_path / "s"), "--from-seq", str(seqs[-1])],
+                           cwd=ROOT, capture_output=True, timeout=30, env=_env())
+    assert later.returncode == 0 and later.stdout.decode().split()[0] == str(seqs[-1])

@@ -1,0 +1,61 @@
+"""``paddock events``: read the durable event log of a state directory."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from runtime.cli._common import event_json, format_event, handle_termination, write
+from runtime.cli._sessions import state_dir
+
+HELP = "print events from the event log (optionally following new ones)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+    parser.add_argument("--thread", help="only this thread")
+    parser.add_argument("--instance", help="only this instance")
+    parser.add_argument("--type", action="append", dest="types", help="only this event type (repeatable)")
+    parser.add_argument("--from-seq", type=int, default=1, help="first seq to print (default 1)")
+    parser.add_argument("--follow", "-f", action="store_true", help="keep printing new events until Ctrl-C")
+    parser.add_argument("--json", action="store_true", help="print JSON lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    from actors import LogReader
+    from runtime.contract import EVENT_TYPES, decode_event
+
+    handle_termination()
+    db = state_dir(args) / "events.db"
+    if not db.exists():
+        write(f"paddock events: no event log at {db}\n", err=True)
+        return 1
+    if args.types:
+        unknown = sorted(set(args.types) - EVENT_TYPES.keys())
+        if unknown:
+            write(f"paddock events: unknown event types {unknown}\n", err=True)
+            return 2
+    reader = LogReader(str(db), thread_id=args.thread, instance_id=args.instance, types=args.types)
+    next_seq = args.from_seq
+    try:
+        while True:
+            rows = reader.read(next_seq, 2**62, 5000)
+            for seq, body in rows:
+                if args.json:
+                    write(body.decode() + "\n")
+                else:
+                    event = decode_event(body)
+                    line = format_event(event)
+                    if line is None and event.type == "content.delta":
+                        line = f"[{event.thread_id}] {event.stream}: {event.delta!r}"
+                    write(f"{seq:>8} {line or event_json(event)}\n")
+                next_seq = seq + 1
+            if len(rows) == 5000:
+                continue
+            if not args.follow:
+                return 0
+            time.sleep(0.2)  # another process writes the log; SQLite has no cross-process wake-up
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        reader.close()
