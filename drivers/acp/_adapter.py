@@ -113,6 +113,7 @@ class AcpAdapter:
         self._caps = self._base_caps
         self._lock = threading.RLock()
         self._start_lock = threading.Lock()
+        self._handshake_timeout = config.start_timeout
         self._scope: Scope | None = None
         self._link: AgentLink | None = None
         self._generation = 0
@@ -143,10 +144,12 @@ class AcpAdapter:
             scope = self._scope
             if scope is not None and scope.exit_reason is None:
                 return
+            limit = self._config.start_timeout if timeout is None else min(timeout, self._config.start_timeout)
+            self._handshake_timeout = limit
             scope = Scope(
                 [
                     ChildSpec(id="agent", start=self._start_agent, restart="permanent", shutdown=5.0,
-                              start_timeout=30.0),
+                              start_timeout=limit + 5.0),
                     ChildSpec(id="sessions", start=self._start_sessions, restart="permanent", shutdown=10.0),
                 ],
                 name=f"instance:{self.instance_id}",
@@ -154,12 +157,16 @@ class AcpAdapter:
                 max_restarts=3,
                 period=60.0,
                 on_escalate=self._on_escalate,
-                start_timeout=timeout if timeout is not None else 120.0,
+                start_timeout=limit + 10.0,
             )
             try:
                 scope.start()
             except PaddockError as exc:
+                scope.close(timeout=5.0)
                 raise DriverError(self.driver, self.instance_id, f"could not start the agent: {exc}") from None
+            finally:
+                # Restarts (no caller waiting) get the configured start timeout.
+                self._handshake_timeout = self._config.start_timeout
             self._scope = scope
 
     def _start_agent(self, cctx: Any) -> Any:
@@ -176,11 +183,16 @@ class AcpAdapter:
         )
         holder: dict[str, JsonRpcConnection] = {}
         router = Router(reject=lambda req: holder["conn"].reject(req))
+        deadline = time.monotonic() + self._handshake_timeout
         conn = JsonRpcConnection.open(
             spec, handler=router.on_batch, on_warning=lambda c, m, d: self._on_warning(router, c, m, d),
-            context=cctx, timeout=30.0,
+            context=cctx, timeout=self._handshake_timeout,
         )
         holder["conn"] = conn
+
+        def left() -> float:
+            return max(0.1, deadline - time.monotonic())
+
         try:
             s = self._settings
             raw = conn.request(
@@ -193,14 +205,12 @@ class AcpAdapter:
                     },
                     "clientInfo": {"name": "paddock", "version": _client_version()},
                 },
-                timeout=config.request_timeout,
-            ).result(config.request_timeout + 1.0)
+                timeout=left(),
+            ).result(left() + 1.0)
             init = _init_decoder.decode(raw)
             method = config.auth_method or flavor.auth_method
             if method:
-                conn.request("authenticate", {"methodId": method}, timeout=config.request_timeout).result(
-                    config.request_timeout + 1.0
-                )
+                conn.request("authenticate", {"methodId": method}, timeout=left()).result(left() + 1.0)
         except BaseException as exc:
             conn.close(timeout=2.0)
             if isinstance(exc, PaddockError):

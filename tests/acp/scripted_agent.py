@@ -101,6 +101,8 @@ def main() -> None:
     while True:
         msg = readline()
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        if method == "initialize" and os.environ.get("SCRIPTED_HANG_INIT"):
+            continue
         if method == "initialize":
             caps = {"sessionCapabilities": {"resume": {}}} if os.environ.get("SCRIPTED_RESUME") else {}
             send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": caps,

@@ -140,3 +140,13 @@ def test_agent_without_load_loses_its_sessions_on_restart(make):
     assert h.start().status == "ready"  # a fresh session on the restarted agent
     lines = reply(h, "ask fancy/method")
     assert lines == ["err:-32601"]
+
+
+def test_agent_that_never_answers_initialize(make):
+    from runtime.contract import DriverError, StartSessionInput
+
+    h = make(driver="acp", binary=sys.executable, args=[AGENT], env={"SCRIPTED_HANG_INIT": "1"})
+    t0 = time.monotonic()
+    with pytest.raises(DriverError, match="initialize"):
+        h.adapter.start_session(StartSessionInput(thread_id="t1", cwd=str(h.cwd)), timeout=1.5)
+    assert time.monotonic() - t0 < 8
