@@ -9,6 +9,7 @@ deterministically for a given inbound stream, which is what makes a recording re
 from __future__ import annotations
 
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,9 @@ import msgspec
 from actors import JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, LineTap, ProcessActor, ProcessSpec
 from runtime.contract import OperationTimeout
 
-__all__ = ["SESSIONS", "SessionResult", "run_acp", "run_claude", "run_codex"]
+from ._http import TappedHttp
+
+__all__ = ["SESSIONS", "SessionResult", "run_acp", "run_claude", "run_codex", "run_opencode"]
 
 CLIENT_NAME = "paddock_recorder"
 
@@ -234,6 +237,58 @@ def run_claude(argv: Sequence[str], env: dict[str, str], workspace: str, prompt:
     return _result(inbox, handle.exit_info)
 
 
+_READY = re.compile(rb"opencode server listening on (http://\S+)")
+
+
+def _free_port() -> int:
+    # `opencode serve --port 0` prefers 4096 instead of a random port: choose one ourselves.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_opencode(argv: Sequence[str], env: dict[str, str], workspace: str, prompt: str, *,
+                 tap: LineTap | None = None, timeout: float = 60.0) -> SessionResult:
+    """``opencode serve``: open ``/event``, create a titled session, ``prompt_async`` once, wait
+    for ``session.idle`` of that session, stop the server."""
+    inbox = _Inbox()
+    ready = threading.Event()
+
+    def on_lines(lines: list[bytes]) -> None:
+        if any(_READY.search(line) for line in lines):
+            ready.set()
+
+    port = _free_port()
+    handle = ProcessActor.open(
+        ProcessSpec(argv=(*argv, "serve", "--hostname", "127.0.0.1", "--port", str(port)), env=env, cwd=workspace,
+                    name="opencode", shutdown_timeout=5.0, graceful_timeout=0.5),
+        on_lines=on_lines,
+        on_exit=lambda info: (inbox.close(info.error("'opencode' exited")), ready.set()),
+    )
+    stream = None
+    try:
+        if not ready.wait(timeout):
+            raise OperationTimeout("waiting for the opencode readiness line", timeout)
+        if handle.exit_info is not None:
+            raise handle.exit_info.error("'opencode' exited before it was ready")
+        client = TappedHttp(port, tap=tap, timeout=timeout)
+        stream = client.stream("/event", inbox.add)
+        status, session = client.call("POST", "/session", {"title": "paddock recording"})
+        if status != 200:
+            raise ConnectionError(f"POST /session answered {status}: {session}")
+        sid = session["id"]
+        status, _ = client.call("POST", f"/session/{sid}/prompt_async", {"parts": [{"type": "text", "text": prompt}]})
+        if status != 204:
+            raise ConnectionError(f"prompt_async answered {status}")
+        inbox.wait_for(lambda e: e.get("type") == "session.idle" and (e.get("properties") or {}).get("sessionID") == sid,
+                       timeout=timeout, what="session.idle")
+    finally:
+        if stream is not None:
+            stream.close()
+        handle.terminate(5.0)
+    return _result(inbox, handle.exit_info)
+
+
 def _acp(extra: Sequence[str], auth: str | None, name: str) -> Callable[..., SessionResult]:
     def run(argv: Sequence[str], env: dict[str, str], workspace: str, prompt: str, **kw: Any) -> SessionResult:
         return run_acp([*argv, *extra], env, workspace, prompt, auth_method=auth, name=name, **kw)
@@ -243,6 +298,7 @@ def _acp(extra: Sequence[str], auth: str | None, name: str) -> Callable[..., Ses
 SESSIONS: dict[str, Callable[..., SessionResult]] = {
     "codex": run_codex,
     "claude": run_claude,
+    "opencode": run_opencode,
     "gemini": _acp(["--acp"], "gemini-api-key", "gemini"),
     "qwen": _acp(["--acp"], "openai", "qwen"),
     "claude-acp": _acp([], None, "claude-acp"),

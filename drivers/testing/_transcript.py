@@ -8,6 +8,11 @@ File layout, one JSON object per line::
     {"type":"emit_inbound","msg":{...}}        a line the CLI wrote to us
     {"type":"emit_inbound","line":"..."}       a non-JSON line, kept verbatim
 
+HTTP transports (OpenCode) record one line per exchange step instead of stdio lines:
+``{"http":"request","req":n,"method","path","body"}`` outbound, then
+``{"http":"response","req":n,"status","body"}`` (``"stream":true`` for an SSE response) and
+``{"http":"event","req":n,"data":{...}}`` per SSE event inbound; ``req`` is renumbered like an id.
+
 Normalisation, applied identically when recording and when replaying:
 
 - request ids are renumbered per direction in first-seen order: ids of OUR requests (and the
@@ -51,9 +56,10 @@ WILDCARD = "<*>"
 _TIMESTAMP_KEYS = frozenset({
     "emittedAtMs", "startedAtMs", "completedAtMs", "createdAt", "updatedAt", "updated_at", "created_at",
     "timestamp", "created", "completed", "durationMs", "duration_ms", "duration_api_ms", "ttft_ms",
-    "lastUpdated", "startTime", "endTime",
+    "lastUpdated", "startTime", "endTime", "updated", "next", "recencyAt",
 })
-PROTOCOL_FRAMING = {"codex-app-server": "jsonrpc", "acp": "jsonrpc", "claude-stream-json": "claude"}
+PROTOCOL_FRAMING = {"codex-app-server": "jsonrpc", "acp": "jsonrpc", "claude-stream-json": "claude",
+                    "opencode-server": "http"}
 
 
 def dumps_line(obj: Any) -> str:
@@ -96,6 +102,11 @@ class _Ids:
 
     def _slot(self, msg: dict) -> tuple[dict, str, bool] | None:
         """(container, key, is_request) of the id in ``msg``, or None."""
+        if self.framing == "http":
+            # {"http":"request"|"response"|"event","req":n,...}: req numbers our requests.
+            if "req" not in msg:
+                return None
+            return msg, "req", msg.get("http") == "request"
         if self.framing == "claude":
             kind = msg.get("type")
             if kind in ("control_request", "control_cancel_request") and "request_id" in msg:
@@ -140,6 +151,8 @@ class _Paths:
             if real != path:
                 pairs.append((real, placeholder))
             if placeholder == "<workspace>":
+                # OpenCode also reports the workspace relative to its worktree root "/".
+                pairs.append((real.lstrip("/"), "<workspace>"))
                 # Claude Code names its project folder after the cwd with every other character as "-".
                 pairs.append((re.sub(r"[^A-Za-z0-9]", "-", real), "<workspace-slug>"))
         self.pairs = sorted(set(pairs), key=lambda p: -len(p[0]))

@@ -7,6 +7,8 @@ stdin line and compares it, after the same normalisation the recorder applied (r
 ``emit_inbound`` frame is written to stdout (``<workspace>`` replaced by DIR, answers carrying
 the client's own request ids). After the last frame it waits for stdin to close.
 
+HTTP transcripts (OpenCode) are served instead: see :mod:`drivers.testing._replay_http`.
+
 Exit status: 0 when the client sent exactly the recorded lines and closed stdin; 3 on a
 mismatch, an unexpected extra line or an early EOF, with a readable diff on stderr; 2 for a
 bad transcript file.
@@ -18,6 +20,7 @@ import argparse
 import os
 import sys
 
+from ._replay_http import serve_http
 from ._transcript import Normaliser, diff_frames, load_transcript, matches
 
 __all__ = ["main"]
@@ -35,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m drivers.testing.replay")
     parser.add_argument("transcript")
     parser.add_argument("--workspace", default=None, help="the client's workspace (default: the cwd)")
+    parser.add_argument("--port", type=int, default=0, help="HTTP transcripts: the port to serve on")
     args, _ = parser.parse_known_args(argv)  # the CLI's own flags (app-server, --acp, ...) are ignored
     try:
         transcript = load_transcript(args.transcript)
@@ -43,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     workspace = os.path.abspath(args.workspace or os.getcwd())
     norm = Normaliser(transcript.framing, [(workspace, "<workspace>")])
+    if transcript.framing == "http":
+        return serve_http(transcript, norm, args.port)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     total = len(transcript.frames)
     for index, frame in enumerate(transcript.frames, start=1):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from pathlib import Path
 
 from drivers.testing import ModelServer
@@ -30,14 +29,14 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"paddock mock-model: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Block the signals before the server threads start (they inherit the mask) and take them
+    # with sigwait(): no Python handler runs inside a lock the main thread holds.
+    signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     server.start()
     try:
         print(server.url, flush=True)
-        while not stop.wait(3600):
-            pass
+        signal.sigwait(signals)
     finally:
         server.stop()
     return 0

@@ -39,6 +39,7 @@ class EventStream:
         self._cond = threading.Condition()
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         self.conn.request("GET", "/event", headers={"Accept": "text/event-stream"})
+        self.sock = self.conn.sock  # getresponse() forgets it for a Connection: close answer
         self.resp = self.conn.getresponse()
         assert self.resp.status == 200
         self._thread = threading.Thread(target=self._read, daemon=True)
@@ -62,11 +63,11 @@ class EventStream:
 
     def close(self) -> None:
         try:
-            self.conn.sock and self.conn.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.shutdown(socket.SHUT_RDWR)  # unblocks the reader thread at once
         except OSError:
             pass
-        self.conn.close()
         self._thread.join(5)
+        self.conn.close()
 
 
 def _call(port: int, method: str, path: str, body: object | None = None):

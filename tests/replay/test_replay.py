@@ -34,9 +34,22 @@ def replay(path: Path, workspace: Path):
     return transcript, recorder, result
 
 
-def test_there_are_recordings_for_every_stdio_driver():
-    assert {p.parent.name for p in ALL} >= {"codex", "claude", "acp"}
-    assert {load_transcript(p).header["cli"] for p in ALL} == {"codex", "claude", "gemini", "qwen", "claude-acp", "copilot"}
+def test_there_are_recordings_for_every_driver():
+    assert {p.parent.name for p in ALL} >= {"codex", "claude", "acp", "opencode"}
+    assert {load_transcript(p).header["cli"] for p in ALL} == {
+        "codex", "claude", "gemini", "qwen", "claude-acp", "copilot", "opencode"}
+
+
+def _channels(lines: list[str]) -> dict[tuple, list[str]]:
+    """Frames per direction and channel. A channel is one stdio stream, or for HTTP one request
+    (its response and its SSE events); only the interleaving of channels depends on timing."""
+    out: dict[tuple, list[str]] = {}
+    for line in lines:
+        frame = json.loads(line)
+        msg = frame.get("msg") or {}
+        channel = msg.get("req") if frame["type"] == "emit_inbound" and "http" in msg else None
+        out.setdefault((frame["type"], channel), []).append(line)
+    return out
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -46,11 +59,10 @@ def test_recording_replays_byte_identically(path, tmp_path):
     original = path.read_bytes().decode().splitlines()
     again = recorder.dumps().decode().splitlines()
     assert again[0] == original[0]  # header
-    # Each direction is byte-identical; only how the two threads interleave may differ.
-    for kind in ("expect_outbound", "emit_inbound"):
-        want = [x for x in original[1:] if json.loads(x)["type"] == kind]
-        got = [x for x in again[1:] if json.loads(x)["type"] == kind]
-        assert got == want, kind
+    # Every direction and channel is byte-identical; only how reader and writer threads
+    # interleave may differ between two runs.
+    assert _channels(again[1:]) == _channels(original[1:])
+    assert sorted(again) == sorted(original)
 
 
 def _edited(path: Path, tmp_path: Path, edit) -> Path:
@@ -82,6 +94,42 @@ def test_a_changed_outbound_frame_fails_with_a_readable_diff(tmp_path):
     assert "--- recorded (expected)" in lines and "+++ sent (actual)" in lines
     assert [x.split('"text": ')[1] for x in lines if x.startswith(("-", "+")) and '"text": ' in x] == [
         '"a different prompt",', '"Paddock recording. SCENARIO:text",']
+
+
+def test_a_changed_http_request_fails_with_a_readable_diff(tmp_path):
+    def edit(frame):
+        msg = frame.get("msg") or {}
+        if frame["type"] == "expect_outbound" and msg.get("path") == "/session":
+            msg["body"] = {"title": "another title"}
+        return frame
+
+    changed = _edited(RECORDINGS / "opencode" / "text.jsonl", tmp_path, edit)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with pytest.raises(Exception) as info:  # the fake server answers 500 and exits 3
+        replay(changed, ws)
+    assert "500" in str(info.value)
+    # The replayer's verdict (exit 3 and the diff) is on its stderr; run it alone to read it.
+    proc = subprocess.Popen([*REPLAY, str(changed), "--workspace", str(ws), "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env())
+    try:
+        url = proc.stdout.readline().decode().rsplit(" ", 1)[1].strip()
+        port = int(url.rsplit(":", 1)[1])
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/event")
+        conn.getresponse()  # the stream opens as recorded
+        post = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        post.request("POST", "/session", body=json.dumps({"title": "paddock recording"}))
+        assert post.getresponse().status == 500
+        assert proc.wait(10) == 3
+        stderr = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert "replay mismatch at frame" in stderr
+    assert '-    "title": "another title"' in stderr and '+    "title": "paddock recording"' in stderr
 
 
 def test_wildcards_match_any_value(tmp_path):
