@@ -2,11 +2,13 @@
 a scripted model server, and the network tripwire.
 
 Live tests are marked ``@pytest.mark.live``. The peers folder is ``$PADDOCK_PEERS_DIR`` or
-``.paddock/peers`` (``.ci/run`` installs into ``$HOME/.cache/paddock/peers``).
+``.paddock/peers`` (``.ci/run`` installs into ``$HOME/.cache/paddock/peers``). With
+``PADDOCK_REQUIRE_PEERS=1`` a missing peer fails the test instead of skipping it.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from pathlib import Path
@@ -18,11 +20,15 @@ from drivers.testing import ModelServer, Peer, load_pins, peer_argv
 
 
 def require_peer(name: str) -> tuple[Peer, list[str]]:
-    """The pin and the command line of an installed peer; skips the test when it is missing."""
+    """The pin and the command line of an installed peer; skips the test when it is missing
+    (fails instead when ``PADDOCK_REQUIRE_PEERS=1``, so CI cannot pass by skipping)."""
     peer = load_pins()[name]
     argv = peer_argv(peer)
     if argv is None:
-        pytest.skip(f"{peer.package}@{peer.version} is not installed; install with: {peer.install_hint}")
+        reason = f"{peer.package}@{peer.version} is not installed; install with: {peer.install_hint}"
+        if os.environ.get("PADDOCK_REQUIRE_PEERS") == "1":
+            pytest.fail(reason + " (PADDOCK_REQUIRE_PEERS=1)", pytrace=False)
+        pytest.skip(reason)
     return peer, argv
 
 
