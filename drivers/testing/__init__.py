@@ -1,18 +1,30 @@
-"""Test machinery: the scripted model server, the pinned real CLIs ("peers") and their offline
-environments, and the transcript recorder and replayer."""
+"""Test machinery: the scripted model server (``model_server``), the pinned real CLIs ("peers")
+and their offline environments, and the transcript recorder and replayer (``replay``).
+
+- :class:`ModelServer`: OpenAI Responses, Chat Completions, Anthropic Messages and Gemini on
+  127.0.0.1, answering from the scenario language (:class:`Script`, :class:`Text`,
+  :class:`Shell`, :class:`Write`, :class:`Patch`, :class:`Fail`);
+- peers: :func:`load_pins` (``tests/peers.toml``), :func:`install_peer`, :func:`peer_argv`;
+- :func:`build_offline_env`: private homes, config files and switches that keep a CLI offline;
+- transcripts: :class:`Recorder` (a line tap for our transports), :func:`load_transcript`,
+  :func:`record` (``paddock record``), ``python -m drivers.testing.replay`` (the fake process),
+  and the minimal scripted sessions in :data:`SESSIONS`.
+"""
 
 from ._offline import MOCK_KEY as MOCK_KEY
 from ._offline import OFFLINE_BUILDERS as OFFLINE_BUILDERS
 from ._offline import OfflineEnv as OfflineEnv
 from ._offline import build_offline_env as build_offline_env
 from ._peers import InstallResult as InstallResult
+from ._peers import Peer as Peer
+from ._peers import default_peers_dir as default_peers_dir
+from ._peers import default_pins_file as default_pins_file
+from ._peers import install_peer as install_peer
+from ._peers import installed_version as installed_version
+from ._peers import load_pins as load_pins
+from ._peers import peer_argv as peer_argv
 from ._record import RecordResult as RecordResult
 from ._record import record as record
-from ._sessions import SESSIONS as SESSIONS
-from ._sessions import SessionResult as SessionResult
-from ._transcript import Recorder as Recorder
-from ._transcript import Transcript as Transcript
-from ._transcript import load_transcript as load_transcript
 from ._scenario import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS
 from ._scenario import Fail as Fail
 from ._scenario import Patch as Patch
@@ -22,45 +34,43 @@ from ._scenario import Text as Text
 from ._scenario import Write as Write
 from ._scenario import load_script as load_script
 from ._scenario import parse_script as parse_script
+from ._sessions import SESSIONS as SESSIONS
+from ._sessions import SessionResult as SessionResult
+from ._transcript import Recorder as Recorder
+from ._transcript import Transcript as Transcript
+from ._transcript import load_transcript as load_transcript
 from .model_server import ModelServer as ModelServer
 from .model_server import RequestRecord as RequestRecord
-from ._peers import Peer as Peer
-from ._peers import default_peers_dir as default_peers_dir
-from ._peers import default_pins_file as default_pins_file
-from ._peers import install_peer as install_peer
-from ._peers import installed_version as installed_version
-from ._peers import load_pins as load_pins
-from ._peers import peer_argv as peer_argv
 
 __all__ = [
-    "RecordResult",
-    "Recorder",
-    "SESSIONS",
-    "SessionResult",
-    "Transcript",
-    "load_transcript",
-    "record",
+    "BUILTIN_SCENARIOS",
     "MOCK_KEY",
     "OFFLINE_BUILDERS",
-    "OfflineEnv",
-    "build_offline_env",
-    "BUILTIN_SCENARIOS",
+    "SESSIONS",
     "Fail",
+    "InstallResult",
     "ModelServer",
+    "OfflineEnv",
     "Patch",
+    "Peer",
+    "RecordResult",
+    "Recorder",
     "RequestRecord",
     "Script",
+    "SessionResult",
     "Shell",
     "Text",
+    "Transcript",
     "Write",
-    "load_script",
-    "parse_script",
-    "InstallResult",
-    "Peer",
+    "build_offline_env",
     "default_peers_dir",
     "default_pins_file",
     "install_peer",
     "installed_version",
     "load_pins",
+    "load_script",
+    "load_transcript",
+    "parse_script",
     "peer_argv",
+    "record",
 ]

@@ -42,9 +42,6 @@ from ._wire import dumps
 
 __all__ = ["ModelServer", "RequestRecord"]
 
-_DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
-
-
 class RequestRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One request as the server saw and answered it. Built on the handler thread when the
     response is finished (or the client went away), then published to readers."""
@@ -296,7 +293,7 @@ class ModelServer:
         result: dict[str, Any] = {}
         try:
             result = self._respond(h, h.command, path, query)
-        except _DISCONNECTS + (OSError,):
+        except OSError:  # the client went away (BrokenPipe, ConnectionReset, timeout)
             result.setdefault("kind", "turn")
             result["client_disconnected"] = True
             result.setdefault("status", 0)
@@ -403,7 +400,7 @@ class ModelServer:
                 break
             try:
                 h.wfile.write(data)
-            except _DISCONNECTS + (OSError,):
+            except OSError:
                 # The CLI dropped the stream (interrupt/cancel): stop writing and log it.
                 info["client_disconnected"] = True
                 break
