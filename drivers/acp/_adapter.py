@@ -55,7 +55,7 @@ from runtime.contract import (
 from supervisors import ChildSpec, Scope, Supervisor
 
 from . import _wire as w
-from ._agent import AgentLink, Router, WarningNotice
+from ._agent import AgentLink, Router
 from ._capabilities import base_capabilities, negotiate, with_modes
 from ._config import AcpConfig
 from ._flavor import AcpFlavor
@@ -65,8 +65,8 @@ from ._session import (
     _Interrupt,
     _Open,
     _Respond,
-    _Rollback,
     _SendTurn,
+    WarningNotice,
 )
 
 __all__ = ["AcpAdapter"]

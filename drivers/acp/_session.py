@@ -30,9 +30,7 @@ import msgspec
 from actors import SessionActor, SessionRecord
 from runtime.contract import (
     DECISIONS,
-    OperationTimeout,
     PaddockError,
-    ProcessError,
     ProviderRefs,
     RequestError,
     RequestOpened,
@@ -134,13 +132,6 @@ class _Respond:
     def __init__(self, request_id: str, decision: str) -> None:
         self.request_id = request_id
         self.decision = decision
-
-
-class _Rollback:
-    __slots__ = ("num_turns",)
-
-    def __init__(self, num_turns: int) -> None:
-        self.num_turns = num_turns
 
 
 class _GuardExpired:
@@ -347,10 +338,6 @@ class AcpSessionActor(SessionActor):
         if cls is _ReplayDone:
             self._replaying = False
             return None
-        if cls is _Rollback:
-            if self.tr.in_turn:
-                raise ValidationError("rollback_thread", "a turn is running", thread_id=self.thread_id)
-            return self.forget_turns(message.num_turns)
         return super().on_receive(message)
 
     # helpers -------------------------------------------------------------------------------------
