@@ -103,6 +103,7 @@ class AcpAdapter:
             auto_allow=flavor.auto_allow,
             native_modes={**flavor.native_modes, **config.native_modes},
             cancel_guard=flavor.cancel_guard if config.cancel_guard is None else config.cancel_guard,
+            cancel_timeout=config.cancel_timeout,
             request_timeout=config.request_timeout,
             client_fs=client_fs,
             client_terminal=client_terminal,

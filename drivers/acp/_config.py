@@ -19,6 +19,8 @@ class AcpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
       ``full-access``) or ``plan`` -> the agent's own mode id, on top of the flavor's mapping;
     - ``cancel_guard``: seconds to wait for evidence that a turn started before sending
       ``session/cancel`` (``None``: the flavor's);
+    - ``cancel_timeout``: seconds after ``session/cancel`` before a turn the agent never ends is
+      completed ``interrupted`` by the runtime (with ``runtime.warning`` acp.cancel_unacknowledged);
     - ``start_timeout``: seconds the agent gets to start and answer ``initialize`` and
       ``authenticate`` (a ``start_session`` timeout, when shorter, wins for the first start);
     - ``request_timeout``: seconds to wait for the agent's answer to a control request;
@@ -36,6 +38,7 @@ class AcpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     auth_method: str | None = None
     native_modes: dict[str, str] = {}
     cancel_guard: float | None = None
+    cancel_timeout: float = 30.0
     start_timeout: float = 30.0
     request_timeout: float = 60.0
     terminal_output_limit: int = 1_048_576

@@ -141,6 +141,13 @@ class _GuardExpired:
         self.turn_id = turn_id
 
 
+class _CancelExpired:
+    __slots__ = ("turn_id",)
+
+    def __init__(self, turn_id: str) -> None:
+        self.turn_id = turn_id
+
+
 class _ReplayDone:
     __slots__ = ()
 
@@ -157,6 +164,7 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     auto_allow: Any
     native_modes: dict[str, str]
     cancel_guard: float
+    cancel_timeout: float
     request_timeout: float
     client_fs: bool
     client_terminal: bool
@@ -233,6 +241,7 @@ class AcpSessionActor(SessionActor):
         self._request_seq = 0
         self._cancel_pending = False
         self._guard_timer: threading.Timer | None = None
+        self._cancel_timer: threading.Timer | None = None
         self._replaying = False
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
 
@@ -327,6 +336,8 @@ class AcpSessionActor(SessionActor):
             return self._interrupt(message.turn_id)
         if cls is _Open:
             return self._open()
+        if cls is _CancelExpired:
+            return self._cancel_expired(message.turn_id)
         if cls is _GuardExpired:
             if self._cancel_pending and self.tr.turn_id == message.turn_id:
                 self._send_cancel()
@@ -627,10 +638,30 @@ class AcpSessionActor(SessionActor):
         except Exception:
             pass
 
+    def _cancel_fire(self, turn_id: str) -> None:
+        # Timer thread: only tell.
+        try:
+            self.actor_ref.tell(_CancelExpired(turn_id))
+        except Exception:
+            pass
+
     def _cancel_guard(self) -> None:
-        if self._guard_timer is not None:
-            self._guard_timer.cancel()
-            self._guard_timer = None
+        for timer in (self._guard_timer, self._cancel_timer):
+            if timer is not None:
+                timer.cancel()
+        self._guard_timer = self._cancel_timer = None
+
+    def _cancel_expired(self, turn_id: str) -> None:
+        """The agent never answered the cancelled prompt: end the turn ourselves (its late result
+        and updates are then ignored) rather than leave the host waiting forever."""
+        if self.tr.turn_id != turn_id:
+            return
+        detail = f"the agent did not acknowledge the cancel within {self.settings.cancel_timeout:g} s"
+        events: list = [RuntimeWarningEvent(**self._env(), turn_id=turn_id, code="acp.cancel_unacknowledged", message=detail)]
+        self._resolve_all_pending("cancelled", events)
+        events += self.tr.complete_turn("interrupted", stop_reason=None, error=detail)
+        self.emit(events)
+        self.publish(status="ready", active_turn_id=None)
 
     def _send_cancel(self) -> None:
         self._cancel_pending = False
@@ -643,6 +674,11 @@ class AcpSessionActor(SessionActor):
             link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
         except PaddockError as exc:
             log.debug("session/cancel not sent on thread %s: %s", self.thread_id, exc)
+        if self.settings.cancel_timeout > 0 and self.tr.turn_id is not None:
+            timer = threading.Timer(self.settings.cancel_timeout, self._cancel_fire, args=(self.tr.turn_id,))
+            timer.daemon = True
+            self._cancel_timer = timer
+            timer.start()
 
     # incoming updates and requests ---------------------------------------------------------------
 

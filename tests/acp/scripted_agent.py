@@ -2,7 +2,7 @@
 against the client (``read PATH``, ``term CMD``, ``termlimit N CMD``, ``termhang CMD``,
 ``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result.
 The prompt ``deaf-start`` drops cancels sent in its first 0.3 s, like the agents the cancel guard is
-for."""
+for; ``deaf-forever`` ignores cancels altogether."""
 
 from __future__ import annotations
 
@@ -82,6 +82,14 @@ def chunk(sid: str, text: str) -> None:
         "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
 
 
+def deaf_forever(rid, sid: str) -> None:
+    """Ignore every cancel: stream 16 chunks 0.05 s apart, then end the turn normally."""
+    for i in range(16):
+        chunk(sid, f"d{i} ")
+        readline(0.05)
+    send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+
+
 def deaf_start(rid, sid: str) -> None:
     """Drop any session/cancel that arrives in the first 0.3 s (the bug some agents have), then
     stream 16 chunks 0.05 s apart, honouring a cancel from then on."""
@@ -121,6 +129,9 @@ def main() -> None:
             text = "".join(b.get("text", "") for b in params["prompt"])
             if text == "deaf-start":
                 deaf_start(rid, sid)
+                continue
+            if text == "deaf-forever":
+                deaf_forever(rid, sid)
                 continue
             for cmd in text.splitlines():
                 result = run(sid, cmd.strip())

@@ -150,3 +150,17 @@ def test_agent_that_never_answers_initialize(make):
     with pytest.raises(DriverError, match="initialize"):
         h.adapter.start_session(StartSessionInput(thread_id="t1", cwd=str(h.cwd)), timeout=1.5)
     assert time.monotonic() - t0 < 8
+
+
+def test_unacknowledged_cancel_ends_the_turn_after_cancel_timeout(make):
+    from .conftest import etype
+
+    h = make(driver="acp", binary=sys.executable, args=[AGENT], cancel_timeout=0.2, cancel_guard=0.0)
+    h.start()
+    res = h.send("deaf-forever")
+    h.events_until(lambda e: etype(e) == "content.delta")
+    h.adapter.interrupt_turn("t1")
+    events = h.events_until(lambda e: etype(e) == "turn.completed")
+    assert events[-1].state == "interrupted" and "did not acknowledge" in events[-1].error
+    assert any(etype(e) == "runtime.warning" and e.code == "acp.cancel_unacknowledged" for e in events)
+    assert h.adapter.list_sessions()[0].active_turn_id is None
