@@ -46,3 +46,18 @@ def test_generic_flavor_simple_turn_against_the_sdk_echo_agent(make, echo_agent)
     assert events[-1].state == "completed" and events[-1].stop_reason == "end_turn"
     res2, events2 = h.turn("Again.")
     assert text_of(events2, res2.turn_id) == "Again."
+
+
+def test_generic_flavor_config_keys_with_the_local_agent(make):
+    """The generic flavor runs any command line; fs is not advertised unless configured, and
+    `native_modes` maps runtime/interaction modes onto the agent's own modes."""
+    h = make(driver="acp", binary=sys.executable, args=["-m", "drivers.local"],
+             native_modes={"plan": "plan", "full-access": "default"})
+    assert h.adapter.capabilities().tools.client_fs is False
+    h.start(runtime_mode="full-access", interaction_mode="plan")
+    configured = h.events_until(lambda e: etype(e) == "session.configured" and e.config.get("current_mode") == "plan")
+    assert configured
+    res, events = h.turn("@write direct.txt by the agent itself")
+    done = [e for e in events if etype(e) == "item.completed" and e.kind == "file_change"]
+    assert done[0].status == "completed" and done[0].data["output"]["via"] == "direct"
+    assert (h.cwd / "direct.txt").read_text() == "by the agent itself"
