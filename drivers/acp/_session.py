@@ -298,6 +298,8 @@ class AcpSessionActor(SessionActor):
                 )
             )
             self.publish(status="error", active_turn_id=None, last_error=detail)
+        elif self.tr.native_session_id is None:
+            self.publish(status="stopped")  # never opened (a failed start): nothing to report
         else:
             in_turn = self.tr.in_turn
             self._resolve_all_pending("cancelled", events)
