@@ -11,7 +11,7 @@ from runtime.contract import ACP_DEFAULT_CAPABILITIES, Capabilities
 
 from . import _wire as w
 
-__all__ = ["base_capabilities", "negotiate", "with_modes"]
+__all__ = ["base_capabilities", "negotiate", "plan_mode_id", "with_modes"]
 
 
 def base_capabilities(*, client_fs: bool, client_terminal: bool) -> Capabilities:
@@ -38,10 +38,19 @@ def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
     return msgspec.structs.replace(caps, sessions=sessions)
 
 
-def with_modes(caps: Capabilities, mode_ids: Iterable[str], plan_mode_id: str | None) -> Capabilities:
-    """A session reported its modes: ``planning.plan_mode`` is on when the agent has the mode a
-    plan interaction maps to."""
-    has_plan = (plan_mode_id or "plan") in set(mode_ids)
+def plan_mode_id(mode_ids: Iterable[str], configured: str | None) -> str | None:
+    """The agent's mode implementing the ``plan`` interaction: the configured one when the agent
+    offers it, else a mode named ``plan`` (gemini, qwen, claude-agent-acp) or ending in
+    ``#plan`` (copilot's session-mode URLs)."""
+    ids = list(mode_ids)
+    if configured is not None:
+        return configured if configured in ids else None
+    return next((m for m in ids if m == "plan" or m.endswith("#plan")), None)
+
+
+def with_modes(caps: Capabilities, mode_ids: Iterable[str], configured_plan: str | None) -> Capabilities:
+    """A session reported its modes: ``planning.plan_mode`` is on when one implements ``plan``."""
+    has_plan = plan_mode_id(mode_ids, configured_plan) is not None
     if has_plan == caps.planning.plan_mode:
         return caps
     return msgspec.structs.replace(caps, planning=msgspec.structs.replace(caps.planning, plan_mode=has_plan))

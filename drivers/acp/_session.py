@@ -51,6 +51,7 @@ from runtime.contract import (
 from supervisors import ChildContext
 
 from . import _wire as w
+from ._capabilities import plan_mode_id
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, offered_decisions, outcome_for, request_kind_of_tool
@@ -477,7 +478,7 @@ class AcpSessionActor(SessionActor):
     def _native_mode_for(self, interaction_mode: str) -> str | None:
         modes = self.settings.native_modes
         if interaction_mode == "plan":
-            return modes.get("plan")
+            return plan_mode_id(self.record.extra.get("modes") or (), modes.get("plan")) or modes.get("plan")
         return modes.get(self.start_input.runtime_mode)
 
     def _apply_mode(self, link: Any, interaction_mode: str) -> list:

@@ -163,3 +163,14 @@ def test_command_output_streams_as_deltas(pieces):
     deltas = [e.delta for e in out if T(e) == "content.delta"]
     assert "".join(deltas) == "abcdef" and all(e.stream == "command_output" for e in out if T(e) == "content.delta")
     assert out[-1].text == "abcdef" and out[-1].status == "completed"
+
+
+def test_plan_mode_detection():
+    from drivers.acp._capabilities import plan_mode_id
+
+    assert plan_mode_id(["default", "autoEdit", "yolo", "plan"], None) == "plan"
+    url = "https://agentclientprotocol.com/protocol/session-modes#plan"
+    assert plan_mode_id(["https://agentclientprotocol.com/protocol/session-modes#agent", url], None) == url
+    assert plan_mode_id(["default", "acceptEdits"], None) is None
+    assert plan_mode_id(["default", "architect"], "architect") == "architect"
+    assert plan_mode_id(["default"], "architect") is None
