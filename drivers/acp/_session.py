@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import pykka
 
 from actors import SessionActor, SessionRecord
 from runtime.contract import (
@@ -566,7 +567,11 @@ class AcpSessionActor(SessionActor):
         ref = self.actor_ref
 
         def done(result: Any, error: BaseException | None) -> None:
-            ref.tell(PromptDone(turn_id, result, error))
+            # Reader thread: only tell. The session may have stopped meanwhile.
+            try:
+                ref.tell(PromptDone(turn_id, result, error))
+            except pykka.ActorDeadError:
+                pass
 
         try:
             link.request_async("session/prompt", params, done)
