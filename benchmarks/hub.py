@@ -17,16 +17,19 @@ Prints one JSON document.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 from actors import EventHub
 from runtime.contract import ContentDelta
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import emit  # noqa: E402
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -119,15 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                 paced_total = int(args.paced_rate * args.paced_seconds)
                 results.append(_scenario(log, subscribers, paced_total, args.batch,
                                          args.paced_rate, tmp))
-    doc = {
-        "benchmark": "hub",
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-        "results": results,
-    }
-    json.dump(doc, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    emit({"benchmark": "hub", "results": results})
     return 0
 
 

@@ -44,6 +44,7 @@ class _Stamps:
         original = JsonRpcConnection._on_lines
         if getattr(original, "_bench_wrapped", False):
             return
+        self._original = original
         stamps = self
 
         def on_lines(conn, lines):
@@ -54,6 +55,12 @@ class _Stamps:
 
         on_lines._bench_wrapped = True  # type: ignore[attr-defined]
         JsonRpcConnection._on_lines = on_lines  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        from actors import JsonRpcConnection
+
+        if getattr(JsonRpcConnection._on_lines, "_bench_wrapped", False):
+            JsonRpcConnection._on_lines = self._original  # type: ignore[method-assign]
 
 
 _stamps = _Stamps()
@@ -104,6 +111,7 @@ def run(rate: float, seconds: float, sessions: int, *, event_log: bool, warmup: 
         sub.close()
     finally:
         rt.close()
+        _stamps.uninstall()
     read_at: dict[bytes, float] = {}
     lines_per_batch = []
     for stamp, lines in batches:

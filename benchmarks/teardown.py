@@ -11,15 +11,20 @@ seconds, seconds past the deadline, processes snapshotted and survivors (must be
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
+import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 
 from actors import ProcessActor, ProcessSpec
 from supervisors import ChildSpec, Scope
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import emit  # noqa: E402
 
 SCRIPT = """trap '' TERM
 ( sleep 777 & setsid sleep 888 & sleep 0.05; echo ready; wait ) &
@@ -75,23 +80,21 @@ def main(argv: list[str] | None = None) -> int:
             psutil.Process(pid).kill()
         except psutil.Error:
             pass
-    print(
-        json.dumps(
-            {
-                "benchmark": "teardown",
-                "trees": args.trees,
-                "processes": len(procs),
-                "start_seconds": round(start_seconds, 3),
-                "deadline_seconds": args.deadline,
-                "close_seconds": round(closed - closing, 3),
-                "seconds_past_deadline": round(max(0.0, closed - deadline), 3),
-                "close_cpu_seconds": round(close_cpu, 3),
-                "survivors": len(survivors),
-            }
-        )
+    emit(
+        {
+            "benchmark": "teardown",
+            "trees": args.trees,
+            "processes": len(procs),
+            "start_seconds": round(start_seconds, 3),
+            "deadline_seconds": args.deadline,
+            "close_seconds": round(closed - closing, 3),
+            "seconds_past_deadline": round(max(0.0, closed - deadline), 3),
+            "close_cpu_seconds": round(close_cpu, 3),
+            "survivors": len(survivors),
+        }
     )
     return 0 if not survivors else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,90 @@
+"""Every benchmark runs at a tiny size through ``paddock bench`` and prints one JSON document of
+the documented shape. No timing is asserted: performance is the benchmarks' business."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from runtime.cli import _bench
+
+
+def bench(capsys, name: str, *rest: str) -> dict:
+    code = _bench.run(argparse.Namespace(name=name, json=True, rest=list(rest)))
+    out = capsys.readouterr().out
+    doc = json.loads(out)
+    assert code == 0, doc
+    assert doc["benchmark"] == name
+    assert len(doc["machine"]["load_average"]) == 3
+    return doc
+
+
+def test_the_suite_is_listed(capsys):
+    assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
+    names = capsys.readouterr().out.split()
+    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "hub"):
+        assert name in names
+    assert not any(n.startswith("-") or n.startswith("_") for n in names)
+
+
+def test_throughput_shape(capsys):
+    doc = bench(capsys, "throughput", "--sessions", "2", "--chunks", "200", "--rounds", "1")
+    [r] = doc["per_round"]
+    for key in ("runtime_log_on", "runtime_log_off"):
+        assert r[key]["content_deltas"] == 400
+        assert r[key]["dropped_for_subscriber"] == 0
+        assert r[key]["events_per_s"] > 0 and r[key]["host_cpu_per_100k"] > 0
+    assert r["raw"]["content_lines"] == 400 and r["agent_write"]["lines"] >= 400
+    assert r["ratio_log_on_to_raw"] > 0 and r["ratio_log_off_to_raw"] > 0
+    assert set(doc["meets_targets"]) == {
+        "log_on_events_per_s", "log_off_events_per_s", "cpu_per_100k_log_on", "cpu_per_100k_log_off"
+    }
+
+
+def test_latency_shape(capsys):
+    doc = bench(capsys, "latency", "--rates", "400", "--seconds", "0.5", "--sessions", "2", "--warmup", "0")
+    assert [r["event_log"] for r in doc["results"]] == [True, False]
+    for r in doc["results"]:
+        assert r["completed"] and r["events"] == 200
+        assert r["measured_events"] == 200
+        assert 0 <= r["p50_ms"] <= r["p99_ms"] <= r["max_ms"]
+    assert doc["meets_target"] is None  # no 10k/s run at this size
+
+
+def test_sessions_shape(capsys):
+    doc = bench(capsys, "sessions", "--sessions", "6", "--instances", "2", "--workers", "3")
+    assert doc["live_sessions"] == 6 and doc["turns_completed"] == 6
+    assert doc["survivors"] == 0 and doc["error_count"] == 0
+    assert doc["processes_before_close"] >= 2
+    assert doc["host_rss_peak_mb"] > 0 and doc["host_threads_peak"] > 1
+    assert doc["session_start_p50_ms"] <= doc["session_start_p99_ms"]
+
+
+def test_teardown_shape(capsys):
+    doc = bench(capsys, "teardown", "--trees", "3", "--deadline", "0.5")
+    assert doc["trees"] == 3 and doc["survivors"] == 0 and doc["processes"] >= 3
+
+
+def test_peer_acp_shape(capsys):
+    doc = bench(capsys, "peer-acp", "--sessions", "2", "--chunks", "200")
+    if "skipped" in doc:
+        pytest.skip(doc["skipped"])
+    [r] = doc["per_round"]
+    assert r["sdk"]["chunks"] == 400
+    assert r["paddock_log_off"]["chunks"] == 400 and r["paddock_log_on"]["chunks"] == 400
+    assert doc["summary"]["throughput_ratio_log_off"] > 0
+
+
+def test_peer_claude_says_why_when_not_applicable(capsys):
+    doc = bench(capsys, "peer-claude")
+    assert "skipped" in doc or "results" in doc
+    if "skipped" in doc:
+        assert doc["skipped"]
+
+
+def test_hub_shape(capsys):
+    doc = bench(capsys, "hub", "--events", "2000", "--paced-rate", "4000", "--paced-seconds", "0.2")
+    assert len(doc["results"]) == 8
+    assert all(r["events"] > 0 for r in doc["results"])
