@@ -197,3 +197,38 @@ def test_idle_reaper_stops_and_send_turn_resumes(tmp_path, workspace):
         assert exited is not None and not rt.has_session("t1")
         _, events = run_turn(rt, "t1", "@reply-history")
         assert "1" in text_of(events)
+
+
+def _forget_agent_sessions(state_dir):
+    sessions = list(state_dir.glob("instances/local-a/local-agent/sessions/*"))
+    assert sessions, "the local agent should have kept its session history under its own home"
+    for path in sessions:
+        path.unlink()
+
+
+def test_a_failed_resume_warns_and_starts_fresh(tmp_path, workspace):
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s") as rt:
+        rt.start_session("t1", instance="local-a", cwd=workspace)
+        run_turn(rt, "t1", "@reply remembered")
+    _forget_agent_sessions(tmp_path / "s")
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s") as rt:
+        with rt.subscribe(thread_id="t1", types=["runtime.warning", "session.started"]) as sub:
+            session = rt.start_session("t1", instance="local-a", cwd=workspace)
+            seen = [sub.get(timeout=10), sub.get(timeout=10)]
+        assert not session.resumed
+        started = next(e for e in seen if e.type == "session.started")
+        assert started.resume_failed and not started.resumed
+        assert any(e.type == "runtime.warning" for e in seen)
+        _, events = run_turn(rt, "t1", "@reply-history")
+        assert text_of(events) == "history: 0"
+
+
+def test_resume_require_raises_when_the_resume_fails(tmp_path, workspace):
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s") as rt:
+        rt.start_session("t1", instance="local-a", cwd=workspace)
+        run_turn(rt, "t1", "@reply remembered")
+    _forget_agent_sessions(tmp_path / "s")
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s") as rt:
+        with pytest.raises(SessionClosedError, match="resume was required"):
+            rt.start_session("t1", instance="local-a", cwd=workspace, resume="require")
+        assert not rt.has_session("t1")
