@@ -315,6 +315,13 @@ class AcpSessionActor(SessionActor):
             self.publish(status="stopped", active_turn_id=None)
             if link is not None and self.tr.native_session_id:
                 link.unregister(self.tr.native_session_id)
+                if link.exit_info is None and link.init.agentCapabilities.sessionCapabilities.close is not None:
+                    # The agent process outlives this session: let it free the session's state.
+                    try:
+                        link.request_async("session/close", {"sessionId": self.tr.native_session_id},
+                                           lambda result, error: None)
+                    except PaddockError:
+                        pass
         if self._terminals is not None:
             self._terminals.close(deadline)
         self.emit(events)
