@@ -113,6 +113,8 @@ def main() -> None:
             continue
         if method == "initialize":
             caps = {"sessionCapabilities": {"resume": {}}} if os.environ.get("SCRIPTED_RESUME") else {}
+            if os.environ.get("SCRIPTED_CLOSE_MARK"):
+                caps = {"sessionCapabilities": {"close": {}}}
             send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": caps,
                                                           "authMethods": [{"id": "good", "name": "Good"}]}})
         elif method == "authenticate":
@@ -120,6 +122,10 @@ def main() -> None:
                 send({"jsonrpc": "2.0", "id": rid, "result": {}})
             else:
                 send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "Authentication required"}})
+        elif method == "session/close" and os.environ.get("SCRIPTED_CLOSE_MARK"):
+            with open(os.environ["SCRIPTED_CLOSE_MARK"], "a") as mark:
+                mark.write(params.get("sessionId", "") + "\n")
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "session/resume" and os.environ.get("SCRIPTED_RESUME"):
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "session/new":

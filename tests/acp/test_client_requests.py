@@ -164,3 +164,12 @@ def test_unacknowledged_cancel_ends_the_turn_after_cancel_timeout(make):
     assert events[-1].state == "interrupted" and "did not acknowledge" in events[-1].error
     assert any(etype(e) == "runtime.warning" and e.code == "acp.cancel_unacknowledged" for e in events)
     assert h.adapter.list_sessions()[0].active_turn_id is None
+
+
+def test_stop_closes_the_native_session_when_supported(make, tmp_path):
+    mark = tmp_path / "closed.txt"
+    h = make(driver="acp", binary=sys.executable, args=[AGENT], env={"SCRIPTED_CLOSE_MARK": str(mark)})
+    h.start()
+    h.adapter.stop_session("t1")
+    h.adapter.close(timeout=10)  # the agent reads session/close before its stdin closes
+    assert mark.read_text() == "scripted-1\n"
