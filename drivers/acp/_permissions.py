@@ -3,14 +3,18 @@ option (by option KIND, never by id), and what each runtime mode answers without
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import msgspec
 
 from . import _wire as w
 
 __all__ = [
     "DEFAULT_AUTO_ALLOW",
     "auto_decision",
+    "normalize_options",
     "offered_decisions",
     "outcome_for",
     "request_kind_of_tool",
@@ -38,6 +42,32 @@ _PREFERENCE: Mapping[str, tuple[str, ...]] = {
     "accept_for_session": ("allow_always", "allow_once"),
     "decline": ("reject_once", "reject_always"),
 }
+
+
+_KINDS = frozenset({"allow_once", "allow_always", "reject_once", "reject_always"})
+_NO = frozenset({"reject", "deny", "decline", "refuse", "cancel", "no"})
+_YES = frozenset({"allow", "accept", "approve", "proceed", "yes", "ok"})
+
+
+def normalize_options(options: Sequence[w.PermissionOption]) -> list[w.PermissionOption]:
+    """Options with a usable ``kind``: one that is missing or unknown (the schema requires it,
+    not every agent sends it) is inferred from the option's id and name; an option that says
+    nothing recognisable keeps no kind and is never chosen by a decision."""
+    out = []
+    for option in options:
+        if option.kind in _KINDS:
+            out.append(option)
+            continue
+        words = set(re.split(r"[^a-z]+", f"{option.optionId} {option.name or ''}".lower()))
+        lasting = bool(words & {"always", "session"})
+        if words & _NO:
+            kind = "reject_always" if lasting else "reject_once"
+        elif words & _YES:
+            kind = "allow_always" if lasting else "allow_once"
+        else:
+            kind = None
+        out.append(msgspec.structs.replace(option, kind=kind))
+    return out
 
 
 def request_kind_of_tool(tool_kind: str | None) -> str:

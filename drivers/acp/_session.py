@@ -55,7 +55,7 @@ from . import _wire as w
 from ._capabilities import plan_mode_id
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
-from ._permissions import auto_decision, offered_decisions, outcome_for, request_kind_of_tool
+from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
 from ._translate import Translator, stop_reason_state
 
 __all__ = ["AcpSessionActor", "Incoming", "PromptDone", "Req", "SessionSettings", "WarningNotice", "cursor_for", "session_id_of"]
@@ -747,6 +747,7 @@ class AcpSessionActor(SessionActor):
     def _permission(self, req: Req, events: list) -> None:
         link = self._link or self._get_link()
         p = _permission_decoder.decode(req.params)
+        p = msgspec.structs.replace(p, options=normalize_options(p.options))
         tr = self.tr
         if not tr.in_turn or tr.interrupt_requested:
             link.respond(req.id, {"outcome": {"outcome": "cancelled"}})
