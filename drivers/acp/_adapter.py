@@ -59,15 +59,9 @@ from ._agent import AgentLink, Router
 from ._capabilities import base_capabilities, negotiate, with_modes
 from ._config import AcpConfig
 from ._flavor import AcpFlavor
-from ._session import (
-    AcpSessionActor,
-    SessionSettings,
-    _Interrupt,
-    _Open,
-    _Respond,
-    _SendTurn,
-    WarningNotice,
-)
+from ._messages import Interrupt, Open, Respond, SendTurn, WarningNotice
+from ._session import AcpSessionActor
+from ._settings import SessionSettings
 
 __all__ = ["AcpAdapter"]
 
@@ -349,7 +343,7 @@ class AcpAdapter:
                 pass  # a concurrent restart of the session supervisor already started it
             except pykka.Timeout:
                 raise OperationTimeout("start_session", limit, **self._where, thread_id=thread_id) from None
-            return self._ask(record, _Open(), "start_session", timeout)
+            return self._ask(record, Open(), "start_session", timeout)
         except BaseException as exc:
             with self._lock:
                 self._records.pop(thread_id, None)
@@ -370,13 +364,13 @@ class AcpAdapter:
         if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
             raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
         record = self._record(input.thread_id)
-        return self._ask(record, _SendTurn(input), "send_turn", timeout)
+        return self._ask(record, SendTurn(input), "send_turn", timeout)
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         """Cancel the running turn (``session/cancel``, after the flavor's start-evidence guard).
         Returns once the cancel is under way; the turn then ends ``interrupted``. A no-op when
         no turn (or not ``turn_id``) is running."""
-        self._ask(self._record(thread_id), _Interrupt(turn_id), "interrupt_turn", timeout)
+        self._ask(self._record(thread_id), Interrupt(turn_id), "interrupt_turn", timeout)
 
     def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         raise CapabilityUnsupportedError(
@@ -388,7 +382,7 @@ class AcpAdapter:
         """Answer a ``request.opened`` permission request; the option is chosen by kind
         (accept -> allow_once, accept_for_session -> allow_always, decline -> reject_once,
         cancel -> the cancelled outcome)."""
-        self._ask(self._record(thread_id), _Respond(request_id, decision), "respond_to_request", timeout)
+        self._ask(self._record(thread_id), Respond(request_id, decision), "respond_to_request", timeout)
 
     def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
                               timeout: float | None = None) -> None:

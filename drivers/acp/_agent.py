@@ -20,7 +20,7 @@ from actors import JsonRpcConnection, JsonRpcRequest
 from runtime.contract import OperationTimeout, PaddockError, ProcessError, RequestError
 
 from . import _wire as w
-from ._session import Incoming, Req
+from ._messages import Incoming, Req
 
 __all__ = ["AgentLink", "Router"]
 

@@ -53,143 +53,32 @@ from supervisors import ChildContext
 
 from . import _wire as w
 from ._capabilities import plan_mode_id
+from ._messages import (
+    CancelExpired,
+    GuardExpired,
+    Incoming,
+    Interrupt,
+    Open,
+    PromptDone,
+    ReplayDone,
+    Req,
+    Respond,
+    SendTurn,
+    WarningNotice,
+)
+from ._settings import SessionSettings, cursor_for, session_id_of
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
 from ._translate import Translator, stop_reason_state
 
-__all__ = ["AcpSessionActor", "Incoming", "PromptDone", "Req", "SessionSettings", "WarningNotice", "cursor_for", "session_id_of"]
+__all__ = ["AcpSessionActor"]
 
 log = logging.getLogger(__name__)
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-
-
-# messages ----------------------------------------------------------------------------------------
-
-
-class Req:
-    """An agent request routed to this session (``params`` undecoded)."""
-
-    __slots__ = ("id", "method", "params")
-
-    def __init__(self, id: Any, method: str, params: Any) -> None:
-        self.id = id
-        self.method = method
-        self.params = params
-
-
-class Incoming:
-    """A batch from the reader: decoded updates and :class:`Req`s, in wire order."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-
-class PromptDone:
-    __slots__ = ("turn_id", "result", "error")
-
-    def __init__(self, turn_id: str, result: Any, error: BaseException | None) -> None:
-        self.turn_id = turn_id
-        self.result = result
-        self.error = error
-
-
-class WarningNotice:
-    """A transport warning (malformed or over-long line) broadcast to the process's sessions."""
-
-    __slots__ = ("code", "message", "detail")
-
-    def __init__(self, code: str, message: str, detail: dict[str, Any]) -> None:
-        self.code = code
-        self.message = message
-        self.detail = detail
-
-
-class _Open:
-    __slots__ = ()
-
-
-class _SendTurn:
-    __slots__ = ("input",)
-
-    def __init__(self, input: SendTurnInput) -> None:
-        self.input = input
-
-
-class _Interrupt:
-    __slots__ = ("turn_id",)
-
-    def __init__(self, turn_id: str | None) -> None:
-        self.turn_id = turn_id
-
-
-class _Respond:
-    __slots__ = ("request_id", "decision")
-
-    def __init__(self, request_id: str, decision: str) -> None:
-        self.request_id = request_id
-        self.decision = decision
-
-
-class _GuardExpired:
-    __slots__ = ("turn_id",)
-
-    def __init__(self, turn_id: str) -> None:
-        self.turn_id = turn_id
-
-
-class _CancelExpired:
-    __slots__ = ("turn_id",)
-
-    def __init__(self, turn_id: str) -> None:
-        self.turn_id = turn_id
-
-
-class _ReplayDone:
-    __slots__ = ()
-
-
-# settings ----------------------------------------------------------------------------------------
-
-
-class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """What a session needs from its instance (immutable, shared by all its incarnations)."""
-
-    driver: str
-    instance_id: str
-    cursor_driver: str
-    auto_allow: Any
-    native_modes: dict[str, str]
-    cancel_guard: float
-    cancel_timeout: float
-    request_timeout: float
-    client_fs: bool
-    client_terminal: bool
-    terminal_output_limit: int
-    env: dict[str, str] = {}
-
-
-def cursor_for(driver: str, session_id: str) -> ResumeCursor:
-    return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode({"sessionId": session_id}).decode())
-
-
-class _CursorPayload(msgspec.Struct):
-    sessionId: str
-
-
-def session_id_of(cursor: ResumeCursor, driver: str) -> str:
-    """The native session id in a cursor this driver wrote; raises ValidationError otherwise."""
-    if cursor.driver != driver or cursor.version != 1:
-        raise ValidationError("resume", f"a {cursor.driver!r} v{cursor.version} cursor is not a {driver!r} v1 cursor")
-    try:
-        return msgspec.json.decode(cursor.payload, type=_CursorPayload).sessionId
-    except msgspec.DecodeError as exc:
-        raise ValidationError("resume", f"malformed {driver!r} cursor payload: {exc}") from None
 
 
 class _Pending:
@@ -339,17 +228,17 @@ class AcpSessionActor(SessionActor):
             return self._incoming(message.items)
         if cls is PromptDone:
             return self._prompt_done(message)
-        if cls is _SendTurn:
+        if cls is SendTurn:
             return self._send_turn(message.input)
-        if cls is _Respond:
+        if cls is Respond:
             return self._respond(message.request_id, message.decision)
-        if cls is _Interrupt:
+        if cls is Interrupt:
             return self._interrupt(message.turn_id)
-        if cls is _Open:
+        if cls is Open:
             return self._open()
-        if cls is _CancelExpired:
+        if cls is CancelExpired:
             return self._cancel_expired(message.turn_id)
-        if cls is _GuardExpired:
+        if cls is GuardExpired:
             if self._cancel_pending and self.tr.turn_id == message.turn_id:
                 self._send_cancel()
             return None
@@ -357,7 +246,7 @@ class AcpSessionActor(SessionActor):
             self.emit([RuntimeWarningEvent(**self._env(), turn_id=self.tr.turn_id, code=message.code,
                                            message=message.message, detail=message.detail)])
             return None
-        if cls is _ReplayDone:
+        if cls is ReplayDone:
             self._replaying = False
             return None
         return super().on_receive(message)
@@ -456,7 +345,7 @@ class AcpSessionActor(SessionActor):
             raise
         # The replayed updates were told to us before the answer resolved; this marker queues
         # behind them, so everything before it is history.
-        self.actor_ref.tell(_ReplayDone())
+        self.actor_ref.tell(ReplayDone())
         self.tr.native_session_id = sid
         return _session_result_decoder.decode(raw)
 
@@ -649,14 +538,14 @@ class AcpSessionActor(SessionActor):
     def _guard_fire(self, turn_id: str) -> None:
         # Timer thread: only tell.
         try:
-            self.actor_ref.tell(_GuardExpired(turn_id))
+            self.actor_ref.tell(GuardExpired(turn_id))
         except Exception:
             pass
 
     def _cancel_fire(self, turn_id: str) -> None:
         # Timer thread: only tell.
         try:
-            self.actor_ref.tell(_CancelExpired(turn_id))
+            self.actor_ref.tell(CancelExpired(turn_id))
         except Exception:
             pass
 

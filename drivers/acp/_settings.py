@@ -1,0 +1,46 @@
+"""Session settings shared by every incarnation of a session actor, and the resume cursor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from runtime.contract import ResumeCursor, ValidationError
+
+__all__ = ["SessionSettings", "cursor_for", "session_id_of"]
+
+
+class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What a session needs from its instance (immutable, shared by all its incarnations)."""
+
+    driver: str
+    instance_id: str
+    cursor_driver: str
+    auto_allow: Any
+    native_modes: dict[str, str]
+    cancel_guard: float
+    cancel_timeout: float
+    request_timeout: float
+    client_fs: bool
+    client_terminal: bool
+    terminal_output_limit: int
+    env: dict[str, str] = {}
+
+
+def cursor_for(driver: str, session_id: str) -> ResumeCursor:
+    return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode({"sessionId": session_id}).decode())
+
+
+class _CursorPayload(msgspec.Struct):
+    sessionId: str
+
+
+def session_id_of(cursor: ResumeCursor, driver: str) -> str:
+    """The native session id in a cursor this driver wrote; raises ValidationError otherwise."""
+    if cursor.driver != driver or cursor.version != 1:
+        raise ValidationError("resume", f"a {cursor.driver!r} v{cursor.version} cursor is not a {driver!r} v1 cursor")
+    try:
+        return msgspec.json.decode(cursor.payload, type=_CursorPayload).sessionId
+    except msgspec.DecodeError as exc:
+        raise ValidationError("resume", f"malformed {driver!r} cursor payload: {exc}") from None
