@@ -3,21 +3,14 @@
 ``drivers.acp`` is the shared ACP adapter plus small flavors, ``drivers.local`` the built-in agent,
 ``drivers.testing`` the scripted model server, recorder and replayer. A driver never imports the
 facade (``runtime`` outside ``runtime.contract``) or another driver.
+
+Names load on first use, so that agent programs living under ``drivers`` (``python -m
+drivers.local``) start without importing the runtime.
 """
 
-from ._registry import DriverConfig as DriverConfig
-from ._registry import DriverSpec as DriverSpec
-from ._registry import InstanceContext as InstanceContext
-from ._registry import acp_driver_spec as acp_driver_spec
-from ._registry import resolve_binary as resolve_binary
-from .acp import GENERIC_FLAVOR as _GENERIC_ACP
-from .local import LOCAL_FLAVOR as _LOCAL
+from __future__ import annotations
 
-BUILT_IN_DRIVERS: dict[str, DriverSpec] = {
-    "acp": acp_driver_spec(_GENERIC_ACP),
-    "local": acp_driver_spec(_LOCAL),
-}
-"""Every driver shipped with Paddock, by kind. Adding a driver is one line here."""
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "BUILT_IN_DRIVERS",
@@ -27,3 +20,36 @@ __all__ = [
     "acp_driver_spec",
     "resolve_binary",
 ]
+
+if TYPE_CHECKING:
+    from ._registry import DriverConfig as DriverConfig
+    from ._registry import DriverSpec as DriverSpec
+    from ._registry import InstanceContext as InstanceContext
+    from ._registry import acp_driver_spec as acp_driver_spec
+    from ._registry import resolve_binary as resolve_binary
+
+    BUILT_IN_DRIVERS: dict[str, DriverSpec]
+
+
+def _built_in() -> dict[str, Any]:
+    from ._registry import acp_driver_spec
+    from .acp import GENERIC_FLAVOR
+    from .local import LOCAL_FLAVOR
+
+    # Every driver shipped with Paddock, by kind. Adding a driver is one line here.
+    return {
+        "acp": acp_driver_spec(GENERIC_FLAVOR),
+        "local": acp_driver_spec(LOCAL_FLAVOR),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BUILT_IN_DRIVERS":
+        value = _built_in()
+        globals()[name] = value  # built once
+        return value
+    if name in __all__:
+        from . import _registry
+
+        return getattr(_registry, name)
+    raise AttributeError(f"module 'drivers' has no attribute {name!r}")

@@ -113,6 +113,7 @@ class Runtime:
         self._instances: dict[str, _Instance] = {}
         self._live: dict[str, str] = {}  # thread id -> instance id
         self._last_used: dict[str, float] = {}
+        self._thread_locks: dict[str, threading.Lock] = {}  # serialise start/stop per thread
         for entry in config.instances:
             self._instances[entry.instance_id] = self._prepare(entry)
         self._tracker = self._hub.subscribe(types=("turn.completed", "session.exited", "session.started"))
@@ -596,14 +597,11 @@ class Runtime:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise SessionClosedError("*", "the runtime is closed")
-
-    _thread_locks: dict[str, threading.Lock]
+            raise SessionClosedError(None, "the runtime is closed")
 
     def _thread_lock(self, thread_id: str) -> threading.Lock:
         with self._lock:
-            locks = self.__dict__.setdefault("_thread_locks", {})
-            return locks.setdefault(thread_id, threading.Lock())
+            return self._thread_locks.setdefault(thread_id, threading.Lock())
 
     def _live_adapter(self, thread_id: str, operation: str):
         self._check_open()

@@ -107,7 +107,8 @@ def _terminate_leftovers(agent: int, status: list[int]) -> None:
 def _exit_like(st: int) -> None:
     if os.WIFSIGNALED(st):
         sig = os.WTERMSIG(st)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # their disposition cannot be set (EINVAL)
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     os._exit(os.waitstatus_to_exitcode(st))

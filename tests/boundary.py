@@ -46,8 +46,12 @@ def _layer(module: str) -> str | None:
 
 
 def _driver_of(module: str) -> str | None:
+    """The driver package a module belongs to; ``None`` for the registry (``drivers`` and its
+    private ``drivers._*`` modules), which every driver may use."""
     parts = module.split(".")
-    return ".".join(parts[:2]) if parts[0] == "drivers" and len(parts) > 1 else None
+    if parts[0] != "drivers" or len(parts) < 2 or parts[1].startswith("_"):
+        return None
+    return ".".join(parts[:2])
 
 
 def _module_name(root: Path, path: Path) -> tuple[str, bool]:
@@ -103,7 +107,11 @@ def check_tree(root: Path) -> list[Violation]:
                     violations.append(
                         Violation(rel, line, f"{layer} may not import {full!r} from the higher layer {target_layer}")
                     )
-                src_driver, dst_driver = _driver_of(module), _driver_of(full) or _driver_of(target)
+                if target == "drivers":  # `from drivers import X`: a driver package, or a registry name
+                    dst_driver = f"drivers.{name}" if (root / "drivers" / str(name)).is_dir() else None
+                else:
+                    dst_driver = _driver_of(target)
+                src_driver = _driver_of(module)
                 if (
                     src_driver
                     and dst_driver

@@ -56,6 +56,12 @@ def test_checker_catches_spawning_outside_supervisors_and_actors(tmp_path):
 
 
 def test_checker_catches_one_driver_importing_another(tmp_path):
-    _plant(tmp_path, {"drivers/x/_a.py": "from drivers.acp import flavor\nfrom drivers.codex import y\n"})
+    _plant(
+        tmp_path,
+        {
+            "drivers/x/_a.py": "from drivers.acp import flavor\nfrom drivers.codex import y\n"
+            "from drivers._registry import DriverSpec\nfrom drivers import InstanceContext\n",
+        },
+    )
     [v] = check_tree(tmp_path)
     assert "driver drivers.x may not import another driver: 'drivers.codex.y'" in str(v)

@@ -1,6 +1,23 @@
-"""The built-in local agent (`python -m drivers.local`) and its ACP flavor."""
+"""The built-in local agent (`python -m drivers.local`) and its ACP flavor.
 
-from ._flavor import LOCAL_FLAVOR as LOCAL_FLAVOR
-from ._flavor import LocalConfig as LocalConfig
+The flavor is loaded on first use, so that the agent program (``drivers.local.agent``) starts
+without importing the runtime's actors, pykka or psutil.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["LOCAL_FLAVOR", "LocalConfig"]
+
+if TYPE_CHECKING:
+    from ._flavor import LOCAL_FLAVOR as LOCAL_FLAVOR
+    from ._flavor import LocalConfig as LocalConfig
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import _flavor
+
+        return getattr(_flavor, name)
+    raise AttributeError(f"module 'drivers.local' has no attribute {name!r}")

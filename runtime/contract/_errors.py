@@ -98,11 +98,15 @@ class SessionNotFoundError(PaddockError):
 
 
 class SessionClosedError(PaddockError):
-    """Raised when an operation targets a session that has stopped or exited."""
+    """Raised when an operation targets a session that has stopped or exited, or a runtime that
+    was closed (``thread_id`` ``None``)."""
 
-    def __init__(self, thread_id: str, detail: str | None = None, **where: str | None) -> None:
+    def __init__(self, thread_id: str | None, detail: str | None = None, **where: str | None) -> None:
         where.setdefault("thread_id", thread_id)
         self.detail = detail
+        if thread_id is None:
+            super().__init__(f"{detail or 'closed'}; open a new runtime to continue", **where)
+            return
         text = f"The session of thread {thread_id!r} is closed"
         text += f" ({detail})" if detail else ""
         super().__init__(text + "; start it again to continue", **where)

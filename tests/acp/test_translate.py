@@ -15,7 +15,7 @@ def T(ev) -> str:
     return type(ev).__struct_config__.tag
 
 
-RECORDINGS = Path("/work/shared/protocols/recordings")
+RECORDINGS = Path(__file__).resolve().parents[3] / "shared" / "protocols" / "recordings"  # beside the clone
 TRANSCRIPTS = sorted(RECORDINGS.glob("acp-*-transcript.jsonl")) if RECORDINGS.is_dir() else []
 
 

@@ -232,3 +232,13 @@ def test_resume_require_raises_when_the_resume_fails(tmp_path, workspace):
         with pytest.raises(SessionClosedError, match="resume was required"):
             rt.start_session("t1", instance="local-a", cwd=workspace, resume="require")
         assert not rt.has_session("t1")
+
+
+def test_a_closed_runtime_refuses_calls(tmp_path, workspace):
+    rt = Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s")
+    rt.close()
+    rt.close()  # idempotent
+    with pytest.raises(SessionClosedError, match="runtime is closed; open a new runtime"):
+        rt.start_session("t1", instance="local-a", cwd=workspace)
+    with pytest.raises(SessionClosedError, match="runtime is closed"):
+        rt.subscribe()
