@@ -1,0 +1,415 @@
+"""ClaudeAdapter: one ``claude`` driver instance (the ProviderAdapter the runtime talks to).
+
+Supervision tree (ARCHITECTURE.md), the root built lazily by the first ``start_session``::
+
+    InstanceSupervisor[<instance>]          one_for_one (Scope)
+    └── SessionScope[<thread>]              one_for_all, temporary: one per live session
+        ├── process: ProcessActor[claude]   temporary; "started" once it answered `initialize`
+        └── session: ClaudeSessionActor     temporary
+
+One CLI process per session. Neither child is restarted: when the process dies the session
+reports it (failed turn, expired requests, ``session.exited`` with exit code and stderr tail) and
+the host starts the thread again, which resumes it from the cursor (``--resume``).
+
+Thread: every public method is thread-safe and blocks the caller at most ``timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from typing import Any
+
+import pykka
+
+from actors import ProcessActor, ProcessSpec, SessionRecord
+from runtime.contract import (
+    INTERACTION_MODES,
+    MAX_PROMPT_CHARS,
+    RUNTIME_MODES,
+    Capabilities,
+    CapabilityUnsupportedError,
+    DriverError,
+    OperationTimeout,
+    PaddockError,
+    ProcessError,
+    RequestError,
+    SendTurnInput,
+    Session,
+    SessionClosedError,
+    SessionNotFoundError,
+    StartSessionInput,
+    ThreadSnapshot,
+    TokenUsage,
+    TurnStartResult,
+    ValidationError,
+)
+from supervisors import ChildSpec, Scope, Supervisor
+
+from ._capabilities import CLAUDE_CAPABILITIES
+from ._config import DEFAULT_PERMISSION_MODES, ClaudeConfig
+from ._link import ProcessLink
+from ._session import ClaudeSessionActor, Interrupt, Open, Respond, SendTurn, SessionSettings, session_id_of
+
+__all__ = ["ClaudeAdapter", "build_argv"]
+
+DRIVER = "claude"
+
+
+def build_argv(binary: str, config: ClaudeConfig, *, permission_mode: str, model: str | None,
+               session_id: str, resume: bool) -> list[str]:
+    """The CLI command line (claude-stream-json.md section 1; ids as ``--flag=value``)."""
+    argv = [binary, *config.args, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+            "--include-partial-messages", "--permission-prompt-tool", "stdio", "--permission-mode", permission_mode]
+    if permission_mode == "bypassPermissions":
+        argv.append("--allow-dangerously-skip-permissions")
+    if model:
+        argv.append(f"--model={model}")
+    argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
+    if config.max_turns is not None:
+        argv += ["--max-turns", str(config.max_turns)]
+    if config.system_prompt is not None:
+        argv += ["--system-prompt", config.system_prompt]
+    if config.append_system_prompt is not None:
+        argv += ["--append-system-prompt", config.append_system_prompt]
+    return argv
+
+
+class ClaudeAdapter:
+    """One ``claude`` instance. Build it with the registry's ``DriverSpec.create``."""
+
+    def __init__(self, ctx: Any) -> None:
+        """``ctx`` is the instance's ``drivers.InstanceContext``."""
+        self._ctx = ctx
+        self._config: ClaudeConfig = ctx.config
+        self.instance_id = ctx.instance_id
+        self.driver = DRIVER
+        self._modes = {**DEFAULT_PERMISSION_MODES, **self._config.permission_modes}
+        self._settings = SessionSettings(
+            driver=DRIVER, instance_id=ctx.instance_id, request_timeout=self._config.request_timeout,
+            interrupt_timeout=self._config.interrupt_timeout, permission_modes=self._modes,
+        )
+        self._lock = threading.RLock()
+        self._start_lock = threading.Lock()
+        self._scope: Scope | None = None
+        self._records: dict[str, SessionRecord] = {}
+        self._stopped: dict[str, ThreadSnapshot] = {}
+        self._usage: dict[str, TokenUsage] = {}
+        self._closed = False
+        self._where = {"driver": DRIVER, "instance_id": ctx.instance_id}
+
+    def capabilities(self) -> Capabilities:
+        return CLAUDE_CAPABILITIES
+
+    # the supervision tree ------------------------------------------------------------------------
+
+    def _ensure_scope(self) -> Scope:
+        with self._start_lock:
+            if self._closed:
+                raise DriverError(DRIVER, self.instance_id, "the instance is closed")
+            scope = self._scope
+            if scope is not None and scope.exit_reason is None:
+                return scope
+            scope = Scope([], name=f"instance:{self.instance_id}", strategy="one_for_one", max_restarts=3, period=60.0)
+            scope.start()
+            self._scope = scope
+            return scope
+
+    def _binary(self) -> str:
+        from drivers._registry import resolve_binary
+
+        path, reason = resolve_binary(self._config.binary, self._ctx.env)
+        if path is None:
+            raise DriverError(DRIVER, self.instance_id, f"cannot start Claude Code: {reason}")
+        return path
+
+    def _env(self) -> dict[str, str]:
+        env = dict(self._ctx.env)
+        env.pop("CLAUDECODE", None)  # set inside a Claude Code shell; the child must not see it
+        env.setdefault("CLAUDE_CONFIG_DIR", os.path.join(self._ctx.home, "claude"))
+        os.makedirs(env["CLAUDE_CONFIG_DIR"], exist_ok=True)
+        return env
+
+    def _session_scope_spec(self, record: SessionRecord, argv: list[str], env: dict[str, str]) -> ChildSpec:
+        thread_id = record.session.thread_id
+        config = self._config
+        link = ProcessLink(f"paddock_init_{uuid.uuid4().hex[:8]}")
+        record.extra["link"] = link
+        spec = ProcessSpec(
+            argv=tuple(argv), env=env, cwd=record.session.cwd, name=f"{self.instance_id}:{thread_id}:claude",
+            owner=self.instance_id, lease_dir=self._ctx.state_dir, shutdown_timeout=config.shutdown_timeout,
+        )
+
+        def start_process(cctx: Any) -> Any:
+            # Session scope supervisor thread: spawn, then `initialize`; the child counts as
+            # started only once the CLI answered (readiness is that answer, not system/init).
+            handle = ProcessActor.open(spec, on_lines=link.on_lines, on_exit=link.on_exit,
+                                       on_warning=link.on_warning, context=cctx, timeout=config.start_timeout)
+            link.handle = handle
+            try:
+                handle.write_lines([
+                    b'{"type":"control_request","request_id":"%s","request":{"subtype":"initialize","hooks":null}}'
+                    % link.init_request_id.encode()
+                ], timeout=config.start_timeout)
+                if not link.init_done.wait(config.start_timeout):
+                    raise ProcessError(f"Claude Code did not answer initialize within {config.start_timeout:g} s",
+                                       stderr_tail=handle.stderr_tail()[-2048:])
+                if link.init_response is None:
+                    info = handle.wait(2.0)
+                    raise (info.error("Claude Code exited before answering initialize") if info is not None
+                           else ProcessError("Claude Code exited before answering initialize"))
+                if link.init_response.get("subtype") != "success":
+                    raise ProcessError(f"Claude Code refused initialize: {link.init_response.get('error')}",
+                                       stderr_tail=handle.stderr_tail()[-2048:])
+            except BaseException:
+                handle.terminate(2.0)
+                raise
+            return handle.actor_ref
+
+        emitter = record.extra["emitter"]
+        settings = self._settings
+
+        def start_session(cctx: Any) -> Any:
+            return ClaudeSessionActor.start(record, emitter, link, settings, context=cctx)
+
+        def start_scope(cctx: Any) -> Any:
+            return Supervisor.start(
+                [
+                    ChildSpec(id="process", start=start_process, restart="temporary",
+                              shutdown=config.shutdown_timeout + 2.0, start_timeout=config.start_timeout + 5.0),
+                    ChildSpec(id="session", start=start_session, restart="temporary", shutdown=5.0),
+                ],
+                strategy="one_for_all", name=f"session:{self.instance_id}:{thread_id}", context=cctx,
+            )
+
+        return ChildSpec(id=thread_id, start=start_scope, restart="temporary",
+                         shutdown=config.shutdown_timeout + 10.0, start_timeout=config.start_timeout + 10.0)
+
+    # routing helpers -----------------------------------------------------------------------------
+
+    def _record(self, thread_id: str) -> SessionRecord:
+        record = self._records.get(thread_id)
+        if record is None or record.closed:
+            if record is not None or thread_id in self._stopped:
+                raise SessionClosedError(thread_id, **self._where)
+            raise SessionNotFoundError(thread_id, **self._where)
+        return record
+
+    def _ask(self, record: SessionRecord, message: Any, operation: str, timeout: float | None) -> Any:
+        thread_id = record.session.thread_id
+        limit = timeout if timeout is not None else self._config.request_timeout + 5.0
+        ref = record.ref
+        if ref is None or not ref.is_alive():
+            raise SessionClosedError(thread_id, **self._where)
+        try:
+            return ref.ask(message, timeout=limit)
+        except pykka.Timeout:
+            raise OperationTimeout(operation, limit, **self._where, thread_id=thread_id) from None
+        except pykka.ActorDeadError:
+            raise SessionClosedError(thread_id, **self._where) from None
+
+    def _terminate(self, thread_id: str, timeout: float) -> None:
+        scope = self._scope
+        if scope is None or scope.exit_reason is not None:
+            return
+        try:
+            scope.terminate_child(thread_id, timeout=timeout)
+        except (pykka.ActorDeadError, pykka.Timeout, PaddockError):
+            pass
+
+    # ProviderAdapter -----------------------------------------------------------------------------
+
+    def start_session(self, input: StartSessionInput, *, timeout: float | None = None) -> Session:
+        """Spawn the thread's CLI process and answer once it is ready (``initialize`` answered).
+        With ``input.resume_cursor`` the process starts with ``--resume``; when that fails a
+        fresh session starts and says so (``session.started(resume_failed=True)`` plus
+        ``runtime.warning`` claude.resume_failed). Returns the live session unchanged when the
+        thread already has one."""
+        thread_id = input.thread_id
+        if input.runtime_mode not in RUNTIME_MODES:
+            raise ValidationError("start_session", f"unknown runtime mode {input.runtime_mode!r}", **self._where)
+        if input.interaction_mode not in INTERACTION_MODES:
+            raise ValidationError("start_session", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+        if not os.path.isabs(input.cwd) or not os.path.isdir(input.cwd):
+            raise ValidationError("start_session", f"cwd {input.cwd!r} is not an existing absolute directory", **self._where)
+        resume_id = None
+        usage = self._usage.get(thread_id)
+        if input.resume_cursor is not None:
+            resume_id, cursor_usage = session_id_of(input.resume_cursor, DRIVER)
+            if cursor_usage is not None and (usage is None or (cursor_usage.total_tokens or 0) > (usage.total_tokens or 0)):
+                usage = cursor_usage
+        with self._lock:
+            existing = self._records.get(thread_id)
+            if existing is not None and not existing.closed:
+                return existing.session
+        deadline = time.monotonic() + (timeout if timeout is not None else self._config.start_timeout + 15.0)
+        scope = self._ensure_scope()
+        self._terminate(thread_id, 10.0)  # a session that ended on its own (process died)
+        binary = self._binary()
+        env = self._env()
+        if resume_id is not None:
+            try:
+                return self._start(scope, input, binary, env, resume_id, True, usage, deadline, None)
+            except (ProcessError, DriverError) as exc:
+                detail = f"resume of session {resume_id} failed, started a new session: {exc}"
+                return self._start(scope, input, binary, env, str(uuid.uuid4()), False, usage, deadline, detail)
+        return self._start(scope, input, binary, env, str(uuid.uuid4()), False, usage, deadline, None)
+
+    def _start(self, scope: Scope, input: StartSessionInput, binary: str, env: dict[str, str], session_id: str,
+               resume: bool, usage: TokenUsage | None, deadline: float, resume_detail: str | None) -> Session:
+        thread_id = input.thread_id
+        mode_key = "plan" if input.interaction_mode == "plan" else input.runtime_mode
+        permission_mode = self._modes[mode_key]
+        auto_allow = input.runtime_mode == "full-access"
+        if permission_mode == "bypassPermissions" and hasattr(os, "geteuid") and os.geteuid() == 0 \
+                and env.get("IS_SANDBOX") != "1":
+            # Protocol fact: bypassPermissions is refused as root unless IS_SANDBOX=1; fall back to
+            # the default mode and allow every ask ourselves.
+            permission_mode = self._modes["approval-required"]
+        model = input.model or self._config.model
+        argv = build_argv(binary, self._config, permission_mode=permission_mode, model=model,
+                          session_id=session_id, resume=resume)
+        now = time.time()
+        record = SessionRecord(Session(
+            thread_id=thread_id, instance_id=self.instance_id, driver=DRIVER, status="starting", cwd=input.cwd,
+            runtime_mode=input.runtime_mode, interaction_mode=input.interaction_mode, model=model,
+            created_at=now, updated_at=now,
+        ))
+        record.extra.update(
+            input=input if input.model == model else _with_model(input, model), session_id=session_id,
+            resumed=resume, resume_failed=resume_detail is not None, resume_detail=resume_detail,
+            permission_mode=permission_mode, auto_allow=auto_allow, usage=usage,
+            emitter=self._ctx.hub.emitter(DRIVER, self.instance_id, thread_id),
+        )
+        with self._lock:
+            self._records[thread_id] = record
+            self._stopped.pop(thread_id, None)
+        spec = self._session_scope_spec(record, argv, env)
+        try:
+            try:
+                scope.start_child(spec, timeout=max(0.1, deadline - time.monotonic()))
+            except pykka.Timeout:
+                raise OperationTimeout("start_session", self._config.start_timeout, **self._where,
+                                       thread_id=thread_id) from None
+            return self._ask(record, Open(), "start_session", max(0.1, deadline - time.monotonic()))
+        except BaseException as exc:
+            with self._lock:
+                if self._records.get(thread_id) is record:
+                    self._records.pop(thread_id, None)
+            record.closed = True
+            self._terminate(thread_id, 5.0)
+            if isinstance(exc, ProcessError):
+                raise DriverError(DRIVER, self.instance_id, f"could not start Claude Code: {exc}",
+                                  thread_id=thread_id) from None
+            if isinstance(exc, PaddockError):
+                raise
+            raise DriverError(DRIVER, self.instance_id, f"start_session failed: {exc!r}", thread_id=thread_id) from exc
+
+    def send_turn(self, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
+        """Write the user message and return once it is written (``turn.started`` first); the
+        turn's progress and its one ``turn.completed`` arrive as events. Raises ValidationError
+        while a turn is running."""
+        if not input.text.strip():
+            raise ValidationError("send_turn", "the prompt is empty", **self._where, thread_id=input.thread_id)
+        if len(input.text) > MAX_PROMPT_CHARS:
+            raise ValidationError("send_turn", f"the prompt has {len(input.text)} characters (limit {MAX_PROMPT_CHARS})",
+                                  **self._where, thread_id=input.thread_id)
+        if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
+            raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+        return self._ask(self._record(input.thread_id), SendTurn(input), "send_turn", timeout)
+
+    def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
+        """Send ``interrupt``; ``turn.aborted`` follows at once and the turn ends ``interrupted``.
+        A no-op when no turn (or not ``turn_id``) is running."""
+        self._ask(self._record(thread_id), Interrupt(turn_id), "interrupt_turn", timeout)
+
+    def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
+        raise CapabilityUnsupportedError("turns.steer", "the claude driver cannot add input to a running turn; "
+                                         "interrupt it and send a new one", **self._where, thread_id=thread_id)
+
+    def respond_to_request(self, thread_id: str, request_id: str, decision: str, *, timeout: float | None = None) -> None:
+        """Answer a ``can_use_tool`` request: accept -> allow, accept_for_session -> allow with the
+        CLI's permission suggestions, decline -> deny, cancel -> deny and interrupt."""
+        self._ask(self._record(thread_id), Respond(request_id, decision), "respond_to_request", timeout)
+
+    def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
+                              timeout: float | None = None) -> None:
+        self._record(thread_id)
+        raise RequestError("respond_to_user_input", None, f"no open user-input request {request_id!r}",
+                           **self._where, thread_id=thread_id)
+
+    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
+        """Stop the session: a running turn is cancelled, open requests are cancelled,
+        ``session.exited(reason="stopped")`` is emitted, then the CLI's stdin is closed (SIGTERM,
+        then SIGKILL at the deadline). The session can be resumed later from its cursor."""
+        with self._lock:
+            record = self._records.get(thread_id)
+            if record is None:
+                if thread_id in self._stopped:
+                    raise SessionClosedError(thread_id, **self._where)
+                raise SessionNotFoundError(thread_id, **self._where)
+            self._records.pop(thread_id, None)
+            self._stopped[thread_id] = record.thread
+        self._terminate(thread_id, timeout if timeout is not None else self._config.shutdown_timeout + 10.0)
+        self._remember(record)
+
+    def _remember(self, record: SessionRecord) -> None:
+        with self._lock:
+            self._stopped[record.session.thread_id] = record.thread
+            usage = record.extra.get("usage")
+            if usage is not None:
+                self._usage[record.session.thread_id] = usage
+
+    def stop_all(self, *, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout if timeout is not None else 15.0)
+        for thread_id in list(self._records):
+            try:
+                self.stop_session(thread_id, timeout=max(0.1, deadline - time.monotonic()))
+            except (SessionNotFoundError, SessionClosedError):
+                pass
+
+    def list_sessions(self) -> list[Session]:
+        return [r.session for r in list(self._records.values()) if not r.closed]
+
+    def has_session(self, thread_id: str) -> bool:
+        record = self._records.get(thread_id)
+        return record is not None and not record.closed
+
+    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
+        """The turns this instance saw on the thread (also after the session stopped)."""
+        record = self._records.get(thread_id)
+        if record is not None:
+            return record.thread
+        if thread_id in self._stopped:
+            return self._stopped[thread_id]
+        raise SessionNotFoundError(thread_id, **self._where)
+
+    def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
+        raise CapabilityUnsupportedError("threads.rollback", "Claude Code stream-json has no request to drop turns",
+                                         **self._where, thread_id=thread_id)
+
+    def close(self, *, timeout: float = 10.0) -> None:
+        """Stop every session (each emits ``session.exited``), then their processes. Afterwards no
+        process of the instance is alive. Idempotent."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._closed = True
+            scope, self._scope = self._scope, None
+            records = list(self._records.values())
+            self._records.clear()
+        if scope is not None:
+            scope.close(deadline)
+        for record in records:
+            record.closed = True
+            self._remember(record)
+
+    def __repr__(self) -> str:
+        return f"<ClaudeAdapter {self.instance_id}>"
+
+
+def _with_model(input: StartSessionInput, model: str | None) -> StartSessionInput:
+    import msgspec
+
+    return msgspec.structs.replace(input, model=model)

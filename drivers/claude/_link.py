@@ -1,0 +1,120 @@
+"""The link between one CLI process and its session actor: decoded stdout batches, the
+``initialize`` handshake, the exit notice."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import msgspec
+
+__all__ = ["Exited", "Lines", "ProcessLink", "TransportWarning"]
+
+_decode = msgspec.json.Decoder().decode
+
+
+class Lines:
+    """A batch of decoded stdout messages (dicts), in order, and the number of skipped lines."""
+
+    __slots__ = ("messages", "skipped")
+
+    def __init__(self, messages: list[dict[str, Any]], skipped: list[bytes]) -> None:
+        self.messages = messages
+        self.skipped = skipped
+
+
+class Exited:
+    """The CLI process ended (``info`` is an ``actors.ExitInfo``)."""
+
+    __slots__ = ("info",)
+
+    def __init__(self, info: Any) -> None:
+        self.info = info
+
+
+class TransportWarning:
+    __slots__ = ("code", "message", "detail")
+
+    def __init__(self, code: str, message: str, detail: dict[str, Any]) -> None:
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+
+class ProcessLink:
+    """Owned by one session incarnation. The process's reader and exit-watcher threads call
+    :meth:`on_lines`, :meth:`on_exit` and :meth:`on_warning`; they decode and ``tell`` the
+    session actor once per batch. Until the actor :meth:`attach`\\ es, batches are buffered (in
+    order). The ``initialize`` control response is taken out of the stream and stored in
+    :attr:`init_response` (then :attr:`init_done` is set; it is also set when the process exits
+    first). Thread-safe."""
+
+    def __init__(self, init_request_id: str) -> None:
+        self.init_request_id = init_request_id
+        self.init_done = threading.Event()
+        self.init_response: dict[str, Any] | None = None
+        self.handle: Any = None  # actors.ProcessHandle, set by the process child's start factory
+        self.exit_info: Any = None
+        self._lock = threading.Lock()
+        self._ref: Any = None
+        self._buffer: list[Any] = []
+
+    # reader thread ---------------------------------------------------------------------------
+
+    def on_lines(self, lines: list[bytes]) -> None:
+        messages: list[dict[str, Any]] = []
+        skipped: list[bytes] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                msg = _decode(line)
+            except msgspec.DecodeError:
+                # Protocol fact: the CLI may print non-JSON lines on stdout; skip them.
+                skipped.append(line[:200])
+                continue
+            if not isinstance(msg, dict):
+                skipped.append(line[:200])
+                continue
+            if (
+                self.init_response is None
+                and msg.get("type") == "control_response"
+                and isinstance(msg.get("response"), dict)
+                and msg["response"].get("request_id") == self.init_request_id
+            ):
+                self.init_response = msg["response"]
+                self.init_done.set()
+                continue
+            messages.append(msg)
+        if messages or skipped:
+            self._deliver(Lines(messages, skipped))
+
+    def on_warning(self, code: str, message: str, detail: dict[str, Any]) -> None:
+        self._deliver(TransportWarning(code, message, detail))
+
+    # exit watcher thread ---------------------------------------------------------------------
+
+    def on_exit(self, info: Any) -> None:
+        self.exit_info = info
+        self.init_done.set()
+        self._deliver(Exited(info))
+
+    # session actor thread --------------------------------------------------------------------
+
+    def attach(self, ref: Any) -> None:
+        with self._lock:
+            self._ref = ref
+            pending, self._buffer = self._buffer, []
+            for message in pending:
+                ref.tell(message)
+
+    def _deliver(self, message: Any) -> None:
+        with self._lock:
+            ref = self._ref
+            if ref is None:
+                self._buffer.append(message)
+                return
+            try:
+                ref.tell(message)
+            except Exception:  # the session actor is gone: nothing left to tell
+                pass

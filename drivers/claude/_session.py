@@ -1,0 +1,783 @@
+"""ClaudeSessionActor: one Claude Code session (one host thread) on its own CLI process.
+
+Thread: every method runs on the actor's own thread. The process's reader thread only ``tell``s
+it decoded stdout batches (:class:`Lines`), the exit watcher the exit (:class:`Exited`); host
+operations arrive as ``ask`` messages from the adapter, with the caller's timeout.
+
+Translation (stream-json -> canonical events), per turn:
+- ``stream_event`` ``content_block_start`` text/thinking -> ``item.started``
+  (assistant_message/reasoning), ``text_delta``/``thinking_delta`` -> ``content.delta``; the
+  ``assistant`` line carrying the whole block -> ``item.completed`` with its text;
+- ``assistant`` ``tool_use`` -> ``item.started`` (kind from the tool name), the ``user``
+  ``tool_result`` -> ``item.completed`` (``failed`` when ``is_error``, ``declined`` when the host
+  declined it);
+- ``control_request can_use_tool`` -> ``request.opened``; the decision goes back as
+  ``control_response`` allow (+ ``updatedInput``) or deny;
+- ``result`` -> ``thread.token-usage.updated`` + ``turn.completed``; it is the only end of a turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from actors import SessionActor, SessionRecord
+from runtime.contract import (
+    DECISIONS,
+    ContentDelta,
+    ItemCompleted,
+    ItemStarted,
+    PaddockError,
+    ProviderRefs,
+    RequestError,
+    RequestOpened,
+    RequestResolved,
+    ResumeCursor,
+    RuntimeWarningEvent,
+    SendTurnInput,
+    Session,
+    SessionClosedError,
+    SessionConfigured,
+    SessionExited,
+    SessionStarted,
+    ThreadTokenUsageUpdated,
+    TokenUsage,
+    TurnAborted,
+    TurnCompleted,
+    TurnStarted,
+    TurnStartResult,
+    ValidationError,
+)
+from supervisors import ChildContext
+
+from ._link import Exited, Lines, ProcessLink, TransportWarning
+
+__all__ = [
+    "ClaudeSessionActor",
+    "Interrupt",
+    "InterruptExpired",
+    "Open",
+    "Respond",
+    "SendTurn",
+    "SessionSettings",
+    "cursor_for",
+    "item_kind_of_tool",
+    "session_id_of",
+]
+
+log = logging.getLogger(__name__)
+
+CURSOR_VERSION = 1
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings:
+    driver: str
+    instance_id: str
+    request_timeout: float
+    interrupt_timeout: float
+    permission_modes: dict[str, str]
+
+
+# messages --------------------------------------------------------------------------------------
+
+
+class Open:
+    pass
+
+
+@dataclass(frozen=True)
+class SendTurn:
+    input: SendTurnInput
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    turn_id: str | None
+
+
+@dataclass(frozen=True)
+class Respond:
+    request_id: str
+    decision: str
+
+
+@dataclass(frozen=True)
+class InterruptExpired:
+    turn_id: str
+
+
+# cursor and tool helpers -----------------------------------------------------------------------
+
+
+def cursor_for(driver: str, session_id: str, usage: TokenUsage | None = None) -> ResumeCursor:
+    """The resume cursor: ``{"session_id": ..., "usage": <cumulative TokenUsage>}`` (usage keeps
+    the thread's token count monotonic across processes)."""
+    payload: dict[str, Any] = {"session_id": session_id}
+    if usage is not None:
+        payload["usage"] = msgspec.to_builtins(usage)
+    return ResumeCursor(driver=driver, version=CURSOR_VERSION, payload=_encode(payload).decode())
+
+
+def session_id_of(cursor: ResumeCursor, driver: str) -> tuple[str, TokenUsage | None]:
+    """Decode a cursor made by :func:`cursor_for`; raises ValidationError when it is not ours."""
+    if cursor.driver != driver or cursor.version != CURSOR_VERSION:
+        raise ValidationError("start_session", f"resume cursor of {cursor.driver!r} v{cursor.version} "
+                                               f"is not a {driver!r} v{CURSOR_VERSION} cursor")
+    try:
+        data = msgspec.json.decode(cursor.payload)
+        sid = data["session_id"]
+        usage = msgspec.convert(data["usage"], TokenUsage) if data.get("usage") else None
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError) as exc:
+        raise ValidationError("start_session", f"malformed resume cursor: {exc}") from None
+    if not isinstance(sid, str) or not sid:
+        raise ValidationError("start_session", "the resume cursor has no session id")
+    return sid, usage
+
+
+_TOOL_KINDS = {
+    "Bash": "command", "BashOutput": "command", "KillShell": "command", "KillBash": "command",
+    "Write": "file_change", "Edit": "file_change", "MultiEdit": "file_change", "NotebookEdit": "file_change",
+    "Read": "file_read", "NotebookRead": "file_read",
+    "Glob": "search", "Grep": "search", "LS": "search",
+    "WebSearch": "web_search", "WebFetch": "web_search",
+}
+_REQUEST_KINDS = {"command": "command", "file_change": "file_change", "file_read": "file_read"}
+
+
+def item_kind_of_tool(name: str) -> str:
+    """Canonical item kind of a Claude Code tool (Bash -> command, Write/Edit -> file_change, ...)."""
+    if name.startswith("mcp__"):
+        return "mcp_tool_call"
+    return _TOOL_KINDS.get(name, "tool_call")
+
+
+def _tool_title(name: str, inp: dict[str, Any]) -> str:
+    for key in ("command", "file_path", "notebook_path", "pattern", "url", "query", "description"):
+        value = inp.get(key)
+        if isinstance(value, str) and value:
+            return value if key != "description" else f"{name}: {value}"
+    return name
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+class _Item:
+    __slots__ = ("item_id", "kind", "text", "streamed", "native")
+
+    def __init__(self, item_id: str, kind: str, native: str | None) -> None:
+        self.item_id = item_id
+        self.kind = kind
+        self.text: list[str] = []
+        self.streamed = False
+        self.native = native
+
+
+class _Pending:
+    __slots__ = ("native_id", "input", "suggestions", "tool_use_id")
+
+    def __init__(self, native_id: str, inp: dict[str, Any], suggestions: list[Any], tool_use_id: str | None) -> None:
+        self.native_id = native_id
+        self.input = inp
+        self.suggestions = suggestions
+        self.tool_use_id = tool_use_id
+
+
+class ClaudeSessionActor(SessionActor):
+    """One Claude Code session on one CLI process (see the module docstring).
+
+    ``record.extra`` holds: ``input`` (the StartSessionInput), ``session_id``, ``resumed``,
+    ``resume_failed``/``resume_detail``, ``permission_mode`` (the native mode in use),
+    ``auto_allow`` (answer every ask with allow: full-access), ``usage`` (cumulative TokenUsage).
+    """
+
+    def __init__(self, record: SessionRecord, emitter: Any, link: ProcessLink, settings: SessionSettings, *,
+                 context: ChildContext | None = None) -> None:
+        super().__init__(record, emitter, context=context)
+        self.link = link
+        self.settings = settings
+        x = record.extra
+        self.start_input = x["input"]
+        self.session_id: str = x["session_id"]
+        self.auto_allow: bool = x.get("auto_allow", False)
+        self.usage: TokenUsage = x.get("usage") or TokenUsage()
+        self.cost_base = self.usage.cost or 0.0
+        self.model: str | None = self.start_input.model
+        self.permission_mode: str = x["permission_mode"]
+        self.interaction_mode: str = self.start_input.interaction_mode
+        self.turn_id: str | None = None
+        self.interrupt_requested = False
+        self.aborted = False
+        self.turns_done = 0
+        self.items: dict[str, _Item] = {}
+        self.blocks: dict[tuple[str, int], str] = {}  # (message id, block index) -> item id
+        self.block_count: dict[str, int] = {}  # message id -> assistant lines seen
+        self.stream_msg: str | None = None
+        self.declined: set[str] = set()
+        self.pending: dict[str, _Pending] = {}
+        self.request_seq = 0
+        self.ctl_seq = 0
+        self.ctl_pending: dict[str, str] = {}
+        self.configured = False
+        self.finished = False
+        self._timer: threading.Timer | None = None
+
+    # lifecycle -----------------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.link.attach(self.actor_ref)
+
+    def on_shutdown(self, deadline: float) -> None:
+        self._end(stopped=True)
+
+    def on_terminate(self, reason) -> None:  # type: ignore[no-untyped-def]
+        self._end(stopped=not reason.abnormal, detail=None if not reason.abnormal else f"the session actor failed: {reason.error!r}")
+
+    def _end(self, *, stopped: bool, detail: str | None = None, info: Any = None) -> None:
+        """Finish the session once: the running turn, open requests, ``session.exited``."""
+        if self.finished:
+            return
+        self.finished = True
+        self._cancel_timer()
+        self.record.closed = True
+        events: list = []
+        if stopped:
+            self._cancel_pending(events, answer=True)
+            if self.turn_id is not None:
+                self._finish_turn(events, "cancelled", error="the session was stopped")
+            events.append(SessionExited(**self._env(), reason="stopped", recoverable=True))
+            self.publish(status="stopped", active_turn_id=None)
+        else:
+            for rid in list(self.pending):
+                self.pending.pop(rid)
+                events.append(self._resolved(rid, "expired"))
+            if self.turn_id is not None:
+                self._finish_turn(events, "failed", error=detail)
+            events.append(SessionExited(
+                **self._env(), reason=detail or "the session ended", recoverable=self._recoverable(),
+                exit_code=info.returncode if info is not None and info.returncode >= 0 else None,
+                signal=info.signal if info is not None else None,
+                stderr_tail=(info.stderr_tail[-4096:] or None) if info is not None else None,
+            ))
+            self.publish(status="error", active_turn_id=None, last_error=detail)
+        self.emit(events)
+
+    def _recoverable(self) -> bool:
+        # A session is saved under CLAUDE_CONFIG_DIR once a turn ran (or it was resumed).
+        return self.turns_done > 0 or bool(self.record.extra.get("resumed"))
+
+    # dispatch ------------------------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        cls = type(message)
+        if cls is Lines:
+            return self._lines(message)
+        if cls is SendTurn:
+            return self._send_turn(message.input)
+        if cls is Respond:
+            return self._respond(message.request_id, message.decision)
+        if cls is Interrupt:
+            return self._interrupt(message.turn_id)
+        if cls is Exited:
+            return self._exited(message.info)
+        if cls is Open:
+            return self._open()
+        if cls is InterruptExpired:
+            return self._interrupt_expired(message.turn_id)
+        if cls is TransportWarning:
+            self.emit([RuntimeWarningEvent(**self._env(), turn_id=self.turn_id, code="transport." + message.code,
+                                           message=message.message, detail=message.detail)])
+            return None
+        return super().on_receive(message)
+
+    # helpers -------------------------------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
+
+    def _where(self) -> dict[str, str]:
+        return self._env()
+
+    def _cursor(self) -> ResumeCursor:
+        return cursor_for(self.settings.driver, self.session_id, self.usage)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        handle = self.link.handle
+        if handle is None or self.link.exit_info is not None:
+            raise SessionClosedError(self.thread_id, "the Claude Code process has exited",
+                                     driver=self.settings.driver, instance_id=self.settings.instance_id)
+        handle.write_lines([_encode(message)], timeout=self.settings.request_timeout)
+
+    def _control(self, subtype: str, **fields: Any) -> str:
+        self.ctl_seq += 1
+        rid = f"paddock_{self.ctl_seq}_{uuid.uuid4().hex[:8]}"
+        self._write({"type": "control_request", "request_id": rid, "request": {"subtype": subtype, **fields}})
+        self.ctl_pending[rid] = subtype
+        return rid
+
+    def _refs(self, item: str | None = None, request: str | None = None) -> ProviderRefs:
+        return ProviderRefs(thread=self.session_id, item=item, request=request)
+
+    # open ----------------------------------------------------------------------------------------
+
+    def _open(self) -> Session:
+        x = self.record.extra
+        inp = self.start_input
+        init = self.link.init_response or {}
+        answer = init.get("response") or {}
+        events: list = []
+        if x.get("resume_failed"):
+            events.append(RuntimeWarningEvent(**self._env(), code="claude.resume_failed", message=x["resume_detail"]))
+        events.append(SessionStarted(
+            **self._env(), cwd=inp.cwd, model=self.model, runtime_mode=inp.runtime_mode,
+            interaction_mode=inp.interaction_mode, resumed=bool(x.get("resumed")),
+            resume_failed=bool(x.get("resume_failed")), detail=x.get("resume_detail"),
+            provider_refs=self._refs(),
+        ))
+        config: dict[str, Any] = {"session_id": self.session_id, "permission_mode": self.permission_mode}
+        if "pid" in answer:
+            config["pid"] = answer["pid"]
+        models = [m.get("value") for m in answer.get("models") or () if isinstance(m, dict) and m.get("value")]
+        if models:
+            config["models"] = models
+        if isinstance(answer.get("output_style"), str):
+            config["output_style"] = answer["output_style"]
+        events.append(SessionConfigured(**self._env(), config=config, provider_refs=self._refs()))
+        self.emit(events)
+        return self.publish(status="ready", resume_cursor=self._cursor(), resumed=bool(x.get("resumed")))
+
+    # turns ---------------------------------------------------------------------------------------
+
+    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
+        if self.record.closed or self.finished:
+            raise SessionClosedError(self.thread_id, driver=self.settings.driver, instance_id=self.settings.instance_id)
+        if self.turn_id is not None:
+            raise ValidationError("send_turn", f"a turn is already running on this thread (turn {self.turn_id!r} is "
+                                               "still running); wait for its turn.completed or interrupt it",
+                                  **self._where())
+        if inp.model and inp.model != self.model:
+            self._control("set_model", model=inp.model)
+            self.model = inp.model
+        mode = inp.interaction_mode
+        if mode is not None and mode != self.interaction_mode:
+            native = self.settings.permission_modes["plan"] if mode == "plan" else self.record.extra["permission_mode"]
+            self._control("set_permission_mode", mode=native)
+            self.permission_mode = native
+            self.interaction_mode = mode
+        turn_id = inp.turn_id or f"turn-{uuid.uuid4().hex[:16]}"
+        self._write({"type": "user", "message": {"role": "user", "content": inp.text},
+                     "parent_tool_use_id": None, "session_id": self.session_id})
+        self.turn_id = turn_id
+        self.interrupt_requested = False
+        self.aborted = False
+        self.emit([TurnStarted(**self._env(), turn_id=turn_id, input_text=inp.text, model=self.model,
+                               interaction_mode=self.interaction_mode, provider_refs=self._refs())])
+        cursor = self._cursor()
+        self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor, model=self.model)
+        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
+
+    def _finish_turn(self, events: list, state: str, *, stop_reason: str | None = None, error: str | None = None,
+                     usage: TokenUsage | None = None) -> None:
+        """Close open items and requests, then ``turn.completed``."""
+        turn_id = self.turn_id
+        self._cancel_timer()
+        for rid in list(self.pending):
+            self.pending.pop(rid)
+            events.append(self._resolved(rid, "cancelled"))
+        item_status = "completed" if state == "completed" else ("failed" if state == "failed" else "cancelled")
+        for item in list(self.items.values()):
+            self._complete(events, item, status=item_status, text="".join(item.text) if item.kind in (
+                "assistant_message", "reasoning") else None)
+        self.items.clear()
+        self.blocks.clear()
+        self.block_count.clear()
+        self.declined.clear()
+        self.stream_msg = None
+        events.append(TurnCompleted(**self._env(), turn_id=turn_id, state=state, stop_reason=stop_reason,  # type: ignore[arg-type]
+                                    error=error, usage=usage))
+        self.turn_id = None
+        self.interrupt_requested = False
+        self.aborted = False
+
+    def _interrupt(self, turn_id: str | None) -> None:
+        if self.turn_id is None or (turn_id is not None and turn_id != self.turn_id) or self.interrupt_requested:
+            return None
+        self.interrupt_requested = True
+        events: list = []
+        self._cancel_pending(events, answer=True)
+        try:
+            self._control("interrupt")
+        except PaddockError as exc:
+            log.debug("interrupt not sent on thread %s: %s", self.thread_id, exc)
+        self.aborted = True
+        events.append(TurnAborted(**self._env(), turn_id=self.turn_id, reason="interrupted by the host"))
+        self.emit(events)
+        if self.settings.interrupt_timeout > 0:
+            timer = threading.Timer(self.settings.interrupt_timeout, self._timer_fire, args=(self.turn_id,))
+            timer.daemon = True
+            self._timer = timer
+            timer.start()
+        return None
+
+    def _timer_fire(self, turn_id: str) -> None:
+        # Timer thread: only tell.
+        try:
+            self.actor_ref.tell(InterruptExpired(turn_id))
+        except Exception:
+            pass
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _interrupt_expired(self, turn_id: str) -> None:
+        if self.turn_id != turn_id:
+            return
+        detail = f"Claude Code did not end the interrupted turn within {self.settings.interrupt_timeout:g} s"
+        events: list = [RuntimeWarningEvent(**self._env(), turn_id=turn_id, code="claude.interrupt_unacknowledged",
+                                            message=detail)]
+        self._finish_turn(events, "interrupted", error=detail)
+        self.emit(events)
+        self.publish(status="ready", active_turn_id=None)
+
+    # process exit --------------------------------------------------------------------------------
+
+    def _exited(self, info: Any) -> None:
+        if info.requested or self.finished:
+            return
+        detail = f"Claude Code exited (exit code {info.returncode})" if info.returncode >= 0 else \
+            f"Claude Code was killed by signal {-info.returncode}"
+        self._end(stopped=False, detail=detail, info=info)
+
+    # stdout --------------------------------------------------------------------------------------
+
+    def _lines(self, batch: Lines) -> None:
+        events: list = []
+        if batch.skipped:
+            events.append(RuntimeWarningEvent(
+                **self._env(), turn_id=self.turn_id, code="transport.malformed_line",
+                message=f"skipped {len(batch.skipped)} non-JSON stdout line(s) from Claude Code",
+                detail={"first": batch.skipped[0].decode("utf-8", "replace")},
+            ))
+        for msg in batch.messages:
+            try:
+                self._message(msg, events)
+            except Exception as exc:  # one odd message must not end the session
+                log.exception("Claude Code message skipped on thread %s", self.thread_id)
+                events.append(RuntimeWarningEvent(**self._env(), turn_id=self.turn_id, code="claude.message_failed",
+                                                  message=f"a Claude Code message could not be handled: {exc!r}"))
+        self.emit(events)
+
+    def _message(self, msg: dict[str, Any], events: list) -> None:
+        kind = msg.get("type")
+        if kind == "stream_event":
+            if self.turn_id is not None:
+                self._stream_event(msg.get("event") or {}, events)
+        elif kind == "assistant":
+            if self.turn_id is not None:
+                self._assistant(msg.get("message") or {}, events)
+        elif kind == "user":
+            if self.turn_id is not None and not msg.get("isReplay"):
+                self._user(msg, events)
+        elif kind == "result":
+            self._result(msg, events)
+        elif kind == "system":
+            self._system(msg, events)
+        elif kind == "control_request":
+            self._control_request(msg, events)
+        elif kind == "control_response":
+            self._control_response(msg.get("response") or {}, events)
+        elif kind == "control_cancel_request":
+            native = msg.get("request_id")
+            for rid, p in list(self.pending.items()):
+                if p.native_id == native:
+                    self.pending.pop(rid)
+                    events.append(self._resolved(rid, "cancelled"))
+
+    def _system(self, msg: dict[str, Any], events: list) -> None:
+        sub = msg.get("subtype")
+        if sub == "init":
+            sid = msg.get("session_id")
+            if isinstance(sid, str) and sid and sid != self.session_id:
+                self.session_id = sid
+                self.record.extra["session_id"] = sid
+            if isinstance(msg.get("model"), str):
+                self.model = msg["model"]
+            if not self.configured:
+                self.configured = True
+                config = {k: msg[k] for k in ("session_id", "model", "permissionMode", "cwd", "claude_code_version",
+                                              "tools", "output_style") if k in msg}
+                events.append(SessionConfigured(**self._env(), turn_id=self.turn_id, config=config,
+                                                provider_refs=self._refs()))
+        elif sub == "api_retry":
+            events.append(RuntimeWarningEvent(
+                **self._env(), turn_id=self.turn_id, code="claude.api_retry",
+                message=f"the model API failed ({msg.get('error_status')} {msg.get('error')}); retry "
+                        f"{msg.get('attempt')} of {msg.get('max_retries')}",
+                detail={k: msg[k] for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error") if k in msg},
+            ))
+
+    # items ---------------------------------------------------------------------------------------
+
+    def _start_item(self, events: list, item_id: str, kind: str, native: str | None, *, title: str | None = None,
+                    data: dict[str, Any] | None = None) -> _Item | None:
+        if self.aborted or item_id in self.items:
+            return self.items.get(item_id)  # no new item after turn.aborted (grammar rule 6)
+        item = _Item(item_id, kind, native)
+        self.items[item_id] = item
+        events.append(ItemStarted(**self._env(), turn_id=self.turn_id, item_id=item_id, kind=kind, title=title,  # type: ignore[arg-type]
+                                  data=data, provider_refs=self._refs(item=native)))
+        return item
+
+    def _complete(self, events: list, item: _Item, *, status: str = "completed", text: str | None = None,
+                  data: dict[str, Any] | None = None) -> None:
+        self.items.pop(item.item_id, None)
+        events.append(ItemCompleted(**self._env(), turn_id=self.turn_id, item_id=item.item_id, kind=item.kind,  # type: ignore[arg-type]
+                                    status=status, text=text, data=data,  # type: ignore[arg-type]
+                                    provider_refs=self._refs(item=item.native)))
+
+    def _delta(self, events: list, item: _Item, text: str) -> None:
+        if not text:
+            return
+        item.text.append(text)
+        item.streamed = True
+        stream = "assistant_text" if item.kind == "assistant_message" else "reasoning_text"
+        events.append(ContentDelta(**self._env(), turn_id=self.turn_id, item_id=item.item_id, stream=stream,
+                                   delta=text))
+
+    def _block_id(self, msg_id: str, index: int) -> str:
+        return f"{self.turn_id}:{msg_id}:{index}"
+
+    def _stream_event(self, ev: dict[str, Any], events: list) -> None:
+        etype = ev.get("type")
+        if etype == "message_start":
+            self.stream_msg = (ev.get("message") or {}).get("id")
+        elif etype == "content_block_start" and self.stream_msg:
+            block = ev.get("content_block") or {}
+            btype = block.get("type")
+            if btype in ("text", "thinking"):
+                index = int(ev.get("index") or 0)
+                item_id = self._block_id(self.stream_msg, index)
+                kind = "assistant_message" if btype == "text" else "reasoning"
+                if self._start_item(events, item_id, kind, self.stream_msg) is not None:
+                    self.blocks[(self.stream_msg, index)] = item_id
+        elif etype == "content_block_delta" and self.stream_msg:
+            item_id = self.blocks.get((self.stream_msg, int(ev.get("index") or 0)))
+            item = self.items.get(item_id) if item_id else None
+            if item is None:
+                return
+            delta = ev.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                self._delta(events, item, delta.get("text") or "")
+            elif delta.get("type") == "thinking_delta":
+                self._delta(events, item, delta.get("thinking") or "")
+
+    def _assistant(self, message: dict[str, Any], events: list) -> None:
+        msg_id = message.get("id") or f"m{uuid.uuid4().hex[:8]}"
+        for block in message.get("content") or ():
+            if not isinstance(block, dict):
+                continue
+            # Protocol fact: each content block comes as its own `assistant` line with the same
+            # message id, in block order; the n-th line is block n.
+            index = self.block_count.get(msg_id, 0)
+            self.block_count[msg_id] = index + 1
+            btype = block.get("type")
+            if btype in ("text", "thinking"):
+                text = block.get("text") if btype == "text" else block.get("thinking")
+                text = text if isinstance(text, str) else ""
+                item_id = self.blocks.pop((msg_id, index), None) or self._block_id(msg_id, index)
+                item = self.items.get(item_id)
+                if item is None:
+                    item = self._start_item(events, item_id, "assistant_message" if btype == "text" else "reasoning",
+                                            msg_id)
+                    if item is None:
+                        continue
+                if not item.streamed:
+                    self._delta(events, item, text)
+                streamed = "".join(item.text)
+                self._complete(events, item, text=text if text.startswith(streamed) else streamed)
+            elif btype == "tool_use":
+                tool_id = block.get("id") or f"{msg_id}:{index}"
+                name = block.get("name") or "tool"
+                inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+                self._start_item(events, tool_id, item_kind_of_tool(name), tool_id, title=_tool_title(name, inp),
+                                 data={"tool": name, "input": inp})
+
+    def _user(self, msg: dict[str, Any], events: list) -> None:
+        content = (msg.get("message") or {}).get("content")
+        if not isinstance(content, list):
+            return
+        extra = msg.get("tool_use_result")
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool_id = block.get("tool_use_id")
+            item = self.items.get(tool_id) if isinstance(tool_id, str) else None
+            if item is None:
+                continue
+            is_error = bool(block.get("is_error"))
+            status = "declined" if tool_id in self.declined else ("failed" if is_error else "completed")
+            data: dict[str, Any] = {"is_error": is_error}
+            if isinstance(extra, dict):
+                data.update({k: extra[k] for k in ("stdout", "stderr", "interrupted") if k in extra})
+            self._complete(events, item, status=status, text=_result_text(block.get("content")), data=data)
+
+    def _result(self, msg: dict[str, Any], events: list) -> None:
+        if self.turn_id is None:
+            return  # a late result of a turn the driver already ended (interrupt timeout)
+        raw = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+        turn_usage = None
+        if raw:
+            fresh = int(raw.get("input_tokens") or 0)
+            cache_read = int(raw.get("cache_read_input_tokens") or 0)
+            cache_made = int(raw.get("cache_creation_input_tokens") or 0)
+            out = int(raw.get("output_tokens") or 0)
+            inp = fresh + cache_read + cache_made
+            turn_usage = TokenUsage(input_tokens=inp, output_tokens=out, cached_input_tokens=cache_read,
+                                    total_tokens=inp + out)
+            u = self.usage
+            window = None
+            for m in (msg.get("modelUsage") or {}).values():
+                if isinstance(m, dict) and m.get("contextWindow"):
+                    window = int(m["contextWindow"])
+            cost = msg.get("total_cost_usd")
+            # Protocol fact: total_cost_usd is cumulative per process; usage is per turn.
+            total_cost = self.cost_base + float(cost) if isinstance(cost, (int, float)) else u.cost
+            self.usage = TokenUsage(
+                input_tokens=(u.input_tokens or 0) + inp, output_tokens=(u.output_tokens or 0) + out,
+                cached_input_tokens=(u.cached_input_tokens or 0) + cache_read,
+                total_tokens=(u.total_tokens or 0) + inp + out,
+                context_window=window or u.context_window,
+                cost=max(total_cost, u.cost or 0.0) if total_cost is not None else None,
+                currency="USD" if total_cost is not None else None,
+            )
+            self.record.extra["usage"] = self.usage
+            events.append(ThreadTokenUsageUpdated(**self._env(), turn_id=self.turn_id, usage=self.usage))
+        is_error = bool(msg.get("is_error"))
+        terminal = msg.get("terminal_reason")
+        if self.interrupt_requested and (is_error or (isinstance(terminal, str) and terminal.startswith("aborted"))):
+            state, stop, error = "interrupted", terminal or msg.get("subtype"), None
+        elif is_error:
+            errors = msg.get("errors")
+            error = msg.get("result") if isinstance(msg.get("result"), str) and msg.get("result") else (
+                "; ".join(map(str, errors)) if isinstance(errors, list) and errors else str(msg.get("subtype")))
+            if msg.get("api_error_status"):
+                error = f"model API error {msg['api_error_status']}: {error}"
+            state, stop = "failed", msg.get("stop_reason") or msg.get("subtype")
+        else:
+            state, stop, error = "completed", msg.get("stop_reason"), None
+        self.turns_done += 1
+        self._finish_turn(events, state, stop_reason=stop, error=error, usage=turn_usage)
+        self.publish(status="ready", active_turn_id=None, resume_cursor=self._cursor())
+
+    # requests ------------------------------------------------------------------------------------
+
+    def _control_response(self, response: dict[str, Any], events: list) -> None:
+        subtype = self.ctl_pending.pop(str(response.get("request_id")), None)
+        if response.get("subtype") == "error":
+            events.append(RuntimeWarningEvent(
+                **self._env(), turn_id=self.turn_id, code="claude.control_error",
+                message=f"Claude Code refused control request {subtype or '?'!r}: {response.get('error')}",
+            ))
+
+    def _control_request(self, msg: dict[str, Any], events: list) -> None:
+        native = str(msg.get("request_id"))
+        req = msg.get("request") or {}
+        if req.get("subtype") != "can_use_tool":
+            self._write({"type": "control_response", "response": {
+                "subtype": "error", "request_id": native,
+                "error": f"Unsupported control request subtype: {req.get('subtype')}"}})
+            return
+        inp = req.get("input") if isinstance(req.get("input"), dict) else {}
+        if self.turn_id is None or self.aborted:
+            self._answer_native(native, {"behavior": "deny", "message": "The turn was interrupted.", "interrupt": True})
+            return
+        tool = str(req.get("tool_name") or "tool")
+        tool_use_id = req.get("tool_use_id") if isinstance(req.get("tool_use_id"), str) else None
+        kind = item_kind_of_tool(tool)
+        if tool_use_id and tool_use_id not in self.items:
+            self._start_item(events, tool_use_id, kind, tool_use_id, title=_tool_title(tool, inp),
+                             data={"tool": tool, "input": inp})
+        suggestions = req.get("permission_suggestions") if isinstance(req.get("permission_suggestions"), list) else []
+        self.request_seq += 1
+        request_id = f"{self.turn_id}:req{self.request_seq}"
+        decisions = ("accept", "accept_for_session", "decline", "cancel") if suggestions else ("accept", "decline", "cancel")
+        data: dict[str, Any] = {"tool": tool, "input": inp}
+        if suggestions:
+            data["permission_suggestions"] = suggestions
+        if req.get("blocked_path"):
+            data["blocked_path"] = req["blocked_path"]
+        events.append(RequestOpened(
+            **self._env(), turn_id=self.turn_id, item_id=tool_use_id, request_id=request_id,
+            kind=_REQUEST_KINDS.get(kind, "tool"), title=req.get("description") or req.get("display_name") or tool,  # type: ignore[arg-type]
+            detail=_tool_title(tool, inp), decisions=decisions, data=data,  # type: ignore[arg-type]
+            provider_refs=self._refs(item=tool_use_id, request=native),
+        ))
+        pending = _Pending(native, inp, suggestions, tool_use_id)
+        if self.auto_allow:
+            self._answer(pending, request_id, "accept", events)
+        else:
+            self.pending[request_id] = pending
+            self.publish(status="running")
+
+    def _answer_native(self, native: str, response: dict[str, Any]) -> None:
+        try:
+            self._write({"type": "control_response",
+                         "response": {"subtype": "success", "request_id": native, "response": response}})
+        except PaddockError as exc:
+            log.debug("permission answer not delivered on thread %s: %s", self.thread_id, exc)
+
+    def _answer(self, pending: _Pending, request_id: str, decision: str, events: list) -> None:
+        if decision == "accept":
+            response: dict[str, Any] = {"behavior": "allow", "updatedInput": pending.input}
+        elif decision == "accept_for_session":
+            response = {"behavior": "allow", "updatedInput": pending.input}
+            if pending.suggestions:
+                response["updatedPermissions"] = pending.suggestions
+        else:
+            response = {"behavior": "deny", "message": "The user declined this action." if decision == "decline"
+                        else "The user cancelled this action.", "interrupt": decision == "cancel"}
+            if pending.tool_use_id:
+                self.declined.add(pending.tool_use_id)
+        self._answer_native(pending.native_id, response)
+        events.append(self._resolved(request_id, "answered", decision))
+
+    def _resolved(self, request_id: str, resolution: str, decision: str | None = None) -> RequestResolved:
+        return RequestResolved(**self._env(), turn_id=self.turn_id, request_id=request_id,
+                               resolution=resolution, decision=decision)  # type: ignore[arg-type]
+
+    def _cancel_pending(self, events: list, *, answer: bool) -> None:
+        for request_id in list(self.pending):
+            pending = self.pending.pop(request_id)
+            if answer and self.link.exit_info is None:
+                self._answer_native(pending.native_id, {"behavior": "deny", "message": "The turn was interrupted.",
+                                                        "interrupt": True})
+            events.append(self._resolved(request_id, "cancelled"))
+
+    def _respond(self, request_id: str, decision: str) -> None:
+        if decision not in DECISIONS:
+            raise ValidationError("respond_to_request", f"unknown decision {decision!r}; use one of "
+                                  f"{', '.join(DECISIONS)}", **self._where())
+        pending = self.pending.pop(request_id, None)
+        if pending is None:
+            raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already "
+                               "resolved)", **self._where())
+        events: list = []
+        self._answer(pending, request_id, decision, events)
+        self.emit(events)
+        self.publish(status="running")
+        return None

@@ -1,0 +1,134 @@
+"""Fixtures for driving the claude adapter end to end: the real EventHub, the pinned Claude Code
+CLI against the scripted model server, offline."""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+import pytest
+
+from actors import EventHub
+from drivers import BUILT_IN_DRIVERS, InstanceContext
+from drivers.testing import ModelServer, build_offline_env
+from runtime.contract import SendTurnInput, StartSessionInput
+from tests.live.conftest import Tripwire, require_peer
+
+
+def etype(event) -> str:
+    return type(event).__struct_config__.tag
+
+
+@pytest.fixture
+def hub():
+    """The real EventHub; the test fails if its grammar guard had to repair anything."""
+    handle = EventHub.start(None)
+    warnings = handle.subscribe(types=("runtime.warning",))
+    yield handle
+    handle.flush(timeout=10)
+    repaired = []
+    while (ev := warnings.get(timeout=0)) is not None:
+        if ev.code.startswith("grammar."):
+            repaired.append((ev.code, ev.message))
+    handle.close()
+    assert not repaired, f"the grammar guard repaired events: {repaired}"
+
+
+@pytest.fixture
+def tripwire():
+    wire = Tripwire()
+    try:
+        yield wire
+    finally:
+        wire.close()
+    assert not wire.hits, f"Claude Code tried to leave 127.0.0.1 through the proxy: {wire.hits}"
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def model_server(tmp_path, workspace):
+    with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+        yield server
+
+
+class Harness:
+    """One claude adapter instance on the offline env, plus helpers to drive turns."""
+
+    def __init__(self, tmp_path, hub, model_server, tripwire, instance_id: str = "claude-test", **config) -> None:
+        _, argv = require_peer("claude")
+        self.hub = hub
+        self.offline = build_offline_env("claude", tmp_path / f"env-{instance_id}", model_url=model_server.url,
+                                         proxy_url=tripwire.url)
+        spec = BUILT_IN_DRIVERS["claude"]
+        self.home = tmp_path / f"home-{instance_id}"
+        self.home.mkdir(exist_ok=True)
+        self.cwd = tmp_path / "workspace"
+        self.cwd.mkdir(exist_ok=True)
+        cfg = msgspec.convert({"driver": "claude", "binary": argv[0], "model": self.offline.model, **config},
+                              spec.config_type)
+        self.ctx = InstanceContext(instance_id=instance_id, driver="claude", config=cfg, home=str(self.home),
+                                   env=dict(self.offline.env), state_dir=str(tmp_path), hub=hub)
+        self.adapter = spec.create(self.ctx)
+        self.subs: dict = {}
+
+    def start(self, thread_id: str = "t1", **kw):
+        if thread_id not in self.subs:
+            self.subs[thread_id] = self.hub.subscribe(thread_id=thread_id)
+        kw.setdefault("cwd", str(self.cwd))
+        return self.adapter.start_session(StartSessionInput(thread_id=thread_id, **kw), timeout=60)
+
+    def send(self, text: str, thread_id: str = "t1", **kw):
+        return self.adapter.send_turn(SendTurnInput(thread_id=thread_id, text=text, **kw), timeout=30)
+
+    def events_until(self, pred, thread_id: str = "t1", timeout: float = 30.0) -> list:
+        sub = self.subs[thread_id]
+        out = []
+        deadline = time.monotonic() + timeout
+        while True:
+            ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+            if ev is None:
+                raise AssertionError(f"timed out; got {[etype(e) for e in out][-30:]}")
+            out.append(ev)
+            if pred(ev):
+                return out
+
+    def turn(self, text: str, thread_id: str = "t1", **kw) -> tuple:
+        res = self.send(text, thread_id, **kw)
+        evs = self.events_until(lambda e: etype(e) == "turn.completed" and e.turn_id == res.turn_id, thread_id)
+        return res, evs
+
+    def close(self) -> None:
+        self.adapter.close(timeout=15)
+        for sub in self.subs.values():
+            sub.close()
+
+
+@pytest.fixture
+def make(tmp_path, hub, model_server, tripwire):
+    made = []
+
+    def factory(**kw) -> Harness:
+        h = Harness(tmp_path, hub, model_server, tripwire, **kw)
+        made.append(h)
+        return h
+
+    yield factory
+    for h in made:
+        h.close()
+
+
+def text_of(events, turn_id: str | None = None) -> str:
+    return "".join(
+        e.delta for e in events
+        if etype(e) == "content.delta" and e.stream == "assistant_text" and (turn_id is None or e.turn_id == turn_id)
+    )
+
+
+def of_type(events, name: str) -> list:
+    return [e for e in events if etype(e) == name]
