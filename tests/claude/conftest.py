@@ -60,7 +60,8 @@ def model_server(tmp_path, workspace):
 class Harness:
     """One claude adapter instance on the offline env, plus helpers to drive turns."""
 
-    def __init__(self, tmp_path, hub, model_server, tripwire, instance_id: str = "claude-test", **config) -> None:
+    def __init__(self, tmp_path, hub, model_server, tripwire, instance_id: str = "claude-test",
+                 drop_env: tuple[str, ...] = (), **config) -> None:
         _, argv = require_peer("claude")
         self.hub = hub
         self.offline = build_offline_env("claude", tmp_path / f"env-{instance_id}", model_url=model_server.url,
@@ -72,8 +73,9 @@ class Harness:
         self.cwd.mkdir(exist_ok=True)
         cfg = msgspec.convert({"driver": "claude", "binary": argv[0], "model": self.offline.model, **config},
                               spec.config_type)
+        env = {k: v for k, v in self.offline.env.items() if k not in drop_env}
         self.ctx = InstanceContext(instance_id=instance_id, driver="claude", config=cfg, home=str(self.home),
-                                   env=dict(self.offline.env), state_dir=str(tmp_path), hub=hub)
+                                   env=env, state_dir=str(tmp_path), hub=hub)
         self.adapter = spec.create(self.ctx)
         self.subs: dict = {}
 
