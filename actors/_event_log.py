@@ -32,19 +32,116 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS events_thread ON events(thread_id, seq)",
 )
 _INSERT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)"
+# Rows go in as multi-row INSERTs: every statement step releases and re-takes the GIL (and
+# ``executemany`` steps once per row), so under load the writer thread queues for the GIL once
+# per step. A batch of up to _SINGLE rows is ONE statement in autocommit mode (atomic on its own,
+# so one step in all); a bigger one is BEGIN, chunks of power-of-two sizes, COMMIT.
+_SINGLE = 256
+_CHUNK_MAX = 1024  # 6 * 1024 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
+_ROW = "(?,?,?,?,?,?)"
+_INLINE_ROWS = 32_768  # rows between the writer's own checkpoints (see _Checkpointer)
+_multi: dict[int, str] = {}
+
+
+def _multi_insert(n: int) -> str:
+    sql = _multi.get(n)
+    if sql is None:
+        sql = _multi[n] = "INSERT INTO events VALUES " + ",".join([_ROW] * n)
+    return sql
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # room for the _SINGLE exact-size INSERTs plus the chunk sizes and the readers' queries
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=_SINGLE + 64)
     conn.execute("PRAGMA busy_timeout = 5000")
     return conn
+
+
+def _insert(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:
+    """Insert ``rows`` with as few statement steps as possible (inside the caller's transaction)."""
+    start, total = 0, len(rows)
+    while start < total:
+        size = _CHUNK_MAX
+        left = total - start
+        while size > left:
+            size >>= 1
+        part = rows[start:start + size]
+        conn.execute(_multi_insert(size), [value for row in part for value in row])
+        start += size
+
+
+class _Checkpointer:
+    """Copies the WAL back into the database on its own thread (``paddock-log-checkpoint``) and
+    connection, so that the writer's commits never carry a checkpoint and its fsync (tens of
+    milliseconds here, which every event queued behind that commit would wait for).
+
+    The writer disables SQLite's automatic checkpoint and calls :meth:`wrote` after each commit;
+    every ``every_rows`` rows (or ``every_seconds`` after the first uncheckpointed row) a
+    ``PASSIVE`` checkpoint runs, which never blocks the writer. A checkpoint running beside a busy
+    writer never catches up with it, and the WAL restarts from its beginning only after a
+    complete one, so the writer itself also checkpoints every ``_INLINE_ROWS`` rows: by then
+    almost everything is copied already, and that checkpoint is short.
+    """
+
+    def __init__(self, path: str, every_rows: int = 4_096, every_seconds: float = 1.0) -> None:
+        self._path = path
+        self._every_rows = every_rows
+        self._every_seconds = every_seconds
+        self._rows = 0
+        self.busy = False
+        """True while a checkpoint runs (the writer then skips its own)."""
+        self._cond = threading.Condition(threading.Lock())
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="paddock-log-checkpoint", daemon=True)
+        self._thread.start()
+
+    def wrote(self, rows: int) -> None:
+        """Writer thread, after a commit."""
+        with self._cond:
+            first = self._rows == 0
+            self._rows += rows
+            if first or self._rows >= self._every_rows:
+                self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(10.0)
+
+    def _run(self) -> None:
+        conn = None
+        try:
+            conn = _connect(self._path)
+            while True:
+                with self._cond:
+                    while not self._closing and not self._rows:
+                        self._cond.wait()
+                    if not self._closing and self._rows < self._every_rows:
+                        self._cond.wait(self._every_seconds)
+                    if self._closing:
+                        return
+                    self._rows = 0
+                    self.busy = True
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error:
+                    pass  # busy or gone: the next round (or the last connection's close) does it
+                finally:
+                    self.busy = False
+        except sqlite3.Error:
+            return
+        finally:
+            if conn is not None:
+                conn.close()
 
 
 class EventLog:
     """The writer side of the log.
 
     Every method runs in the one thread that owns the log (the EventHub's actor thread); the
-    object is not thread-safe. Readers open their own :class:`LogReader`.
+    object is not thread-safe. Readers open their own :class:`LogReader`. Checkpoints run on a
+    helper thread of their own (:class:`_Checkpointer`).
 
     ``max_bytes`` (config ``[store] event_log_max_bytes``; ``None`` keeps everything) is the
     size-based retention policy: :meth:`enforce_size` deletes the oldest events once the log's
@@ -64,18 +161,30 @@ class EventLog:
             for statement in _SCHEMA:
                 self._conn.execute(statement)
             (last,) = self._conn.execute("SELECT max(seq) FROM events").fetchone()
+            self._conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self._conn.execute("PRAGMA journal_size_limit = 67108864")  # truncate a grown WAL
         except sqlite3.Error as exc:
             raise PersistenceError("open the event log", f"{path}: {exc}") from None
+        self._checkpointer = _Checkpointer(path)
+        self._uncheckpointed = 0
         self.last_seq: int = last or 0
         """The highest committed ``seq``; a new hub on the same log continues after it."""
 
     def append(self, rows: Sequence[Row]) -> None:
-        """Insert ``rows`` in one transaction (``executemany``), then commit.
+        """Insert ``rows`` in one transaction, then commit.
 
         Raises :class:`PersistenceError` when nothing was committed (the transaction is rolled
         back), so the caller must not publish the batch.
         """
         conn = self._conn
+        if len(rows) <= _SINGLE and self.fail_after_rows is None:
+            try:
+                # one statement in autocommit mode: its own transaction, all or nothing
+                conn.execute(_multi_insert(len(rows)), [value for row in rows for value in row])
+            except sqlite3.Error as exc:
+                raise PersistenceError("append events to the log", f"{self.path}: {exc}") from None
+            self._committed(rows)
+            return
         try:
             conn.execute("BEGIN")
             try:
@@ -84,14 +193,25 @@ class EventLog:
                     self.fail_after_rows = None
                     conn.executemany(_INSERT, rows[:fail_after])
                     raise PersistenceError("append events", "writer killed mid-batch (test hook)")
-                conn.executemany(_INSERT, rows)
+                _insert(conn, rows)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
             raise PersistenceError("append events to the log", f"{self.path}: {exc}") from None
+        self._committed(rows)
+
+    def _committed(self, rows: Sequence[Row]) -> None:
         self.last_seq = rows[-1][0]
+        self._checkpointer.wrote(len(rows))
+        self._uncheckpointed += len(rows)
+        if self._uncheckpointed >= _INLINE_ROWS and not self._checkpointer.busy:
+            self._uncheckpointed = 0
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:
+                pass  # the checkpointer holds it: next time
 
     def compact(self, before_seq: int) -> int:
         """Delete events with ``seq < before_seq``; return how many were deleted.
@@ -132,7 +252,9 @@ class EventLog:
         return self.compact(cut)
 
     def close(self) -> None:
-        """Close the connection; later calls fail with :class:`PersistenceError`."""
+        """Stop the checkpointer and close the connection (the last connection to close
+        checkpoints what is left); later calls fail with :class:`PersistenceError`."""
+        self._checkpointer.close()
         try:
             self._conn.close()
         except sqlite3.Error:

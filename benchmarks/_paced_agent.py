@@ -73,10 +73,11 @@ def _pacer() -> None:
         if out:
             with _out_lock:
                 _write(bytes(out))
-        time.sleep(0.0002)
+        time.sleep(_TICK)
 
 
 _out_lock = threading.Lock()
+_TICK = float(os.environ.get("PADDOCK_PACED_TICK", "0.001"))
 
 
 def _send(obj: object) -> None:
