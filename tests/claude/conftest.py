@@ -3,7 +3,11 @@ CLI against the scripted model server, offline."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 import time
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -57,23 +61,34 @@ def model_server(tmp_path, workspace):
         yield server
 
 
-class Harness:
-    """One claude adapter instance on the offline env, plus helpers to drive turns."""
+FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
 
-    def __init__(self, tmp_path, hub, model_server, tripwire, instance_id: str = "claude-test",
+
+class Harness:
+    """One claude adapter instance plus helpers to drive turns: on the offline env against the
+    pinned CLI (``model_server`` given), or on the scripted fake CLI (``fake_claude.py``)."""
+
+    def __init__(self, tmp_path, hub, model_server=None, tripwire=None, instance_id: str = "claude-test",
                  drop_env: tuple[str, ...] = (), **config) -> None:
-        _, argv = require_peer("claude")
         self.hub = hub
-        self.offline = build_offline_env("claude", tmp_path / f"env-{instance_id}", model_url=model_server.url,
-                                         proxy_url=tripwire.url)
         spec = BUILT_IN_DRIVERS["claude"]
         self.home = tmp_path / f"home-{instance_id}"
         self.home.mkdir(exist_ok=True)
         self.cwd = tmp_path / "workspace"
         self.cwd.mkdir(exist_ok=True)
-        cfg = msgspec.convert({"driver": "claude", "binary": argv[0], "model": self.offline.model, **config},
-                              spec.config_type)
-        env = {k: v for k, v in self.offline.env.items() if k not in drop_env}
+        if model_server is not None:
+            _, argv = require_peer("claude")
+            self.offline = build_offline_env("claude", tmp_path / f"env-{instance_id}", model_url=model_server.url,
+                                             proxy_url=tripwire.url if tripwire is not None else None)
+            base = {"binary": argv[0], "model": self.offline.model}
+            env = dict(self.offline.env)
+        else:
+            self.log = tmp_path / f"fake-{instance_id}.jsonl"
+            base = {"binary": sys.executable, "args": [str(FAKE_CLAUDE), *config.pop("fake_args", ())]}
+            env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(self.home), "LANG": "C.UTF-8",
+                   "FAKE_CLAUDE_LOG": str(self.log)}
+        cfg = msgspec.convert({"driver": "claude", **base, **config}, spec.config_type)
+        env = {k: v for k, v in env.items() if k not in drop_env}
         self.ctx = InstanceContext(instance_id=instance_id, driver="claude", config=cfg, home=str(self.home),
                                    env=env, state_dir=str(tmp_path), hub=hub)
         self.adapter = spec.create(self.ctx)
@@ -123,6 +138,33 @@ def make(tmp_path, hub, model_server, tripwire):
     yield factory
     for h in made:
         h.close()
+
+
+@pytest.fixture
+def make_fake(tmp_path, hub):
+    made = []
+
+    def factory(**kw) -> Harness:
+        h = Harness(tmp_path, hub, **kw)
+        made.append(h)
+        return h
+
+    yield factory
+    for h in made:
+        h.close()
+
+
+def host_lines(h: Harness) -> list[dict]:
+    """What the adapter wrote to the fake CLI's stdin."""
+    if not h.log.exists():
+        return []
+    return [json.loads(line) for line in h.log.read_text().splitlines()]
+
+
+def fake_starts(h: Harness) -> list[dict]:
+    """Each start of the fake CLI: its ``argv`` (after the script), ``cwd`` and ``env``."""
+    path = Path(str(h.log) + ".argv")
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def text_of(events, turn_id: str | None = None) -> str:
