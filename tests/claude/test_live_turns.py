@@ -165,3 +165,26 @@ def test_kill_9_mid_turn_fails_the_turn_and_exits_the_session(make):
     with pytest.raises(SessionClosedError):
         h.send("anyone there?")
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_accept_for_session_stops_asking_for_the_same_command(make, workspace):
+    h = make()
+    h.start(runtime_mode="approval-required")
+    res, opened, evs = _tool_turn(h, "accept_for_session")
+    assert "accept_for_session" in opened.decisions and (workspace / "hello.txt").exists()
+    (workspace / "hello.txt").unlink()
+    res2, evs2 = h.turn("again please SCENARIO:tool_shell")
+    assert not of_type(evs2, "request.opened")
+    assert of_type(evs2, "turn.completed")[-1].state == "completed" and (workspace / "hello.txt").exists()
+
+
+def test_model_switch_per_turn(make, model_server):
+    # Model ids as the pinned CLI knows them (it maps unknown older ids to its current default).
+    h = make(model="claude-opus-4-8")
+    h.start()
+    h.turn("first SCENARIO:text")
+    res, evs = h.turn("second SCENARIO:text", model="claude-sonnet-4-5")
+    assert of_type(evs, "turn.started")[-1].model == "claude-sonnet-4-5"
+    assert of_type(evs, "turn.completed")[-1].state == "completed"
+    turns = [c for c in model_server.wait_for(count=2, timeout=10) if c.kind == "turn"]
+    assert [c.model for c in turns] == ["claude-opus-4-8", "claude-sonnet-4-5"]
