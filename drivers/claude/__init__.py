@@ -51,7 +51,7 @@ from ._adapter import build_argv as build_argv
 from ._capabilities import CLAUDE_CAPABILITIES as CLAUDE_CAPABILITIES
 from ._config import DEFAULT_PERMISSION_MODES as DEFAULT_PERMISSION_MODES
 from ._config import ClaudeConfig as ClaudeConfig
-from ._session import item_kind_of_tool as item_kind_of_tool
+from ._tools import item_kind_of_tool as item_kind_of_tool
 from ._spec import claude_driver_spec as claude_driver_spec
 
 __all__ = [

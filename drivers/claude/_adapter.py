@@ -51,7 +51,9 @@ from supervisors import ChildSpec, Scope, Supervisor
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import DEFAULT_PERMISSION_MODES, ClaudeConfig
 from ._link import ProcessLink
-from ._session import ClaudeSessionActor, Interrupt, Open, Respond, SendTurn, SessionSettings, session_id_of
+from ._cursor import session_id_of
+from ._messages import Interrupt, Open, Respond, SendTurn, SessionSettings
+from ._session import ClaudeSessionActor
 
 __all__ = ["ClaudeAdapter", "build_argv"]
 

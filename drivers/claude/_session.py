@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -55,123 +54,16 @@ from runtime.contract import (
 )
 from supervisors import ChildContext
 
+from ._cursor import cursor_for
 from ._link import Exited, Lines, ProcessLink, TransportWarning
+from ._messages import Interrupt, InterruptExpired, Open, Respond, SendTurn, SessionSettings
+from ._tools import item_kind_of_tool, request_kind_of_item, result_text, tool_title
 
-__all__ = [
-    "ClaudeSessionActor",
-    "Interrupt",
-    "InterruptExpired",
-    "Open",
-    "Respond",
-    "SendTurn",
-    "SessionSettings",
-    "cursor_for",
-    "item_kind_of_tool",
-    "session_id_of",
-]
+__all__ = ["ClaudeSessionActor"]
 
 log = logging.getLogger(__name__)
 
-CURSOR_VERSION = 1
 _encode = msgspec.json.Encoder().encode
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionSettings:
-    driver: str
-    instance_id: str
-    request_timeout: float
-    interrupt_timeout: float
-    permission_modes: dict[str, str]
-
-
-# messages --------------------------------------------------------------------------------------
-
-
-class Open:
-    pass
-
-
-@dataclass(frozen=True)
-class SendTurn:
-    input: SendTurnInput
-
-
-@dataclass(frozen=True)
-class Interrupt:
-    turn_id: str | None
-
-
-@dataclass(frozen=True)
-class Respond:
-    request_id: str
-    decision: str
-
-
-@dataclass(frozen=True)
-class InterruptExpired:
-    turn_id: str
-
-
-# cursor and tool helpers -----------------------------------------------------------------------
-
-
-def cursor_for(driver: str, session_id: str, usage: TokenUsage | None = None) -> ResumeCursor:
-    """The resume cursor: ``{"session_id": ..., "usage": <cumulative TokenUsage>}`` (usage keeps
-    the thread's token count monotonic across processes)."""
-    payload: dict[str, Any] = {"session_id": session_id}
-    if usage is not None:
-        payload["usage"] = msgspec.to_builtins(usage)
-    return ResumeCursor(driver=driver, version=CURSOR_VERSION, payload=_encode(payload).decode())
-
-
-def session_id_of(cursor: ResumeCursor, driver: str) -> tuple[str, TokenUsage | None]:
-    """Decode a cursor made by :func:`cursor_for`; raises ValidationError when it is not ours."""
-    if cursor.driver != driver or cursor.version != CURSOR_VERSION:
-        raise ValidationError("start_session", f"resume cursor of {cursor.driver!r} v{cursor.version} "
-                                               f"is not a {driver!r} v{CURSOR_VERSION} cursor")
-    try:
-        data = msgspec.json.decode(cursor.payload)
-        sid = data["session_id"]
-        usage = msgspec.convert(data["usage"], TokenUsage) if data.get("usage") else None
-    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError) as exc:
-        raise ValidationError("start_session", f"malformed resume cursor: {exc}") from None
-    if not isinstance(sid, str) or not sid:
-        raise ValidationError("start_session", "the resume cursor has no session id")
-    return sid, usage
-
-
-_TOOL_KINDS = {
-    "Bash": "command", "BashOutput": "command", "KillShell": "command", "KillBash": "command",
-    "Write": "file_change", "Edit": "file_change", "MultiEdit": "file_change", "NotebookEdit": "file_change",
-    "Read": "file_read", "NotebookRead": "file_read",
-    "Glob": "search", "Grep": "search", "LS": "search",
-    "WebSearch": "web_search", "WebFetch": "web_search",
-}
-_REQUEST_KINDS = {"command": "command", "file_change": "file_change", "file_read": "file_read"}
-
-
-def item_kind_of_tool(name: str) -> str:
-    """Canonical item kind of a Claude Code tool (Bash -> command, Write/Edit -> file_change, ...)."""
-    if name.startswith("mcp__"):
-        return "mcp_tool_call"
-    return _TOOL_KINDS.get(name, "tool_call")
-
-
-def _tool_title(name: str, inp: dict[str, Any]) -> str:
-    for key in ("command", "file_path", "notebook_path", "pattern", "url", "query", "description"):
-        value = inp.get(key)
-        if isinstance(value, str) and value:
-            return value if key != "description" else f"{name}: {value}"
-    return name
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
 
 
 class _Item:
@@ -614,7 +506,7 @@ class ClaudeSessionActor(SessionActor):
                 tool_id = block.get("id") or f"{msg_id}:{index}"
                 name = block.get("name") or "tool"
                 inp = block.get("input") if isinstance(block.get("input"), dict) else {}
-                self._start_item(events, tool_id, item_kind_of_tool(name), tool_id, title=_tool_title(name, inp),
+                self._start_item(events, tool_id, item_kind_of_tool(name), tool_id, title=tool_title(name, inp),
                                  data={"tool": name, "input": inp})
 
     def _user(self, msg: dict[str, Any], events: list) -> None:
@@ -634,7 +526,7 @@ class ClaudeSessionActor(SessionActor):
             data: dict[str, Any] = {"is_error": is_error}
             if isinstance(extra, dict):
                 data.update({k: extra[k] for k in ("stdout", "stderr", "interrupted") if k in extra})
-            self._complete(events, item, status=status, text=_result_text(block.get("content")), data=data)
+            self._complete(events, item, status=status, text=result_text(block.get("content")), data=data)
 
     def _result(self, msg: dict[str, Any], events: list) -> None:
         if self.turn_id is None:
@@ -710,7 +602,7 @@ class ClaudeSessionActor(SessionActor):
         tool_use_id = req.get("tool_use_id") if isinstance(req.get("tool_use_id"), str) else None
         kind = item_kind_of_tool(tool)
         if tool_use_id and tool_use_id not in self.items:
-            self._start_item(events, tool_use_id, kind, tool_use_id, title=_tool_title(tool, inp),
+            self._start_item(events, tool_use_id, kind, tool_use_id, title=tool_title(tool, inp),
                              data={"tool": tool, "input": inp})
         suggestions = req.get("permission_suggestions") if isinstance(req.get("permission_suggestions"), list) else []
         self.request_seq += 1
@@ -723,8 +615,8 @@ class ClaudeSessionActor(SessionActor):
             data["blocked_path"] = req["blocked_path"]
         events.append(RequestOpened(
             **self._env(), turn_id=self.turn_id, item_id=tool_use_id, request_id=request_id,
-            kind=_REQUEST_KINDS.get(kind, "tool"), title=req.get("description") or req.get("display_name") or tool,  # type: ignore[arg-type]
-            detail=_tool_title(tool, inp), decisions=decisions, data=data,  # type: ignore[arg-type]
+            kind=request_kind_of_item(kind), title=req.get("description") or req.get("display_name") or tool,  # type: ignore[arg-type]
+            detail=tool_title(tool, inp), decisions=decisions, data=data,  # type: ignore[arg-type]
             provider_refs=self._refs(item=tool_use_id, request=native),
         ))
         pending = _Pending(native, inp, suggestions, tool_use_id)

@@ -137,7 +137,7 @@ def test_resume_in_a_fresh_process_keeps_the_history(make, model_server):
 
 
 def test_resume_of_an_unknown_session_starts_fresh(make):
-    from drivers.claude._session import cursor_for
+    from drivers.claude._cursor import cursor_for
 
     h = make()
     session = h.start(resume_cursor=cursor_for("claude", "11111111-2222-3333-4444-555555555555"))

@@ -7,7 +7,7 @@ import pytest
 
 from drivers import BUILT_IN_DRIVERS, InstanceContext
 from drivers.claude import CLAUDE_CAPABILITIES, ClaudeConfig, build_argv, item_kind_of_tool
-from drivers.claude._session import cursor_for, session_id_of
+from drivers.claude._cursor import cursor_for, session_id_of
 from runtime.contract import ResumeCursor, TokenUsage, ValidationError
 
 
