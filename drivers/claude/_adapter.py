@@ -4,7 +4,7 @@ Supervision tree (ARCHITECTURE.md), the root built lazily by the first ``start_s
 
     InstanceSupervisor[<instance>]          one_for_one (Scope)
     └── SessionScope[<thread>]              one_for_all, temporary: one per live session
-        ├── process: ProcessActor[claude]   temporary; "started" once it answered `initialize`
+        ├── process: ProcessActor[claude]   temporary; spawned, `initialize` written
         └── session: ClaudeSessionActor     temporary
 
 One CLI process per session. Neither child is restarted: when the process dies the session
@@ -145,8 +145,9 @@ class ClaudeAdapter:
         )
 
         def start_process(cctx: Any) -> Any:
-            # Session scope supervisor thread: spawn, then `initialize`; the child counts as
-            # started only once the CLI answered (readiness is that answer, not system/init).
+            # Session scope supervisor thread: spawn and write `initialize`, no waiting here (the
+            # root supervisor thread is shared by every session start); the caller waits for
+            # the answer in _await_ready.
             handle = ProcessActor.open(spec, on_lines=link.on_lines, on_exit=link.on_exit,
                                        on_warning=link.on_warning, context=cctx, timeout=config.start_timeout)
             link.handle = handle
@@ -155,16 +156,6 @@ class ClaudeAdapter:
                     b'{"type":"control_request","request_id":"%s","request":{"subtype":"initialize","hooks":null}}'
                     % link.init_request_id.encode()
                 ], timeout=config.start_timeout)
-                if not link.init_done.wait(config.start_timeout):
-                    raise ProcessError(f"Claude Code did not answer initialize within {config.start_timeout:g} s",
-                                       stderr_tail=handle.stderr_tail()[-2048:])
-                if link.init_response is None:
-                    info = handle.wait(2.0)
-                    raise (info.error("Claude Code exited before answering initialize") if info is not None
-                           else ProcessError("Claude Code exited before answering initialize"))
-                if link.init_response.get("subtype") != "success":
-                    raise ProcessError(f"Claude Code refused initialize: {link.init_response.get('error')}",
-                                       stderr_tail=handle.stderr_tail()[-2048:])
             except BaseException:
                 handle.terminate(2.0)
                 raise
@@ -295,6 +286,7 @@ class ClaudeAdapter:
             except pykka.Timeout:
                 raise OperationTimeout("start_session", self._config.start_timeout, **self._where,
                                        thread_id=thread_id) from None
+            self._await_ready(record.extra["link"], min(deadline, time.monotonic() + self._config.start_timeout))
             return self._ask(record, Open(), "start_session", max(0.1, deadline - time.monotonic()))
         except BaseException as exc:
             with self._lock:
@@ -308,6 +300,22 @@ class ClaudeAdapter:
             if isinstance(exc, PaddockError):
                 raise
             raise DriverError(DRIVER, self.instance_id, f"start_session failed: {exc!r}", thread_id=thread_id) from exc
+
+    def _await_ready(self, link: ProcessLink, deadline: float) -> None:
+        """Block the caller until the CLI answered ``initialize`` (readiness is that answer, not
+        ``system/init``); raise ProcessError when it exited or refused first."""
+        if not link.init_done.wait(max(0.0, deadline - time.monotonic())):
+            tail = link.handle.stderr_tail()[-2048:] if link.handle is not None else ""
+            raise ProcessError(f"Claude Code did not answer initialize within {self._config.start_timeout:g} s",
+                               stderr_tail=tail)
+        response = link.init_response
+        if response is None:
+            info = link.exit_info
+            if info is not None:
+                raise info.error("Claude Code exited before answering initialize")
+            raise ProcessError("Claude Code exited before answering initialize")
+        if response.get("subtype") != "success":
+            raise ProcessError(f"Claude Code refused initialize: {response.get('error')}")
 
     def send_turn(self, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         """Write the user message and return once it is written (``turn.started`` first); the

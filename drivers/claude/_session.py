@@ -123,6 +123,7 @@ class ClaudeSessionActor(SessionActor):
         self.ctl_seq = 0
         self.ctl_pending: dict[str, str] = {}
         self.configured = False
+        self.opened = False
         self.finished = False
         self._timer: threading.Timer | None = None
 
@@ -146,7 +147,9 @@ class ClaudeSessionActor(SessionActor):
         self._cancel_timer()
         self.record.closed = True
         events: list = []
-        if stopped:
+        if not self.opened:
+            self.publish(status="stopped")  # never opened (a failed start): nothing to report
+        elif stopped:
             self._cancel_pending(events, answer=True)
             if self.turn_id is not None:
                 self._finish_turn(events, "cancelled", error="the session was stopped")
@@ -226,6 +229,10 @@ class ClaudeSessionActor(SessionActor):
     # open ----------------------------------------------------------------------------------------
 
     def _open(self) -> Session:
+        if self.finished:
+            raise SessionClosedError(self.thread_id, "the Claude Code process has exited",
+                                     driver=self.settings.driver, instance_id=self.settings.instance_id)
+        self.opened = True
         x = self.record.extra
         inp = self.start_input
         init = self.link.init_response or {}

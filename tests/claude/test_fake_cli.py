@@ -203,3 +203,29 @@ def test_bad_input_is_refused_before_any_process(make_fake, tmp_path):
     with pytest.raises(ValidationError):
         h.send("   ")
     assert os.path.exists(h.log)
+
+
+def test_concurrent_starts_and_turns_on_separate_processes(make_fake):
+    import threading
+
+    h = make_fake()
+    for tid in ("a", "b", "c"):
+        h.subs[tid] = h.hub.subscribe(thread_id=tid)
+    errors: list = []
+
+    def run(tid: str) -> None:
+        try:
+            h.start(tid)
+            h.turn(f"hello {tid}", thread_id=tid)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in ("a", "b", "c")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors
+    assert {h.adapter.read_thread(t).turns[-1].state for t in ("a", "b", "c")} == {"completed"}
+    assert len({s["env"]["FAKE_CLAUDE_LOG"] for s in fake_starts(h)}) == 1 and len(fake_starts(h)) == 3
+    assert sorted(s.thread_id for s in h.adapter.list_sessions()) == ["a", "b", "c"]
