@@ -162,7 +162,7 @@ def host_lines(h: Harness) -> list[dict]:
 
 
 def fake_starts(h: Harness) -> list[dict]:
-    """Each start of the fake CLI: its ``argv`` (after the script), ``cwd`` and ``env``."""
+    """Each start of the fake CLI: its ``argv`` (after the script), ``cwd``, ``env`` and ``pid``."""
     path = Path(str(h.log) + ".argv")
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 

@@ -5,8 +5,8 @@ Run as ``python fake_claude.py [--no-init] <claude flags>``. It answers ``initia
 ``GARBAGE`` (a non-JSON stdout line first), ``CRASH`` (stderr, then exit 3 mid-turn), ``HANG``
 (streams, then ignores ``interrupt``), ``ASK`` (a ``can_use_tool`` the host must answer),
 ``CANCELREQ`` (a ``can_use_tool`` it then cancels), ``HOOK`` (an unsupported control request
-first), else a short text answer. Every host line is appended to ``$FAKE_CLAUDE_LOG``, each start's argv, cwd and
-environment to ``$FAKE_CLAUDE_LOG.argv``.
+first), else a short text answer. Every host line is appended to ``$FAKE_CLAUDE_LOG``, each start's argv, cwd,
+environment and pid to ``$FAKE_CLAUDE_LOG.argv``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main() -> int:
     log = os.environ.get("FAKE_CLAUDE_LOG")
     if log:
         with open(log + ".argv", "a") as f:
-            f.write(json.dumps({"argv": args, "cwd": os.getcwd(), "env": dict(os.environ)}) + "\n")
+            f.write(json.dumps({"argv": args, "cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}) + "\n")
     n = 0
     waiting: dict[str, dict] = {}
     hang = False

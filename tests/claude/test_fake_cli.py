@@ -229,3 +229,15 @@ def test_concurrent_starts_and_turns_on_separate_processes(make_fake):
     assert {h.adapter.read_thread(t).turns[-1].state for t in ("a", "b", "c")} == {"completed"}
     assert len({s["env"]["FAKE_CLAUDE_LOG"] for s in fake_starts(h)}) == 1 and len(fake_starts(h)) == 3
     assert sorted(s.thread_id for s in h.adapter.list_sessions()) == ["a", "b", "c"]
+
+
+def test_process_death_while_idle_exits_the_session_without_a_turn(make_fake):
+    import signal
+
+    h = make_fake()
+    h.start()
+    h.turn("hello")
+    os.kill(fake_starts(h)[0]["pid"], signal.SIGKILL)
+    evs = h.events_until(lambda e: etype(e) == "session.exited")
+    assert not of_type(evs, "turn.completed")
+    assert evs[-1].signal == signal.SIGKILL and evs[-1].recoverable

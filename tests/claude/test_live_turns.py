@@ -188,3 +188,31 @@ def test_model_switch_per_turn(make, model_server):
     assert of_type(evs, "turn.completed")[-1].state == "completed"
     turns = [c for c in model_server.wait_for(count=2, timeout=10) if c.kind == "turn"]
     assert [c.model for c in turns] == ["claude-opus-4-8", "claude-sonnet-4-5"]
+
+
+def test_interrupt_while_an_approval_is_pending(make, workspace):
+    h = make()
+    h.start(runtime_mode="approval-required")
+    res = h.send("please create hello.txt SCENARIO:tool_shell")
+    opened = h.events_until(lambda e: etype(e) == "request.opened")[-1]
+    h.adapter.interrupt_turn("t1", timeout=10)
+    evs = h.events_until(lambda e: etype(e) == "turn.completed")
+    [resolved] = of_type(evs, "request.resolved")
+    assert resolved.request_id == opened.request_id and resolved.resolution == "cancelled"
+    assert evs[-1].turn_id == res.turn_id and evs[-1].state == "interrupted"
+    assert not (workspace / "hello.txt").exists()
+    res2, evs2 = h.turn("still there? SCENARIO:text")
+    assert of_type(evs2, "turn.completed")[-1].state == "completed"
+
+
+def test_stop_mid_stream_ends_turn_and_process(make):
+    h = make()
+    h.start()
+    pid = h.events_until(lambda e: etype(e) == "session.configured")[-1].config["pid"]
+    res = h.send("stream slowly SCENARIO:slow")
+    h.events_until(lambda e: etype(e) == "content.delta")
+    h.adapter.stop_session("t1", timeout=15)
+    evs = h.events_until(lambda e: etype(e) == "session.exited")
+    assert of_type(evs, "turn.completed")[-1].state == "cancelled"
+    assert evs[-1].reason == "stopped"
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
