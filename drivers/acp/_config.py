@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import msgspec
+from drivers._registry import DriverConfig
 
 __all__ = ["AcpConfig"]
 
 
-class AcpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The common keys of every driver (the same as ``drivers.DriverConfig``, which this package
-    may not import under the one-way driver rule): ``driver``, ``binary``, ``home``, ``env``,
-    ``args``, ``pass_env``; plus:
+class AcpConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The common keys of every driver (:class:`drivers.DriverConfig`: ``driver``, ``binary``,
+    ``home``, ``env``, ``args``, ``pass_env``) plus:
 
     - ``client_fs`` / ``client_terminal``: advertise ``fs/*`` and ``terminal/*`` to the agent
       (``None``: the flavor's default). Served requests stay confined to the workspace roots;
@@ -27,12 +26,6 @@ class AcpConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     - ``terminal_output_limit``: the most output bytes kept per terminal when the agent names none.
     """
 
-    driver: str
-    binary: str | None = None
-    home: str | None = None
-    env: dict[str, str] = {}
-    args: list[str] = []
-    pass_env: list[str] = []
     client_fs: bool | None = None
     client_terminal: bool | None = None
     auth_method: str | None = None
