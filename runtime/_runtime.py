@@ -142,6 +142,11 @@ class Runtime:
         the binding store, the event log and each instance's private home. Raises
         :class:`ConfigError` for malformed configuration; an instance whose driver is unknown or
         whose binary is missing is listed as unavailable instead.
+
+        When called in the main thread of a host that left SIGTERM and SIGHUP at their defaults,
+        those signals raise ``SystemExit`` there, so ``with`` blocks unwind and every open
+        runtime closes in order (an interpreter exit closes them too). A host with its own
+        handlers keeps them.
         """
         cfg = load_config(config if not isinstance(config, os.PathLike) else os.fspath(config))
         folder = Path(state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
@@ -155,6 +160,7 @@ class Runtime:
             sweep_leases = None
         if sweep_leases is not None:
             sweep_leases(folder)
+        _close_on_termination()
         return cls(config=cfg, state_dir=folder, _token=_OPEN_TOKEN)
 
     def _prepare(self, entry) -> _Instance:
@@ -702,6 +708,20 @@ def _close_open_runtimes() -> None:
             rt.close(timeout=5.0)
         except Exception:
             pass
+
+
+def _close_on_termination() -> None:
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, _exit_on_signal)
+
+
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _t(timeout: float | None, default: float = DEFAULT_TIMEOUT) -> float:

@@ -197,3 +197,45 @@ def test_events_command_reads_the_log(tmp_path):
     later = subprocess.run(PADDOCK + ["events", "--state-dir", str(tmp_path / "s"), "--from-seq", str(seqs[-1])],
                            cwd=ROOT, capture_output=True, timeout=30, env=_env())
     assert later.returncode == 0 and later.stdout.decode().split()[0] == str(seqs[-1])
+
+
+SIGTERM_HOST = textwrap.dedent(
+    """
+    import sys, time
+    from runtime import Runtime
+    from tests.runtime.conftest import TWO_LOCAL, run_turn
+    with Runtime.open(TWO_LOCAL, state_dir=sys.argv[1]) as rt:
+        rt.start_session("t1", instance="local-a", cwd=sys.argv[2])
+        run_turn(rt, "t1", "@reply before SIGTERM")
+        print("ready", flush=True)
+        time.sleep(888)
+    """
+)
+
+
+def test_sigterm_to_a_with_runtime_host_closes_in_order(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    host = subprocess.Popen([sys.executable, "-c", SIGTERM_HOST, str(tmp_path / "state"), str(ws)],
+                            cwd=ROOT, stdout=subprocess.PIPE, env=_env())
+    try:
+        _read_until(host.stdout, b"ready", 30)
+        agents = psutil.Process(host.pid).children(recursive=True)
+        host.send_signal(signal.SIGTERM)
+        assert host.wait(20) == 128 + signal.SIGTERM
+        gone, alive = psutil.wait_procs(agents, timeout=1.0)
+        assert not alive
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        host.stdout.close()
+    # close() ran: the session exited in the log and the binding is resumable ("closed").
+    from runtime.store import BindingStore
+
+    store = BindingStore(tmp_path / "state" / "paddock.db")
+    assert store.get("t1").status == "closed"
+    store.close()
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state") as rt:
+        with rt.subscribe(thread_id="t1", types=["session.exited"], from_seq=1) as sub:
+            assert sub.get(timeout=5) is not None
