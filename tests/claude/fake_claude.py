@@ -5,7 +5,8 @@ Run as ``python fake_claude.py [--no-init] <claude flags>``. It answers ``initia
 ``GARBAGE`` (a non-JSON stdout line first), ``CRASH`` (stderr, then exit 3 mid-turn), ``HANG``
 (streams, then ignores ``interrupt``), ``ASK`` (a ``can_use_tool`` the host must answer),
 ``CANCELREQ`` (a ``can_use_tool`` it then cancels), ``HOOK`` (an unsupported control request
-first), else a short text answer. Every host line is appended to ``$FAKE_CLAUDE_LOG``, each start's argv, cwd,
+first), ``THINK`` (a streamed thinking block, then a text block of the same message), else a
+short text answer. Every host line is appended to ``$FAKE_CLAUDE_LOG``; each start's argv, cwd,
 environment and pid to ``$FAKE_CLAUDE_LOG.argv``.
 """
 
@@ -86,6 +87,27 @@ def main() -> int:
                 finish(sid, n, "cancelled by the CLI")
             else:
                 waiting[rid] = msg
+            continue
+        if "THINK" in text:
+            mid = f"msg_t{n}"
+            out({"type": "stream_event", "event": {"type": "message_start", "message": {"id": mid}}})
+            out({"type": "stream_event", "event": {"type": "content_block_start", "index": 0,
+                                                   "content_block": {"type": "thinking", "thinking": ""}}})
+            for piece in ("let me ", "think"):
+                out({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0,
+                                                       "delta": {"type": "thinking_delta", "thinking": piece}}})
+            out({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0,
+                                                   "delta": {"type": "signature_delta", "signature": "sig"}}})
+            out({"type": "assistant", "message": {"id": mid, "content": [
+                {"type": "thinking", "thinking": "let me think", "signature": "sig"}]}})
+            out({"type": "stream_event", "event": {"type": "content_block_start", "index": 1,
+                                                   "content_block": {"type": "text", "text": ""}}})
+            for piece in ("the ", "answer"):
+                out({"type": "stream_event", "event": {"type": "content_block_delta", "index": 1,
+                                                       "delta": {"type": "text_delta", "text": piece}}})
+            out({"type": "assistant", "message": {"id": mid, "content": [{"type": "text", "text": "the answer"}]}})
+            out({"type": "result", "subtype": "success", "is_error": False, "stop_reason": "end_turn",
+                 "session_id": sid, "result": "the answer", "usage": {"input_tokens": 1, "output_tokens": 1}})
             continue
         if "HOOK" in text:
             out({"type": "control_request", "request_id": "hook-1", "request": {"subtype": "hook_callback",

@@ -241,3 +241,15 @@ def test_process_death_while_idle_exits_the_session_without_a_turn(make_fake):
     evs = h.events_until(lambda e: etype(e) == "session.exited")
     assert not of_type(evs, "turn.completed")
     assert evs[-1].signal == signal.SIGKILL and evs[-1].recoverable
+
+
+def test_thinking_and_text_blocks_of_one_message_are_two_items(make_fake):
+    h = make_fake()
+    h.start()
+    res, evs = h.turn("THINK first")
+    reasoning = "".join(e.delta for e in of_type(evs, "content.delta") if e.stream == "reasoning_text")
+    assert reasoning == "let me think" and text_of(evs) == "the answer"
+    done = {e.kind: e for e in of_type(evs, "item.completed")}
+    assert done["reasoning"].text == "let me think" and done["assistant_message"].text == "the answer"
+    assert done["reasoning"].item_id != done["assistant_message"].item_id
+    assert [e.kind for e in of_type(evs, "item.started")] == ["reasoning", "assistant_message"]

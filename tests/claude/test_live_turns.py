@@ -216,3 +216,13 @@ def test_stop_mid_stream_ends_turn_and_process(make):
     assert of_type(evs, "turn.completed")[-1].state == "cancelled"
     assert evs[-1].reason == "stopped"
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_model_http_500_fails_the_turn(make):
+    h = make()
+    h.start()
+    res, evs = h.turn("break SCENARIO:http500")
+    done = of_type(evs, "turn.completed")[-1]
+    assert done.state == "failed" and "500" in done.error
+    res2, evs2 = h.turn("recovered SCENARIO:text")
+    assert of_type(evs2, "turn.completed")[-1].state == "completed"
