@@ -227,16 +227,20 @@ class ClaudeAdapter:
             raise ValidationError("start_session", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
         if not os.path.isabs(input.cwd) or not os.path.isdir(input.cwd):
             raise ValidationError("start_session", f"cwd {input.cwd!r} is not an existing absolute directory", **self._where)
-        resume_id = None
-        usage = self._usage.get(thread_id)
-        if input.resume_cursor is not None:
-            resume_id, cursor_usage = session_id_of(input.resume_cursor, DRIVER)
-            if cursor_usage is not None and (usage is None or (cursor_usage.total_tokens or 0) > (usage.total_tokens or 0)):
-                usage = cursor_usage
         with self._lock:
             existing = self._records.get(thread_id)
             if existing is not None and not existing.closed:
                 return existing.session
+        if existing is not None:  # its process died: keep its history and usage
+            self._remember(existing)
+        resume_id = None
+        # The thread's usage so far (this instance's memory or the cursor's, the larger): token
+        # usage never goes backwards within a thread, also across processes.
+        candidates = [self._usage.get(thread_id)]
+        if input.resume_cursor is not None:
+            resume_id, cursor_usage = session_id_of(input.resume_cursor, DRIVER)
+            candidates.append(cursor_usage)
+        usage = max((u for u in candidates if u is not None), key=lambda u: u.total_tokens or 0, default=None)
         deadline = time.monotonic() + (timeout if timeout is not None else self._config.start_timeout + 15.0)
         scope = self._ensure_scope()
         self._terminate(thread_id, 10.0)  # a session that ended on its own (process died)

@@ -53,6 +53,15 @@ def test_usage_accumulates_and_cursor_carries_it(make_fake):
     assert usage.input_tokens == 30 and usage.total_tokens == 34 and usage.cost == pytest.approx(0.02)
     cursor = h.adapter.list_sessions()[0].resume_cursor
     assert '"input_tokens":30' in cursor.payload
+    # A new process on the thread (fresh, or resumed from the cursor) continues the count.
+    h.adapter.stop_session("t1", timeout=10)
+    h.start()
+    res, evs = h.turn("three")
+    assert of_type(evs, "thread.token-usage.updated")[-1].usage.input_tokens == 45
+    h.adapter.stop_session("t1", timeout=10)
+    h.start(resume_cursor=cursor)
+    res, evs = h.turn("four")
+    assert of_type(evs, "thread.token-usage.updated")[-1].usage.input_tokens == 60
 
 
 def test_garbage_stdout_line_is_a_warning(make_fake):

@@ -226,3 +226,15 @@ def test_model_http_500_fails_the_turn(make):
     assert done.state == "failed" and "500" in done.error
     res2, evs2 = h.turn("recovered SCENARIO:text")
     assert of_type(evs2, "turn.completed")[-1].state == "completed"
+
+
+def test_interrupt_right_after_send(make):
+    h = make()
+    h.start()
+    res = h.send("stream slowly SCENARIO:slow")
+    h.adapter.interrupt_turn("t1", timeout=10)
+    evs = h.events_until(lambda e: etype(e) == "turn.completed")
+    assert evs[-1].turn_id == res.turn_id and evs[-1].state == "interrupted"
+    assert not [w for w in of_type(evs, "runtime.warning") if w.code == "claude.interrupt_unacknowledged"]
+    res2, evs2 = h.turn("after SCENARIO:text")
+    assert text_of(evs2) == "Hello from mock"
