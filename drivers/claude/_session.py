@@ -153,7 +153,7 @@ class ClaudeSessionActor(SessionActor):
             self._cancel_pending(events, answer=True)
             if self.turn_id is not None:
                 self._finish_turn(events, "cancelled", error="the session was stopped")
-            events.append(SessionExited(**self._env(), reason="stopped", recoverable=True))
+            events.append(SessionExited(**self._env(), reason="stopped", recoverable=self._recoverable()))
             self.publish(status="stopped", active_turn_id=None)
         else:
             for rid in list(self.pending):
@@ -171,7 +171,8 @@ class ClaudeSessionActor(SessionActor):
         self.emit(events)
 
     def _recoverable(self) -> bool:
-        # A session is saved under CLAUDE_CONFIG_DIR once a turn ran (or it was resumed).
+        # Observed: a session killed during its first turn cannot be resumed ("No conversation
+        # found"); once a turn completed (or it was resumed) it is saved under CLAUDE_CONFIG_DIR.
         return self.turns_done > 0 or bool(self.record.extra.get("resumed"))
 
     # dispatch ------------------------------------------------------------------------------------

@@ -159,7 +159,11 @@ def test_unsupported_control_request_is_refused(make_fake):
 
 def test_stop_mid_request_cancels_turn_and_request(make_fake):
     h = make_fake()
+    h.start("fresh")
+    h.adapter.stop_session("fresh", timeout=10)
+    assert not h.events_until(lambda e: etype(e) == "session.exited", thread_id="fresh")[-1].recoverable
     h.start(runtime_mode="approval-required")
+    h.turn("hello")
     h.send("ASK for a tool")
     h.events_until(lambda e: etype(e) == "request.opened")
     h.adapter.stop_session("t1", timeout=10)

@@ -161,6 +161,7 @@ def test_kill_9_mid_turn_fails_the_turn_and_exits_the_session(make):
     assert done.turn_id == res.turn_id and done.state == "failed"
     exited = of_type(evs, "session.exited")[0]
     assert exited.signal == signal.SIGKILL or exited.exit_code not in (None, 0), exited
+    assert not exited.recoverable  # killed during its first turn, the CLI saved nothing to resume
     assert "killed" in exited.reason or "exit" in exited.reason
     with pytest.raises(SessionClosedError):
         h.send("anyone there?")
