@@ -90,7 +90,7 @@ class ClaudeAdapter:
         self.driver = DRIVER
         self._modes = {**DEFAULT_PERMISSION_MODES, **self._config.permission_modes}
         self._settings = SessionSettings(
-            driver=DRIVER, instance_id=ctx.instance_id, request_timeout=self._config.request_timeout,
+            driver=DRIVER, instance_id=ctx.instance_id,
             interrupt_timeout=self._config.interrupt_timeout, permission_modes=self._modes,
         )
         self._lock = threading.RLock()

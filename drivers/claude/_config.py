@@ -27,7 +27,7 @@ class ClaudeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_field
     - ``system_prompt`` / ``append_system_prompt``: ``--system-prompt`` / ``--append-system-prompt``
       (``None``: the CLI's own prompt);
     - ``start_timeout``: seconds for the CLI to start and answer ``initialize``;
-    - ``request_timeout``: seconds to wait for an answer to a control request;
+    - ``request_timeout``: seconds a host operation waits for the session when it names no timeout;
     - ``interrupt_timeout``: seconds after an ``interrupt`` before a turn the CLI never ends is
       completed ``interrupted`` by the driver;
     - ``shutdown_timeout``: seconds between closing stdin and SIGKILL when a session stops.

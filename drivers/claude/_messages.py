@@ -15,7 +15,6 @@ class SessionSettings:
 
     driver: str
     instance_id: str
-    request_timeout: float
     interrupt_timeout: float
     permission_modes: dict[str, str]
 

@@ -215,7 +215,8 @@ class ClaudeSessionActor(SessionActor):
         if handle is None or self.link.exit_info is not None:
             raise SessionClosedError(self.thread_id, "the Claude Code process has exited",
                                      driver=self.settings.driver, instance_id=self.settings.instance_id)
-        handle.write_lines([_encode(message)], timeout=self.settings.request_timeout)
+        # Never blocks the actor: a CLI that stopped reading fails the write once its bound is full.
+        handle.write_lines([_encode(message)])
 
     def _control(self, subtype: str, **fields: Any) -> str:
         self.ctl_seq += 1
