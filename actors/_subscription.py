@@ -107,6 +107,7 @@ class Subscription:
         self.instance_id = instance_id
         self.types = type_names
         self.assistant_delivery = assistant_delivery
+        self._streaming = assistant_delivery == "streaming"
         self._classes = (
             None if type_names is None else frozenset(EVENT_TYPES[name] for name in type_names)
         )
@@ -404,6 +405,13 @@ class Subscription:
         Runs in the caller's thread; may read the event log (SQLite) while catching up.
         Raises :class:`PersistenceError` if the log cannot be read.
         """
+        if self._streaming and not self._closed:
+            cur = self._cur
+            if cur is not None:
+                pos = self._pos
+                if pos < len(cur):  # fast path: the next event of the batch in hand
+                    self._pos = pos + 1
+                    return cur[pos]
         ev = self._get(timeout)
         return None if ev is _END else ev
 
@@ -427,6 +435,13 @@ class Subscription:
         return self
 
     def __next__(self) -> Event:
+        if self._streaming and not self._closed:
+            cur = self._cur
+            if cur is not None:
+                pos = self._pos
+                if pos < len(cur):  # fast path: the next event of the batch in hand
+                    self._pos = pos + 1
+                    return cur[pos]
         ev = self._get(None)
         if ev is _END:
             raise StopIteration
