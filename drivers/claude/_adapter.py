@@ -8,8 +8,9 @@ Supervision tree (ARCHITECTURE.md), the root built lazily by the first ``start_s
         └── session: ClaudeSessionActor     temporary
 
 One CLI process per session. Neither child is restarted: when the process dies the session
-reports it (failed turn, expired requests, ``session.exited`` with exit code and stderr tail) and
-the host starts the thread again, which resumes it from the cursor (``--resume``).
+reports it (failed turn, expired requests, ``session.exited`` with exit code and stderr tail),
+stops, and its scope closes; the host starts the thread again, which resumes it from the cursor
+(``--resume``).
 
 Thread: every public method is thread-safe and blocks the caller at most ``timeout`` seconds.
 """
@@ -46,7 +47,7 @@ from runtime.contract import (
     TurnStartResult,
     ValidationError,
 )
-from supervisors import ChildSpec, Scope, Supervisor
+from supervisors import ChildSpec, Scope, Supervisor, request_shutdown
 
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import DEFAULT_PERMISSION_MODES, ClaudeConfig
@@ -168,14 +169,25 @@ class ClaudeAdapter:
             return ClaudeSessionActor.start(record, emitter, link, settings, context=cctx)
 
         def start_scope(cctx: Any) -> Any:
-            return Supervisor.start(
+            holder: list[Any] = []
+
+            def on_child_exit(child_id: str, reason: Any, restarting: bool) -> None:
+                # Session scope supervisor thread: the session ended on its own (its process
+                # died, or the actor failed): close the scope, so nothing of it lingers.
+                if child_id == "session" and holder:
+                    request_shutdown(holder[0], time.monotonic() + config.shutdown_timeout + 2.0)
+
+            ref = Supervisor.start(
                 [
                     ChildSpec(id="process", start=start_process, restart="temporary",
                               shutdown=config.shutdown_timeout + 2.0, start_timeout=config.start_timeout + 5.0),
                     ChildSpec(id="session", start=start_session, restart="temporary", shutdown=5.0),
                 ],
                 strategy="one_for_all", name=f"session:{self.instance_id}:{thread_id}", context=cctx,
+                on_child_exit=on_child_exit,
             )
+            holder.append(ref)
+            return ref
 
         return ChildSpec(id=thread_id, start=start_scope, restart="temporary",
                          shutdown=config.shutdown_timeout + 10.0, start_timeout=config.start_timeout + 10.0)

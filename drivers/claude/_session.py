@@ -52,7 +52,7 @@ from runtime.contract import (
     TurnStartResult,
     ValidationError,
 )
-from supervisors import ChildContext
+from supervisors import ChildContext, ExitReason
 
 from ._cursor import cursor_for
 from ._link import Exited, Lines, ProcessLink, TransportWarning
@@ -363,6 +363,7 @@ class ClaudeSessionActor(SessionActor):
         detail = f"Claude Code exited (exit code {info.returncode})" if info.returncode >= 0 else \
             f"Claude Code was killed by signal {-info.returncode}"
         self._end(stopped=False, detail=detail, info=info)
+        self.exit(ExitReason("normal"))  # the session scope closes behind it
 
     # stdout --------------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ faults that the real CLI cannot be made to show on demand. No peer needed."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -254,6 +255,13 @@ def test_process_death_while_idle_exits_the_session_without_a_turn(make_fake):
     evs = h.events_until(lambda e: etype(e) == "session.exited")
     assert not of_type(evs, "turn.completed")
     assert evs[-1].signal == signal.SIGKILL and evs[-1].recoverable
+    # The session's scope closes behind it: no actor of it is left under the instance.
+    deadline = time.monotonic() + 10
+    while [c.id for c in h.adapter._scope.which_children(timeout=5)] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert h.adapter._scope.which_children(timeout=5) == []
+    with pytest.raises(SessionClosedError):
+        h.send("hello?")
 
 
 def test_thinking_and_text_blocks_of_one_message_are_two_items(make_fake):
