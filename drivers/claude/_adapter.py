@@ -269,14 +269,14 @@ class ClaudeAdapter:
     def _start(self, scope: Scope, input: StartSessionInput, binary: str, env: dict[str, str], session_id: str,
                resume: bool, usage: TokenUsage | None, deadline: float, resume_detail: str | None) -> Session:
         thread_id = input.thread_id
-        mode_key = "plan" if input.interaction_mode == "plan" else input.runtime_mode
-        permission_mode = self._modes[mode_key]
+        runtime_mode = self._modes[input.runtime_mode]
         auto_allow = input.runtime_mode == "full-access"
-        if permission_mode == "bypassPermissions" and hasattr(os, "geteuid") and os.geteuid() == 0 \
+        if runtime_mode == "bypassPermissions" and hasattr(os, "geteuid") and os.geteuid() == 0 \
                 and env.get("IS_SANDBOX") != "1":
             # Protocol fact: bypassPermissions is refused as root unless IS_SANDBOX=1; fall back to
             # the default mode and allow every ask ourselves.
-            permission_mode = self._modes["approval-required"]
+            runtime_mode = self._modes["approval-required"]
+        permission_mode = self._modes["plan"] if input.interaction_mode == "plan" else runtime_mode
         model = input.model or self._config.model
         argv = build_argv(binary, self._config, permission_mode=permission_mode, model=model,
                           session_id=session_id, resume=resume)
@@ -289,7 +289,7 @@ class ClaudeAdapter:
         record.extra.update(
             input=input if input.model == model else _with_model(input, model), session_id=session_id,
             resumed=resume, resume_failed=resume_detail is not None, resume_detail=resume_detail,
-            permission_mode=permission_mode, auto_allow=auto_allow, usage=usage,
+            permission_mode=permission_mode, runtime_permission_mode=runtime_mode, auto_allow=auto_allow, usage=usage,
             emitter=self._ctx.hub.emitter(DRIVER, self.instance_id, thread_id),
         )
         with self._lock:

@@ -91,7 +91,8 @@ class ClaudeSessionActor(SessionActor):
     """One Claude Code session on one CLI process (see the module docstring).
 
     ``record.extra`` holds: ``input`` (the StartSessionInput), ``session_id``, ``resumed``,
-    ``resume_failed``/``resume_detail``, ``permission_mode`` (the native mode in use),
+    ``resume_failed``/``resume_detail``, ``permission_mode`` (the native mode at start),
+    ``runtime_permission_mode`` (the native mode of the runtime mode, outside plan),
     ``auto_allow`` (answer every ask with allow: full-access), ``usage`` (cumulative TokenUsage).
     """
 
@@ -274,7 +275,8 @@ class ClaudeSessionActor(SessionActor):
             self.model = inp.model
         mode = inp.interaction_mode
         if mode is not None and mode != self.interaction_mode:
-            native = self.settings.permission_modes["plan"] if mode == "plan" else self.record.extra["permission_mode"]
+            x = self.record.extra
+            native = self.settings.permission_modes["plan"] if mode == "plan" else x["runtime_permission_mode"]
             self._control("set_permission_mode", mode=native)
             self.permission_mode = native
             self.interaction_mode = mode

@@ -274,3 +274,13 @@ def test_thinking_and_text_blocks_of_one_message_are_two_items(make_fake):
     assert done["reasoning"].text == "let me think" and done["assistant_message"].text == "the answer"
     assert done["reasoning"].item_id != done["assistant_message"].item_id
     assert [e.kind for e in of_type(evs, "item.started")] == ["reasoning", "assistant_message"]
+
+
+def test_plan_interaction_mode_maps_to_the_plan_permission_mode(make_fake):
+    h = make_fake()
+    h.start(runtime_mode="approval-required", interaction_mode="plan")
+    assert fake_starts(h)[0]["argv"][fake_starts(h)[0]["argv"].index("--permission-mode") + 1] == "plan"
+    h.turn("hello", interaction_mode="default")
+    h.turn("hello", interaction_mode="plan")
+    modes = [m["request"]["mode"] for m in host_lines(h) if m.get("request", {}).get("subtype") == "set_permission_mode"]
+    assert modes == ["default", "plan"]
