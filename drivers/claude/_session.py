@@ -8,7 +8,8 @@ Translation (stream-json -> canonical events), per turn:
 - ``stream_event`` ``content_block_start`` text/thinking -> ``item.started``
   (assistant_message/reasoning), ``text_delta``/``thinking_delta`` -> ``content.delta``; the
   ``assistant`` line carrying the whole block -> ``item.completed`` with its text;
-- ``assistant`` ``tool_use`` -> ``item.started`` (kind from the tool name), the ``user``
+- ``content_block_start`` tool_use -> ``item.started`` (kind from the tool name), the
+  ``assistant`` ``tool_use`` line with the whole input -> ``item.updated`` (title, input); the ``user``
   ``tool_result`` -> ``item.completed`` (``failed`` when ``is_error``, ``declined`` when the host
   declined it);
 - ``control_request can_use_tool`` -> ``request.opened``; the decision goes back as
@@ -31,6 +32,7 @@ from runtime.contract import (
     ContentDelta,
     ItemCompleted,
     ItemStarted,
+    ItemUpdated,
     PaddockError,
     ProviderRefs,
     RequestError,
@@ -479,6 +481,12 @@ class ClaudeSessionActor(SessionActor):
                 kind = "assistant_message" if btype == "text" else "reasoning"
                 if self._start_item(events, item_id, kind, self.stream_msg) is not None:
                     self.blocks[(self.stream_msg, index)] = item_id
+            elif btype == "tool_use" and isinstance(block.get("id"), str):
+                # The call starts now; its input streams as input_json_delta and arrives whole
+                # with the `assistant` line (then item.updated).
+                name = str(block.get("name") or "tool")
+                self._start_item(events, block["id"], item_kind_of_tool(name), block["id"], title=name,
+                                 data={"tool": name})
         elif etype == "content_block_delta" and self.stream_msg:
             item_id = self.blocks.get((self.stream_msg, int(ev.get("index") or 0)))
             item = self.items.get(item_id) if item_id else None
@@ -518,8 +526,13 @@ class ClaudeSessionActor(SessionActor):
                 tool_id = block.get("id") or f"{msg_id}:{index}"
                 name = block.get("name") or "tool"
                 inp = block.get("input") if isinstance(block.get("input"), dict) else {}
-                self._start_item(events, tool_id, item_kind_of_tool(name), tool_id, title=tool_title(name, inp),
-                                 data={"tool": name, "input": inp})
+                kind = item_kind_of_tool(name)
+                title, data = tool_title(name, inp), {"tool": name, "input": inp}
+                if tool_id in self.items:
+                    events.append(ItemUpdated(**self._env(), turn_id=self.turn_id, item_id=tool_id, kind=kind,  # type: ignore[arg-type]
+                                              title=title, data=data, provider_refs=self._refs(item=tool_id)))
+                else:
+                    self._start_item(events, tool_id, kind, tool_id, title=title, data=data)
 
     def _user(self, msg: dict[str, Any], events: list) -> None:
         content = (msg.get("message") or {}).get("content")

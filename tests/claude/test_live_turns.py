@@ -40,7 +40,9 @@ def _tool_turn(h, decision: str | None):
     assert opened.kind == "command" and opened.turn_id == res.turn_id
     assert opened.data["input"]["command"] == "touch hello.txt"
     [started] = [e for e in of_type(evs, "item.started") if e.item_id == opened.item_id]
-    assert started.kind == "command" and started.title == "touch hello.txt"
+    assert started.kind == "command" and started.title == "Bash"
+    [updated] = [e for e in of_type(evs, "item.updated") if e.item_id == opened.item_id]
+    assert updated.title == "touch hello.txt" and updated.data["input"]["command"] == "touch hello.txt"
     if decision is not None:
         h.adapter.respond_to_request("t1", opened.request_id, decision, timeout=10)
     evs += h.events_until(lambda e: etype(e) == "turn.completed" and e.turn_id == res.turn_id)
