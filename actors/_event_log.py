@@ -39,7 +39,7 @@ _INSERT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)"
 _SINGLE = 256
 _CHUNK_MAX = 1024  # 6 * 1024 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
 _ROW = "(?,?,?,?,?,?)"
-_INLINE_ROWS = 32_768  # rows between the writer's own checkpoints (see _Checkpointer)
+_INLINE_ROWS = 262_144  # rows between the writer's own checkpoints (see _Checkpointer)
 _multi: dict[int, str] = {}
 
 
