@@ -46,7 +46,7 @@ INTERNAL_ERROR = -32603
 _NULL = msgspec.Raw(b"null")
 
 
-class JsonRpcRequest(msgspec.Struct, frozen=True):
+class JsonRpcRequest(msgspec.Struct, frozen=True, gc=False):
     """A request from the child; answer it with ``respond``/``respond_error``/``reject``.
     ``params`` is the raw JSON (``null`` when absent)."""
 
@@ -55,7 +55,7 @@ class JsonRpcRequest(msgspec.Struct, frozen=True):
     params: msgspec.Raw
 
 
-class JsonRpcNotification(msgspec.Struct, frozen=True):
+class JsonRpcNotification(msgspec.Struct, frozen=True, gc=False):
     """A notification from the child. ``params`` is the raw JSON (``null`` when absent)."""
 
     method: str
@@ -71,13 +71,13 @@ class LineTap(Protocol):
     def on_inbound(self, line: bytes) -> None: ...
 
 
-class _ErrorObject(msgspec.Struct):
+class _ErrorObject(msgspec.Struct, gc=False):
     code: int = 0
     message: str = ""
     data: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
-class _Envelope(msgspec.Struct):
+class _Envelope(msgspec.Struct, gc=False):
     id: int | str | None = None
     method: str | None = None
     params: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
@@ -116,6 +116,8 @@ class _OutError(msgspec.Struct):
     error: _OutErrorObject
 
 
+# The per-line Structs above hold only strings, numbers and msgspec.Raw (never a cycle), so the
+# cyclic GC need not track them: one fewer tracked allocation per inbound line.
 Inbound = JsonRpcRequest | JsonRpcNotification
 Handler = Callable[[list[Inbound]], None]
 
