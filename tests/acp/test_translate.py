@@ -97,6 +97,10 @@ def test_recorded_transcript_keeps_the_grammar(path):
     assert any(T(e) == "turn.completed" for e in events)
 
 
+@pytest.mark.skipif(
+    not (RECORDINGS / "acp-claude-transcript.jsonl").is_file(),
+    reason="needs the shared protocol recordings beside the checkout (../shared/protocols/recordings)",
+)
 def test_claude_transcript_mapping():
     events = replay(RECORDINGS / "acp-claude-transcript.jsonl")
     types = [T(e) for e in events]
