@@ -230,7 +230,7 @@ class JsonRpcConnection:
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._closed is not None:
-                future.set_exception(self._closed)
+                _settle(future, error=self._closed)
                 return future
             request_id = next(self._ids)
             entry = None
@@ -363,11 +363,9 @@ class JsonRpcConnection:
         if timer is not None:
             timer.cancel()
         if env.error is not None:
-            future.set_exception(
-                RequestError(method, env.error.code, env.error.message or "no message")
-            )
+            _settle(future, error=RequestError(method, env.error.code, env.error.message or "no message"))
         else:
-            future.set_result(_NULL if env.result is msgspec.UNSET else env.result)
+            _settle(future, result=_NULL if env.result is msgspec.UNSET else env.result)
 
     def _malformed(self, line: bytes, why: str) -> None:
         self.malformed_lines += 1
@@ -395,7 +393,7 @@ class JsonRpcConnection:
             if entry[2] is not None:
                 entry[2].cancel()
             if not entry[1].done():
-                entry[1].set_exception(error)
+                _settle(entry[1], error=error)
 
     def _expire(self, request_id: int, timeout: float) -> None:
         with self._lock:
@@ -412,7 +410,7 @@ class JsonRpcConnection:
             if timer is not None:
                 timer.cancel()
             if not future.done():
-                future.set_exception(error)
+                _settle(future, error=error)
 
     def _on_process_exit(self, info: ExitInfo) -> None:
         # Exit watcher thread; every stdout line was delivered before this runs.
@@ -427,3 +425,15 @@ class JsonRpcConnection:
                 self._on_exit(info)
             except Exception:
                 log.exception("on_exit callback failed")
+
+
+def _settle(future: concurrent.futures.Future, *, result: Any = None, error: BaseException | None = None) -> None:
+    """Resolve a request's future unless its caller cancelled it (then the answer is dropped:
+    raising here would lose the rest of the reader's batch)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except concurrent.futures.InvalidStateError:
+        pass

@@ -197,7 +197,11 @@ class HubHandle:
             max_buffered=self._max_buffered if max_buffered is None else max_buffered,
             on_close=_ignore,
         )
-        self._ask(_Subscribe((sub, from_seq)), "EventHub.subscribe", timeout)
+        try:
+            self._ask(_Subscribe((sub, from_seq)), "EventHub.subscribe", timeout)
+        except BaseException:
+            sub.close()  # if the hub registers it later, it drops a closed subscription
+            raise
         return sub
 
     def flush(self, *, timeout: float = 10.0) -> int:
@@ -417,6 +421,10 @@ class EventHub(pykka.ThreadingActor):
     Every ``on_*`` method runs in the hub's own actor thread. With the log on, committing and
     publishing run in the hub's writer thread (``paddock-hub-writer``), in sequence order.
     """
+
+    # A non-daemon actor thread would keep the interpreter alive past the end of a host that never
+    # closed its runtime, and atexit hooks (which close it) only run once such threads are gone.
+    use_daemon_thread = True
 
     def __init__(
         self,

@@ -106,10 +106,23 @@ class Runtime:
         self._closed = False
         self._lock = threading.RLock()
         self._store = BindingStore(state_dir / "paddock.db")
-        self._hub = EventHub.start(
-            log_path=str(state_dir / "events.db") if self._settings.event_log else None,
-            max_bytes=self._settings.event_log_max_bytes,
-        )
+        try:
+            self._hub = EventHub.start(
+                log_path=str(state_dir / "events.db") if self._settings.event_log else None,
+                max_bytes=self._settings.event_log_max_bytes,
+            )
+        except BaseException:
+            self._store.close()
+            raise
+        try:
+            self._setup(config)
+        except BaseException:
+            self._hub.close()
+            self._store.close()
+            raise
+        _open_runtimes.add(self)
+
+    def _setup(self, config: RuntimeConfig) -> None:
         self._instances: dict[str, _Instance] = {}
         self._live: dict[str, str] = {}  # thread id -> instance id
         self._last_used: dict[str, float] = {}
@@ -124,7 +137,6 @@ class Runtime:
         ]
         for t in self._threads:
             t.start()
-        _open_runtimes.add(self)
 
     # construction -------------------------------------------------------------------------------
 
@@ -402,15 +414,21 @@ class Runtime:
         if interaction_mode is not None and interaction_mode not in INTERACTION_MODES:
             raise ValidationError("send_turn", f"interaction_mode must be one of {INTERACTION_MODES}", thread_id=thread_id)
         adapter = self._session_adapter(thread_id, "send_turn", timeout=timeout)
-        result = adapter.send_turn(
-            SendTurnInput(thread_id=thread_id, text=text, interaction_mode=interaction_mode, model=model),
-            timeout=_t(timeout),
-        )
+        # "running" goes in before the turn can end, so the tracker's running -> ready sticks.
+        before = self._store.get(thread_id)
+        self._store.update(thread_id, status="running")
+        try:
+            result = adapter.send_turn(
+                SendTurnInput(thread_id=thread_id, text=text, interaction_mode=interaction_mode, model=model),
+                timeout=_t(timeout),
+            )
+        except BaseException:
+            if before is not None:
+                self._store.update(thread_id, only_if={"running"}, status=before.status)
+            raise
         self._last_used[thread_id] = time.monotonic()
         if result.resume_cursor is not None:
-            self._store.update(thread_id, status="running", resume_cursor=result.resume_cursor)
-        else:
-            self._store.update(thread_id, status="running")
+            self._store.update(thread_id, resume_cursor=result.resume_cursor)
         return result
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
@@ -658,14 +676,19 @@ class Runtime:
             except PaddockError:
                 return
             if event is None:
+                if self._tracker.ended:  # the hub stopped: nothing more will come
+                    return
                 continue
             try:
                 if event.type == "turn.completed":
                     self._last_used[event.thread_id] = time.monotonic()
-                    self._store.update(event.thread_id, status="ready", last_error=event.error)
+                    # Only a running turn becomes ready: a stop racing the turn's end wins.
+                    self._store.update(event.thread_id, only_if={"running"}, status="ready", last_error=event.error)
                 elif event.type == "session.exited" and event.reason not in ("stopped", "closed"):
-                    if self._store.get(event.thread_id) and event.thread_id in self._live:
-                        self._store.update(event.thread_id, status="exited", last_error=event.reason)
+                    if event.thread_id in self._live:
+                        self._store.update(
+                            event.thread_id, only_if={"ready", "running"}, status="exited", last_error=event.reason
+                        )
             except PaddockError:
                 pass
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Collection
+from typing import Any
 from pathlib import Path
 
 import msgspec
@@ -112,12 +114,28 @@ class BindingStore:
         )
         return binding
 
-    def update(self, thread_id: str, **fields) -> Binding | None:
-        """Change some fields of an existing binding; returns it, or ``None`` if there is none."""
-        current = self.get(thread_id)
-        if current is None:
-            return None
-        return self.put(msgspec.structs.replace(current, **fields))
+    def update(self, thread_id: str, *, only_if: Collection[str] | None = None, **fields: Any) -> Binding | None:
+        """Change some fields of an existing binding in one statement; with ``only_if``, only when
+        its status is one of those. Returns the binding after the change, or ``None`` when there
+        is no binding (or its status did not match)."""
+        unknown = set(fields) - set(_COLUMNS[1:])
+        if unknown:
+            raise ValueError(f"unknown binding fields {sorted(unknown)}")
+        if "resume_cursor" in fields:
+            cursor = fields["resume_cursor"]
+            fields["resume_cursor"] = cursor.encode() if cursor is not None else None
+        fields["updated_at"] = time.time()
+        sql = f"UPDATE bindings SET {', '.join(f'{k}=?' for k in fields)} WHERE thread_id=?"
+        args: list[Any] = [*fields.values(), thread_id]
+        if only_if is not None:
+            sql += f" AND status IN ({','.join('?' * len(only_if))})"
+            args.extend(only_if)
+        try:
+            with self._lock:
+                changed = self._db.execute(sql, args).rowcount
+        except sqlite3.Error as exc:
+            raise PersistenceError("update a binding", f"{self.path}: {exc}") from None
+        return self.get(thread_id) if changed else None
 
     def delete(self, thread_id: str) -> None:
         self._run("delete a binding", "DELETE FROM bindings WHERE thread_id=?", (thread_id,))

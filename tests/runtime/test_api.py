@@ -242,3 +242,16 @@ def test_a_closed_runtime_refuses_calls(tmp_path, workspace):
         rt.start_session("t1", instance="local-a", cwd=workspace)
     with pytest.raises(SessionClosedError, match="runtime is closed"):
         rt.subscribe()
+
+
+def test_stop_mid_turn_stays_stopped(rt, workspace):
+    rt.start_session("t1", instance="local-a", cwd=workspace)
+    with rt.subscribe(thread_id="t1", types=["turn.completed", "session.exited"]) as sub:
+        rt.send_turn("t1", "@chunks 500\n@delay 0.01")
+        rt.stop_session("t1")
+        kinds = {sub.get(timeout=10).type, sub.get(timeout=10).type}
+    assert kinds == {"turn.completed", "session.exited"}
+    rt._hub.flush()  # the tracker has seen what the host saw
+    with pytest.raises(SessionClosedError):
+        rt.send_turn("t1", "hi")
+    assert not rt.has_session("t1")

@@ -239,3 +239,55 @@ def test_sigterm_to_a_with_runtime_host_closes_in_order(tmp_path):
     with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state") as rt:
         with rt.subscribe(thread_id="t1", types=["session.exited"], from_seq=1) as sub:
             assert sub.get(timeout=5) is not None
+
+
+NO_CLOSE_HOST = textwrap.dedent(
+    """
+    import sys
+    from runtime import Runtime
+    from tests.runtime.conftest import TWO_LOCAL, run_turn
+    rt = Runtime.open(TWO_LOCAL, state_dir=sys.argv[1])
+    rt.start_session("t1", instance="local-a", cwd=sys.argv[2])
+    run_turn(rt, "t1", "@reply the host forgets to close")
+    print("done", flush=True)
+    """
+)
+
+
+def test_a_host_that_never_closes_still_exits_and_leaves_no_agent(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    host = subprocess.Popen([sys.executable, "-c", NO_CLOSE_HOST, str(tmp_path / "state"), str(ws)],
+                            cwd=ROOT, stdout=subprocess.PIPE, env=_env())
+    try:
+        _read_until(host.stdout, b"done", 30)
+        agents = psutil.Process(host.pid).children(recursive=True)
+        assert host.wait(15) == 0  # atexit closed the runtime; no actor thread held the interpreter
+        gone, alive = psutil.wait_procs(agents, timeout=1.0)
+        assert not alive
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        host.stdout.close()
+    from runtime.store import BindingStore
+
+    store = BindingStore(tmp_path / "state" / "paddock.db")
+    assert store.get("t1").status == "closed"
+    store.close()
+
+
+def test_a_config_error_at_open_leaves_no_thread_behind(tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys
+        from runtime import Runtime
+        from runtime.contract import ConfigError
+        try:
+            Runtime.open({"instances": {"a": {"driver": "local", "bogus": 1}}}, state_dir=sys.argv[1])
+        except ConfigError as exc:
+            print("config error:", exc, flush=True)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s")], cwd=ROOT, capture_output=True, timeout=30, env=_env())
+    assert out.returncode == 0 and b"config error" in out.stdout and b"bogus" in out.stdout
