@@ -95,6 +95,7 @@ class ClaudeAdapter:
             interrupt_timeout=self._config.interrupt_timeout, permission_modes=self._modes,
         )
         self._lock = threading.RLock()
+        self._start_locks: dict[str, threading.Lock] = {}  # one start at a time per thread
         self._start_lock = threading.Lock()
         self._scope: Scope | None = None
         self._records: dict[str, SessionRecord] = {}
@@ -232,6 +233,14 @@ class ClaudeAdapter:
         fresh session starts and says so (``session.started(resume_failed=True)`` plus
         ``runtime.warning`` claude.resume_failed). Returns the live session unchanged when the
         thread already has one."""
+        with self._lock:
+            start_lock = self._start_locks.setdefault(input.thread_id, threading.Lock())
+        # Two concurrent starts of one thread must not spawn two CLIs: the second waits, then
+        # returns the session the first one started.
+        with start_lock:
+            return self._start_session(input, timeout)
+
+    def _start_session(self, input: StartSessionInput, timeout: float | None) -> Session:
         thread_id = input.thread_id
         if input.runtime_mode not in RUNTIME_MODES:
             raise ValidationError("start_session", f"unknown runtime mode {input.runtime_mode!r}", **self._where)
