@@ -172,7 +172,9 @@ class Runtime:
             sweep_leases = None
         if sweep_leases is not None:
             sweep_leases(folder)
-        _close_on_termination()
+        from supervisors import exit_on_signals
+
+        exit_on_signals(keep_custom=True)
         return cls(config=cfg, state_dir=folder, _token=_OPEN_TOKEN)
 
     def _prepare(self, entry) -> _Instance:
@@ -731,20 +733,6 @@ def _close_open_runtimes() -> None:
             rt.close(timeout=5.0)
         except Exception:
             pass
-
-
-def _close_on_termination() -> None:
-    import signal
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) == signal.SIG_DFL:
-            signal.signal(sig, _exit_on_signal)
-
-
-def _exit_on_signal(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _t(timeout: float | None, default: float = DEFAULT_TIMEOUT) -> float:

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import pykka
 
-from runtime.contract import OperationTimeout, PaddockError
+from runtime.contract import OperationTimeout, PaddockError, SessionClosedError, ValidationError
 
 from ._child import ChildContext, ChildSpec, ExitReason, request_shutdown
 from ._supervisor import ChildInfo, Strategy, Supervisor
@@ -150,15 +150,29 @@ class Scope:
     # -- dynamic children ------------------------------------------------------------------
 
     def start_child(self, spec: ChildSpec, *, timeout: float | None = None) -> pykka.ActorRef[Any]:
-        """Start a dynamic child under the root supervisor; raises its start error."""
-        return self.supervisor.proxy().start_child(spec).get(timeout=timeout)
+        """Start a dynamic child under the root supervisor; raises its start error (a
+        ``PaddockError``), :class:`ValidationError` for a duplicate id,
+        :class:`OperationTimeout`, or :class:`SessionClosedError` once the scope is closed."""
+        return self._call("start_child", timeout, spec)
 
     def terminate_child(self, child_id: str, *, timeout: float | None = None) -> bool:
         """Stop and forget a child; False if there is no such child."""
-        return self.supervisor.proxy().terminate_child(child_id).get(timeout=timeout)
+        return self._call("terminate_child", timeout, child_id)
 
     def which_children(self, *, timeout: float | None = None) -> list[ChildInfo]:
-        return self.supervisor.proxy().which_children().get(timeout=timeout)
+        return self._call("which_children", timeout)
+
+    def _call(self, method: str, timeout: float | None, *args: Any) -> Any:
+        """Ask the root supervisor, mapping pykka and stdlib failures into the PaddockError family."""
+        operation = f"Scope({self.name}).{method}"
+        try:
+            return getattr(self.supervisor.proxy(), method)(*args).get(timeout=timeout)
+        except pykka.Timeout:
+            raise OperationTimeout(operation, timeout or 0.0) from None
+        except pykka.ActorDeadError:
+            raise SessionClosedError(None, f"scope {self.name!r} is closed") from None
+        except ValueError as exc:
+            raise ValidationError(operation, str(exc)) from None
 
 
 def close_all_scopes(timeout: float = 10.0) -> None:
@@ -177,13 +191,19 @@ def close_all_scopes(timeout: float = 10.0) -> None:
 atexit.register(close_all_scopes)
 
 
-def exit_on_signals(signals: Sequence[int] | None = None) -> None:
+def exit_on_signals(signals: Sequence[int] | None = None, *, keep_custom: bool = False) -> None:
     """Turn SIGTERM and SIGHUP into ``SystemExit(128 + signum)`` in the main thread, so ``with``
-    blocks unwind and open scopes close in order (thread: main thread only)."""
+    blocks unwind and open scopes close in order (thread: main thread only; elsewhere it does
+    nothing). With ``keep_custom``, a signal whose handler the host already set is left alone."""
     import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return
 
     def _raise(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     for sig in signals if signals is not None else (signal.SIGTERM, signal.SIGHUP):
+        if keep_custom and signal.getsignal(sig) not in (signal.SIG_DFL, None):
+            continue
         signal.signal(sig, _raise)

@@ -12,7 +12,7 @@ import pykka
 import pytest
 
 from actors import JsonRpcConnection, ProcessActor, ProcessHandle, ProcessSpec
-from runtime.contract import ProcessError
+from runtime.contract import ValidationError, ProcessError
 from supervisors import (
     ChildContext,
     ChildSpec,
@@ -273,7 +273,7 @@ def test_dynamic_children():
         scope.start_child(t.spec("s1", "transient"))
         scope.start_child(t.spec("s2", "transient"))
         assert [c.id for c in scope.which_children()] == ["a", "s1", "s2"]
-        with pytest.raises(ValueError):
+        with pytest.raises(ValidationError, match="already has a child 's1'"):
             scope.start_child(t.spec("s1"))
         assert scope.terminate_child("s1") is True
         assert scope.terminate_child("nope") is False
