@@ -33,6 +33,7 @@ from runtime.contract import (
     InteractionMode,
     OperationTimeout,
     PaddockError,
+    PersistenceError,
     RuntimeMode,
     SendTurnInput,
     Session,
@@ -104,6 +105,7 @@ class Runtime:
         self._settings = config.settings
         self.state_dir = state_dir
         self._closed = False
+        self._hub_failed: str | None = None
         self._lock = threading.RLock()
         self._store = BindingStore(state_dir / "paddock.db")
         try:
@@ -624,6 +626,9 @@ class Runtime:
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosedError(None, "the runtime is closed")
+        if self._hub_failed is not None:
+            # Without the hub no event can be logged or delivered: refuse work instead of losing it.
+            raise PersistenceError("publish events", f"{self._hub_failed}; close this runtime and open it again")
 
     def _thread_lock(self, thread_id: str) -> threading.Lock:
         with self._lock:
@@ -679,6 +684,8 @@ class Runtime:
                 return
             if event is None:
                 if self._tracker.ended:  # the hub stopped: nothing more will come
+                    if not self._stop.is_set():
+                        self._hub_failed = "the event hub stopped (its log could not be written)"
                     return
                 continue
             try:

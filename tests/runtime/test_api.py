@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -255,3 +256,27 @@ def test_stop_mid_turn_stays_stopped(rt, workspace):
     with pytest.raises(SessionClosedError):
         rt.send_turn("t1", "hi")
     assert not rt.has_session("t1")
+
+
+def test_a_failed_event_log_makes_the_runtime_refuse_work(rt, workspace):
+    from runtime.contract import PersistenceError
+
+    rt.start_session("t1", instance="local-a", cwd=workspace)
+    run_turn(rt, "t1", "@reply before")
+    with rt.subscribe(thread_id="t1") as sub:
+        rt._hub.kill_writer_mid_batch(after_rows=1)
+        rt.send_turn("t1", "@reply lost")
+        while sub.get(timeout=10) is not None:  # the subscription ends when the hub fails
+            pass
+        assert sub.ended
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            rt.send_turn("t1", "@reply refused")
+        except PersistenceError as exc:
+            assert "event hub stopped" in str(exc)
+            break
+        except ValidationError:
+            pass  # the earlier turn may still be running in the agent
+        assert time.monotonic() < deadline, "the runtime never noticed the hub failure"
+        time.sleep(0.01)
