@@ -18,6 +18,7 @@ __all__ = [
     "DriverSpec",
     "InstanceContext",
     "acp_driver_spec",
+    "binary_version",
     "resolve_binary",
 ]
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ._registry import DriverSpec as DriverSpec
     from ._registry import InstanceContext as InstanceContext
     from ._registry import acp_driver_spec as acp_driver_spec
+    from ._registry import binary_version as binary_version
     from ._registry import resolve_binary as resolve_binary
 
     BUILT_IN_DRIVERS: dict[str, DriverSpec]

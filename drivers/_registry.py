@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from runtime.contract import Capabilities, ProviderAdapter
+from runtime.contract import Capabilities, PaddockError, ProviderAdapter
 
-__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "acp_driver_spec", "resolve_binary"]
+__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "acp_driver_spec", "binary_version", "resolve_binary"]
 
 
 class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -72,6 +72,9 @@ class DriverSpec(msgspec.Struct, frozen=True, kw_only=True):
     create: Callable[[InstanceContext], ProviderAdapter]
     probe: Callable[[InstanceContext], str | None] | None = None
     capabilities: Capabilities | None = None
+    diagnose: Callable[[InstanceContext], dict[str, Any]] | None = None
+    """For ``paddock doctor``: any of ``binary``, ``version`` and ``auth`` (a sentence). It may
+    run ``<binary> --version`` but never starts a session."""
 
 
 def resolve_binary(binary: str | None, env: Mapping[str, str]) -> tuple[str | None, str | None]:
@@ -90,6 +93,18 @@ def resolve_binary(binary: str | None, env: Mapping[str, str]) -> tuple[str | No
     return found, None
 
 
+def binary_version(argv: list[str], env: Mapping[str, str], *, timeout: float = 10.0) -> str | None:
+    """The first line ``argv + ["--version"]`` prints, or ``None`` when it fails."""
+    from supervisors import run_command
+
+    try:
+        result = run_command([*argv, "--version"], env=env, timeout=timeout)
+    except PaddockError:
+        return None
+    text = (result.stdout or result.stderr).strip()
+    return text.splitlines()[0][:200] if result.returncode == 0 and text else None
+
+
 def acp_driver_spec(flavor: Any) -> DriverSpec:
     """The registry record of an ACP flavor (``drivers.acp.AcpFlavor``): its config type, an
     :class:`~drivers.acp.AcpAdapter` factory, its probe and its capabilities before start-up."""
@@ -102,6 +117,22 @@ def acp_driver_spec(flavor: Any) -> DriverSpec:
     def create(ctx: InstanceContext) -> ProviderAdapter:
         return AcpAdapter(ctx, flavor)
 
+    def diagnose(ctx: InstanceContext) -> dict[str, Any]:
+        binary = flavor.command(ctx)[0]
+        path, _ = resolve_binary(binary, ctx.env)
+        method = getattr(ctx.config, "auth_method", None) or flavor.auth_method
+        auth = (
+            f"authenticate with method {method!r} at session start"
+            if method
+            else "no authenticate call (the agent advertises its own auth methods at initialize)"
+        )
+        return {"binary": path or binary, "version": binary_version([path or binary], ctx.env), "auth": auth}
+
     return DriverSpec(
-        kind=flavor.kind, config_type=flavor.config_type, create=create, probe=flavor.probe, capabilities=caps
+        kind=flavor.kind,
+        config_type=flavor.config_type,
+        create=create,
+        probe=flavor.probe,
+        capabilities=caps,
+        diagnose=diagnose,
     )

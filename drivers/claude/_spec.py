@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drivers._registry import DriverSpec, resolve_binary
+from drivers._registry import DriverSpec, binary_version, resolve_binary
 
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import ClaudeConfig
@@ -22,6 +22,18 @@ def probe(ctx: Any) -> str | None:
     return reason
 
 
+def diagnose(ctx: Any) -> dict[str, Any]:
+    """Binary, version and where credentials come from (never their values)."""
+    path, _ = resolve_binary(ctx.config.binary, ctx.env)
+    keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN") if ctx.env.get(k)]
+    auth = (
+        f"credentials from the instance env ({', '.join(keys)})"
+        if keys
+        else "no key in the instance env; relies on a login stored under its CLAUDE_CONFIG_DIR"
+    )
+    return {"binary": path or ctx.config.binary, "version": path and binary_version([path], ctx.env), "auth": auth}
+
+
 def _create(ctx: Any) -> Any:
     from ._adapter import ClaudeAdapter
 
@@ -31,4 +43,4 @@ def _create(ctx: Any) -> Any:
 def claude_driver_spec() -> DriverSpec:
     """The ``claude`` driver: Claude Code in stream-json mode, one process per session."""
     return DriverSpec(kind="claude", config_type=ClaudeConfig, create=_create, probe=probe,
-                      capabilities=CLAUDE_CAPABILITIES)
+                      capabilities=CLAUDE_CAPABILITIES, diagnose=diagnose)

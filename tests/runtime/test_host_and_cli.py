@@ -160,6 +160,9 @@ def test_doctor_reports_each_instance(tmp_path):
     text = out.stdout.decode()
     assert "a (driver local): available" in text and "b (driver acp): unavailable" in text
     assert "/nonexistent/agent" in text
+    local = text.split("b (driver acp)")[0]
+    assert f"binary:  {os.path.realpath(sys.executable)}" in local or f"binary:  {sys.executable}" in local
+    assert "version: Python 3." in local and "auth:    no authenticate call" in local
 
 
 @pytest.mark.parametrize(
