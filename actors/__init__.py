@@ -13,7 +13,7 @@ from ._jsonrpc import (
     JsonRpcRequest as JsonRpcRequest,
     LineTap as LineTap,
 )
-from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord
+from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord, SessionTable as SessionTable
 from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
 from .process import (
     ExitInfo as ExitInfo,
@@ -38,6 +38,7 @@ __all__ = [
     "ProcessSpec",
     "SessionActor",
     "SessionRecord",
+    "SessionTable",
     "Terminal",
     "TerminalExit",
     "WarningSink",

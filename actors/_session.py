@@ -16,19 +16,25 @@ import msgspec
 import pykka
 
 from runtime.contract import (
+    INTERACTION_MODES,
+    MAX_PROMPT_CHARS,
     ContentDelta,
     EventBase,
     ItemCompleted,
     ItemSnapshot,
+    SendTurnInput,
     Session,
+    SessionClosedError,
+    SessionNotFoundError,
     ThreadSnapshot,
     TurnCompleted,
     TurnSnapshot,
     TurnStarted,
+    ValidationError,
 )
 from supervisors import ChildContext, SupervisedActor
 
-__all__ = ["SessionActor", "SessionRecord"]
+__all__ = ["SessionActor", "SessionRecord", "SessionTable"]
 
 _MAX_TURNS = 500
 
@@ -122,3 +128,54 @@ class SessionActor(SupervisedActor):
             del self._turns[-num_turns:]
         self.record.thread = ThreadSnapshot(thread_id=self.thread_id, turns=tuple(self._turns))
         return self.record.thread
+
+
+class SessionTable:
+    """The adapter-side table of an instance's sessions: what every driver's adapter answers the
+    same way. A subclass sets ``_records`` (thread id -> :class:`SessionRecord`), ``_stopped``
+    (thread id -> the last snapshot of a stopped session), ``_where`` (the ``driver`` and
+    ``instance_id`` its errors name), and implements ``stop_session``. Thread-safe reads."""
+
+    _records: dict[str, SessionRecord]
+    _stopped: dict[str, ThreadSnapshot]
+    _where: dict[str, Any]
+
+    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
+        raise NotImplementedError
+
+    def check_turn_input(self, input: SendTurnInput) -> None:
+        """Refuse an empty or oversized prompt, or an unknown interaction mode, before anything
+        reaches a process (:class:`ValidationError`)."""
+        if not input.text.strip():
+            raise ValidationError("send_turn", "the prompt is empty", **self._where, thread_id=input.thread_id)
+        if len(input.text) > MAX_PROMPT_CHARS:
+            raise ValidationError(
+                "send_turn", f"the prompt has {len(input.text)} characters (limit {MAX_PROMPT_CHARS})",
+                **self._where, thread_id=input.thread_id,
+            )
+        if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
+            raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+
+    def stop_all(self, *, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout if timeout is not None else 15.0)
+        for thread_id in list(self._records):
+            try:
+                self.stop_session(thread_id, timeout=max(0.1, deadline - time.monotonic()))
+            except (SessionNotFoundError, SessionClosedError):
+                pass
+
+    def list_sessions(self) -> list[Session]:
+        return [r.session for r in list(self._records.values()) if not r.closed]
+
+    def has_session(self, thread_id: str) -> bool:
+        record = self._records.get(thread_id)
+        return record is not None and not record.closed
+
+    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
+        """The turns this instance saw on the thread (also after the session stopped)."""
+        record = self._records.get(thread_id)
+        if record is not None:
+            return record.thread
+        if thread_id in self._stopped:
+            return self._stopped[thread_id]
+        raise SessionNotFoundError(thread_id, **self._where)

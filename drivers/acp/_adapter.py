@@ -31,10 +31,9 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors import JsonRpcConnection, ProcessSpec, SessionRecord
+from actors import JsonRpcConnection, ProcessSpec, SessionRecord, SessionTable
 from runtime.contract import (
     INTERACTION_MODES,
-    MAX_PROMPT_CHARS,
     RUNTIME_MODES,
     Capabilities,
     CapabilityUnsupportedError,
@@ -77,7 +76,7 @@ def _client_version() -> str:
         return "0"
 
 
-class AcpAdapter:
+class AcpAdapter(SessionTable):
     """One instance of an ACP flavor. Build it with the flavor's ``DriverSpec.create``."""
 
     def __init__(self, ctx: Any, flavor: AcpFlavor) -> None:
@@ -356,13 +355,7 @@ class AcpAdapter:
     def send_turn(self, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         """Send the prompt and return as soon as it is written (``turn.started`` is emitted
         first); the turn's progress and its ``turn.completed`` arrive as events."""
-        if not input.text.strip():
-            raise ValidationError("send_turn", "the prompt is empty", **self._where, thread_id=input.thread_id)
-        if len(input.text) > MAX_PROMPT_CHARS:
-            raise ValidationError("send_turn", f"the prompt has {len(input.text)} characters (limit {MAX_PROMPT_CHARS})",
-                                  **self._where, thread_id=input.thread_id)
-        if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
-            raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+        self.check_turn_input(input)
         record = self._record(input.thread_id)
         return self._ask(record, SendTurn(input), "send_turn", timeout)
 
@@ -410,30 +403,6 @@ class AcpAdapter:
             self._records.pop(thread_id, None)
             self._stopped[thread_id] = record.thread
         self._terminate_child(thread_id, timeout if timeout is not None else 10.0)
-
-    def stop_all(self, *, timeout: float | None = None) -> None:
-        deadline = time.monotonic() + (timeout if timeout is not None else 15.0)
-        for thread_id in list(self._records):
-            try:
-                self.stop_session(thread_id, timeout=max(0.1, deadline - time.monotonic()))
-            except (SessionNotFoundError, SessionClosedError):
-                pass
-
-    def list_sessions(self) -> list[Session]:
-        return [r.session for r in list(self._records.values()) if not r.closed]
-
-    def has_session(self, thread_id: str) -> bool:
-        record = self._records.get(thread_id)
-        return record is not None and not record.closed
-
-    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        """The turns this instance saw on the thread (also after the session stopped)."""
-        record = self._records.get(thread_id)
-        if record is not None:
-            return record.thread
-        if thread_id in self._stopped:
-            return self._stopped[thread_id]
-        raise SessionNotFoundError(thread_id, **self._where)
 
     def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
         raise CapabilityUnsupportedError("threads.rollback", "ACP has no method to drop turns from a session",

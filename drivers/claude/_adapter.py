@@ -25,10 +25,9 @@ from typing import Any
 
 import pykka
 
-from actors import ProcessActor, ProcessSpec, SessionRecord
+from actors import ProcessActor, ProcessSpec, SessionRecord, SessionTable
 from runtime.contract import (
     INTERACTION_MODES,
-    MAX_PROMPT_CHARS,
     RUNTIME_MODES,
     Capabilities,
     CapabilityUnsupportedError,
@@ -80,7 +79,7 @@ def build_argv(binary: str, config: ClaudeConfig, *, permission_mode: str, model
     return argv
 
 
-class ClaudeAdapter:
+class ClaudeAdapter(SessionTable):
     """One ``claude`` instance. Build it with the registry's ``DriverSpec.create``."""
 
     def __init__(self, ctx: Any) -> None:
@@ -346,13 +345,7 @@ class ClaudeAdapter:
         """Write the user message and return once it is written (``turn.started`` first); the
         turn's progress and its one ``turn.completed`` arrive as events. Raises ValidationError
         while a turn is running."""
-        if not input.text.strip():
-            raise ValidationError("send_turn", "the prompt is empty", **self._where, thread_id=input.thread_id)
-        if len(input.text) > MAX_PROMPT_CHARS:
-            raise ValidationError("send_turn", f"the prompt has {len(input.text)} characters (limit {MAX_PROMPT_CHARS})",
-                                  **self._where, thread_id=input.thread_id)
-        if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
-            raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+        self.check_turn_input(input)
         return self._ask(self._record(input.thread_id), SendTurn(input), "send_turn", timeout)
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
@@ -396,30 +389,6 @@ class ClaudeAdapter:
             usage = record.extra.get("usage")
             if usage is not None:
                 self._usage[record.session.thread_id] = usage
-
-    def stop_all(self, *, timeout: float | None = None) -> None:
-        deadline = time.monotonic() + (timeout if timeout is not None else 15.0)
-        for thread_id in list(self._records):
-            try:
-                self.stop_session(thread_id, timeout=max(0.1, deadline - time.monotonic()))
-            except (SessionNotFoundError, SessionClosedError):
-                pass
-
-    def list_sessions(self) -> list[Session]:
-        return [r.session for r in list(self._records.values()) if not r.closed]
-
-    def has_session(self, thread_id: str) -> bool:
-        record = self._records.get(thread_id)
-        return record is not None and not record.closed
-
-    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        """The turns this instance saw on the thread (also after the session stopped)."""
-        record = self._records.get(thread_id)
-        if record is not None:
-            return record.thread
-        if thread_id in self._stopped:
-            return self._stopped[thread_id]
-        raise SessionNotFoundError(thread_id, **self._where)
 
     def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
         raise CapabilityUnsupportedError("threads.rollback", "Claude Code stream-json has no request to drop turns",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut
+from ._reply import Call, ErrorOut, Ids, Reply, TextOut
 from ._wire import Frames, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Gemini"]
