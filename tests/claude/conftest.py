@@ -6,36 +6,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from actors import EventHub
 from drivers import BUILT_IN_DRIVERS, InstanceContext
 from drivers.testing import ModelServer, build_offline_env
-from runtime.contract import SendTurnInput, StartSessionInput
+from tests.adapter_harness import AdapterHarness, etype, hub  # noqa: F401  (hub is a fixture)
 from tests.live.conftest import Tripwire, require_peer
-
-
-def etype(event) -> str:
-    return type(event).__struct_config__.tag
-
-
-@pytest.fixture
-def hub():
-    """The real EventHub; the test fails if its grammar guard had to repair anything."""
-    handle = EventHub.start(None)
-    warnings = handle.subscribe(types=("runtime.warning",))
-    yield handle
-    handle.flush(timeout=10)
-    repaired = []
-    while (ev := warnings.get(timeout=0)) is not None:
-        if ev.code.startswith("grammar."):
-            repaired.append((ev.code, ev.message))
-    handle.close()
-    assert not repaired, f"the grammar guard repaired events: {repaired}"
 
 
 @pytest.fixture
@@ -64,12 +43,17 @@ def model_server(tmp_path, workspace):
 FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
 
 
-class Harness:
+class Harness(AdapterHarness):
     """One claude adapter instance plus helpers to drive turns: on the offline env against the
     pinned CLI (``model_server`` given), or on the scripted fake CLI (``fake_claude.py``)."""
 
+    start_timeout = 60.0
+    event_timeout = 30.0
+    close_timeout = 15.0
+
     def __init__(self, tmp_path, hub, model_server=None, tripwire=None, instance_id: str = "claude-test",
                  drop_env: tuple[str, ...] = (), **config) -> None:
+        super().__init__()
         self.hub = hub
         spec = BUILT_IN_DRIVERS["claude"]
         self.home = tmp_path / f"home-{instance_id}"
@@ -92,38 +76,6 @@ class Harness:
         self.ctx = InstanceContext(instance_id=instance_id, driver="claude", config=cfg, home=str(self.home),
                                    env=env, state_dir=str(tmp_path), hub=hub)
         self.adapter = spec.create(self.ctx)
-        self.subs: dict = {}
-
-    def start(self, thread_id: str = "t1", **kw):
-        if thread_id not in self.subs:
-            self.subs[thread_id] = self.hub.subscribe(thread_id=thread_id)
-        kw.setdefault("cwd", str(self.cwd))
-        return self.adapter.start_session(StartSessionInput(thread_id=thread_id, **kw), timeout=60)
-
-    def send(self, text: str, thread_id: str = "t1", **kw):
-        return self.adapter.send_turn(SendTurnInput(thread_id=thread_id, text=text, **kw), timeout=30)
-
-    def events_until(self, pred, thread_id: str = "t1", timeout: float = 30.0) -> list:
-        sub = self.subs[thread_id]
-        out = []
-        deadline = time.monotonic() + timeout
-        while True:
-            ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
-            if ev is None:
-                raise AssertionError(f"timed out; got {[etype(e) for e in out][-30:]}")
-            out.append(ev)
-            if pred(ev):
-                return out
-
-    def turn(self, text: str, thread_id: str = "t1", **kw) -> tuple:
-        res = self.send(text, thread_id, **kw)
-        evs = self.events_until(lambda e: etype(e) == "turn.completed" and e.turn_id == res.turn_id, thread_id)
-        return res, evs
-
-    def close(self) -> None:
-        self.adapter.close(timeout=15)
-        for sub in self.subs.values():
-            sub.close()
 
 
 @pytest.fixture
