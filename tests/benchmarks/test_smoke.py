@@ -77,11 +77,18 @@ def test_peer_acp_shape(capsys):
     assert doc["summary"]["throughput_ratio_log_off"] > 0
 
 
-def test_peer_claude_says_why_when_not_applicable(capsys):
-    doc = bench(capsys, "peer-claude")
+def test_peer_claude_shape_or_says_why(capsys):
+    doc = bench(capsys, "peer-claude", "--turns", "2", "--warmup", "0", "--starts", "0")
     assert "skipped" in doc or "results" in doc
     if "skipped" in doc:
         assert doc["skipped"]
+        return
+    r = doc["results"]
+    for side in ("paddock", "sdk"):
+        assert r[side]["turn"]["n"] == 2 and r[side]["first_text"]["n"] == 2
+        assert r[side]["session_start"]["n"] == 1
+    assert r["ratio_paddock_over_sdk"]["turn_median"] > 0
+    assert doc["survivors"] == []
 
 
 def test_hub_shape(capsys):
