@@ -261,11 +261,26 @@ class _Publisher:
     def publish(self, out: list[EventBase]) -> None:
         self.state.last_seq = out[-1].seq
         broken = None
+        # Subscribers filtered by thread (one per session is the common host pattern) look only
+        # at their thread's events: the batch is grouped once, not scanned once per subscriber.
+        by_thread: dict[str, list[EventBase]] | None = None
         for sub in self.subs:
             try:
                 if sub._closed:
                     raise LookupError
-                selected = sub._select(out)
+                if sub.thread_id is None:
+                    selected = sub._select(out)
+                else:
+                    if by_thread is None:
+                        by_thread = {}
+                        for e in out:
+                            group = by_thread.get(e.thread_id)
+                            if group is None:
+                                by_thread[e.thread_id] = [e]
+                            else:
+                                group.append(e)
+                    mine = by_thread.get(sub.thread_id)
+                    selected = sub._select(mine) if mine else None
                 if selected:
                     sub._offer(selected)
             except Exception:  # a subscription must never stop the others
