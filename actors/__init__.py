@@ -13,7 +13,7 @@ from ._jsonrpc import (
     JsonRpcRequest as JsonRpcRequest,
     LineTap as LineTap,
 )
-from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord, SessionTable as SessionTable
+from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord, SessionTable as SessionTable, StoppedSnapshots as StoppedSnapshots
 from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
 from .process import (
     ExitInfo as ExitInfo,
@@ -39,6 +39,7 @@ __all__ = [
     "SessionActor",
     "SessionRecord",
     "SessionTable",
+    "StoppedSnapshots",
     "Terminal",
     "TerminalExit",
     "WarningSink",

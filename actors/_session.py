@@ -34,7 +34,7 @@ from runtime.contract import (
 )
 from supervisors import ChildContext, SupervisedActor
 
-__all__ = ["SessionActor", "SessionRecord", "SessionTable"]
+__all__ = ["SessionActor", "SessionRecord", "SessionTable", "StoppedSnapshots"]
 
 _MAX_TURNS = 500
 
@@ -130,6 +130,21 @@ class SessionActor(SupervisedActor):
         return self.record.thread
 
 
+class StoppedSnapshots(dict):
+    """The last snapshots of stopped sessions, keeping only the ``limit`` most recent (a host
+    that runs sessions for months must not grow without bound; the event log keeps the rest)."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, thread_id: str, snapshot: ThreadSnapshot) -> None:
+        self.pop(thread_id, None)
+        super().__setitem__(thread_id, snapshot)
+        while len(self) > self.limit:
+            del self[next(iter(self))]
+
+
 class SessionTable:
     """The adapter-side table of an instance's sessions: what every driver's adapter answers the
     same way. A subclass sets ``_records`` (thread id -> :class:`SessionRecord`), ``_stopped``
@@ -137,7 +152,7 @@ class SessionTable:
     ``instance_id`` its errors name), and implements ``stop_session``. Thread-safe reads."""
 
     _records: dict[str, SessionRecord]
-    _stopped: dict[str, ThreadSnapshot]
+    _stopped: StoppedSnapshots
     _where: dict[str, Any]
 
     def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:

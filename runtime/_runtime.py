@@ -669,6 +669,7 @@ class Runtime:
 
     def _stop_live(self, thread_id: str, *, reason: str, timeout: float | None) -> None:
         instance_id = self._live.pop(thread_id, None)
+        self._last_used.pop(thread_id, None)
         if instance_id is None:
             return
         adapter = self._instances[instance_id].adapter

@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors import JsonRpcConnection, ProcessSpec, SessionRecord, SessionTable
+from actors import JsonRpcConnection, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
 from runtime.contract import (
     INTERACTION_MODES,
     RUNTIME_MODES,
@@ -112,7 +112,7 @@ class AcpAdapter(SessionTable):
         self._link: AgentLink | None = None
         self._generation = 0
         self._records: dict[str, SessionRecord] = {}
-        self._stopped: dict[str, ThreadSnapshot] = {}
+        self._stopped = StoppedSnapshots()
         self._sessions_ref: Any = None
         self._closed = False
         self._where = {"driver": flavor.kind, "instance_id": ctx.instance_id}

@@ -25,7 +25,7 @@ from typing import Any
 
 import pykka
 
-from actors import ProcessActor, ProcessSpec, SessionRecord, SessionTable
+from actors import ProcessActor, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
 from runtime.contract import (
     INTERACTION_MODES,
     RUNTIME_MODES,
@@ -98,7 +98,7 @@ class ClaudeAdapter(SessionTable):
         self._start_lock = threading.Lock()
         self._scope: Scope | None = None
         self._records: dict[str, SessionRecord] = {}
-        self._stopped: dict[str, ThreadSnapshot] = {}
+        self._stopped = StoppedSnapshots()
         self._usage: dict[str, TokenUsage] = {}
         self._closed = False
         self._where = {"driver": DRIVER, "instance_id": ctx.instance_id}
