@@ -691,7 +691,8 @@ class Runtime:
                 continue
             try:
                 if event.type == "turn.completed":
-                    self._last_used[event.thread_id] = time.monotonic()
+                    if event.thread_id in self._live:
+                        self._last_used[event.thread_id] = time.monotonic()
                     # Only a running turn becomes ready: a stop racing the turn's end wins.
                     self._store.update(event.thread_id, only_if={"running"}, status="ready", last_error=event.error)
                 elif event.type == "session.exited" and event.reason not in ("stopped", "closed"):
