@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
@@ -48,6 +49,24 @@ def _read_until(fd_or_pipe, marker: bytes, timeout: float) -> bytes:
     return data
 
 
+@contextlib.contextmanager
+def host_process(script: str, tmp_path: Path, ready: bytes):
+    """Run ``script`` as a host process (state dir and workspace under ``tmp_path``) until it
+    prints ``ready``; yields it with its agent processes, and kills what is left at the end."""
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    host = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "state"), str(ws)],
+                            cwd=ROOT, stdout=subprocess.PIPE, env=_env())
+    try:
+        _read_until(host.stdout, ready, 30)
+        yield host, psutil.Process(host.pid).children(recursive=True)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        host.stdout.close()
+
+
 HOST = textwrap.dedent(
     """
     import sys, time
@@ -63,25 +82,12 @@ HOST = textwrap.dedent(
 
 
 def test_host_killed_leaves_no_agent_and_threads_resume(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    host = subprocess.Popen(
-        [sys.executable, "-c", HOST, str(tmp_path / "state"), str(ws)],
-        cwd=ROOT, stdout=subprocess.PIPE, env=_env(),
-    )
-    try:
-        _read_until(host.stdout, b"ready", 30)
-        agents = psutil.Process(host.pid).children(recursive=True)
+    with host_process(HOST, tmp_path, b"ready") as (host, agents):
         assert agents, "the host should have started an agent process"
         host.kill()
         host.wait(10)
         gone, alive = psutil.wait_procs(agents, timeout=2.0)
         assert not alive, f"agents outlived their host by 2 s: {alive}"
-    finally:
-        if host.poll() is None:
-            host.kill()
-            host.wait()
-        host.stdout.close()
     with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state") as rt:
         _, events = run_turn(rt, "t1", "@reply-history")
         assert "1" in text_of(events)
@@ -217,22 +223,11 @@ SIGTERM_HOST = textwrap.dedent(
 
 
 def test_sigterm_to_a_with_runtime_host_closes_in_order(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    host = subprocess.Popen([sys.executable, "-c", SIGTERM_HOST, str(tmp_path / "state"), str(ws)],
-                            cwd=ROOT, stdout=subprocess.PIPE, env=_env())
-    try:
-        _read_until(host.stdout, b"ready", 30)
-        agents = psutil.Process(host.pid).children(recursive=True)
+    with host_process(SIGTERM_HOST, tmp_path, b"ready") as (host, agents):
         host.send_signal(signal.SIGTERM)
         assert host.wait(20) == 128 + signal.SIGTERM
         gone, alive = psutil.wait_procs(agents, timeout=1.0)
         assert not alive
-    finally:
-        if host.poll() is None:
-            host.kill()
-            host.wait()
-        host.stdout.close()
     # close() ran: the session exited in the log and the binding is resumable ("closed").
     from runtime.store import BindingStore
 
@@ -258,21 +253,10 @@ NO_CLOSE_HOST = textwrap.dedent(
 
 
 def test_a_host_that_never_closes_still_exits_and_leaves_no_agent(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    host = subprocess.Popen([sys.executable, "-c", NO_CLOSE_HOST, str(tmp_path / "state"), str(ws)],
-                            cwd=ROOT, stdout=subprocess.PIPE, env=_env())
-    try:
-        _read_until(host.stdout, b"done", 30)
-        agents = psutil.Process(host.pid).children(recursive=True)
+    with host_process(NO_CLOSE_HOST, tmp_path, b"done") as (host, agents):
         assert host.wait(15) == 0  # atexit closed the runtime; no actor thread held the interpreter
         gone, alive = psutil.wait_procs(agents, timeout=1.0)
         assert not alive
-    finally:
-        if host.poll() is None:
-            host.kill()
-            host.wait()
-        host.stdout.close()
     from runtime.store import BindingStore
 
     store = BindingStore(tmp_path / "state" / "paddock.db")
