@@ -328,7 +328,9 @@ class Runtime:
         A thread that has a binding resumes from its cursor (``session.started`` has
         ``resumed=True``). A failed resume emits ``runtime.warning`` and starts fresh, unless
         ``resume="require"`` (or the config's ``[runtime] resume``) where it raises. A thread live on
-        another instance is stopped there first. Returns when the session is ready.
+        another instance is stopped there first; one live on this instance with the same cwd,
+        modes and model is returned as it is, and restarted from its cursor when they differ.
+        Returns when the session is ready.
         """
         self._check_open()
         _check_id("start_session", "thread_id", thread_id)
@@ -346,6 +348,11 @@ class Runtime:
             if current is not None and current != instance:
                 self._stop_live(thread_id, reason=f"moved to instance {instance!r}", timeout=timeout)
             elif current == instance and adapter.has_session(thread_id):
+                live = next((x for x in adapter.list_sessions() if x.thread_id == thread_id), None)
+                wanted = (str(folder.resolve()), runtime_mode, interaction_mode, model)
+                if live is not None and (live.cwd, live.runtime_mode, live.interaction_mode, live.model) == wanted:
+                    return live  # already running as asked: starting it again is a no-op
+                # Other settings: restart it from its cursor with them.
                 adapter.stop_session(thread_id, timeout=_t(timeout))
                 self._live.pop(thread_id, None)
             binding = self._store.get(thread_id)

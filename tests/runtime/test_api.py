@@ -280,3 +280,15 @@ def test_a_failed_event_log_makes_the_runtime_refuse_work(rt, workspace):
             pass  # the earlier turn may still be running in the agent
         assert time.monotonic() < deadline, "the runtime never noticed the hub failure"
         time.sleep(0.01)
+
+
+def test_starting_a_live_thread_again_is_a_no_op_unless_its_settings_change(rt, workspace):
+    first = rt.start_session("t1", instance="local-a", cwd=workspace)
+    with rt.subscribe(thread_id="t1", types=["session.exited", "session.started"]) as sub:
+        again = rt.start_session("t1", instance="local-a", cwd=workspace)
+        assert again.thread_id == first.thread_id and again.runtime_mode == "full-access"
+        rt._hub.flush()
+        assert sub.get(timeout=0) is None  # flushed: a restart would have shown by now
+        changed = rt.start_session("t1", instance="local-a", cwd=workspace, runtime_mode="approval-required")
+        assert changed.runtime_mode == "approval-required" and changed.resumed
+        assert [sub.get(timeout=10).type, sub.get(timeout=10).type] == ["session.exited", "session.started"]
