@@ -12,32 +12,9 @@ import msgspec
 import pytest
 
 from drivers import BUILT_IN_DRIVERS, InstanceContext
-from drivers.testing import ModelServer, build_offline_env
+from drivers.testing import build_offline_env
 from tests.adapter_harness import AdapterHarness, etype, hub  # noqa: F401  (hub is a fixture)
-from tests.live.conftest import Tripwire, require_peer
-
-
-@pytest.fixture
-def tripwire():
-    wire = Tripwire()
-    try:
-        yield wire
-    finally:
-        wire.close()
-    assert not wire.hits, f"Claude Code tried to leave 127.0.0.1 through the proxy: {wire.hits}"
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def model_server(tmp_path, workspace):
-    with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-        yield server
+from tests.live.conftest import model_server, require_peer, tripwire, workspace  # noqa: F401  (fixtures)
 
 
 FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
