@@ -100,7 +100,9 @@ class ToolCallFields(_W):
     rawOutput: Any = None
 
 
-class ToolCallStart(_U, tag="tool_call"):
+class _ToolCallUpdateFields(_U):
+    """The fields of ``tool_call`` and ``tool_call_update`` (as :class:`ToolCallFields`)."""
+
     toolCallId: str = ""
     title: str | None = None
     kind: str | None = None
@@ -111,15 +113,12 @@ class ToolCallStart(_U, tag="tool_call"):
     rawOutput: Any = None
 
 
-class ToolCallUpdate(_U, tag="tool_call_update"):
-    toolCallId: str = ""
-    title: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    content: list[Any] | None = None
-    locations: list[Location] | None = None
-    rawInput: Any = None
-    rawOutput: Any = None
+class ToolCallStart(_ToolCallUpdateFields, tag="tool_call"):
+    pass
+
+
+class ToolCallUpdate(_ToolCallUpdateFields, tag="tool_call_update"):
+    pass
 
 
 class PlanUpdate(_U, tag="plan"):
