@@ -10,6 +10,7 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -286,3 +287,51 @@ class RawAcpClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str) -> dict:
+    """One Paddock round on the local agent: open, start ``sessions``, send each ``@chunks N``,
+    count at one subscriber until every turn completed, close (shared by throughput and peer-acp)."""
+    from runtime import Runtime
+
+    state = tempfile.mkdtemp(prefix=f"rt-{'log' if event_log else 'nolog'}-", dir=tmp)
+    rt = Runtime.open(local_config(1, event_log=event_log), state_dir=state)
+    try:
+        threads = [f"t{n}" for n in range(sessions)]
+        for tid in threads:
+            rt.start_session(tid, instance="local0", cwd=state)
+        tree = TreeCpu()
+        sub = rt.subscribe()
+        tree.sample()
+        cpu0 = self_cpu()
+        started = time.perf_counter()
+        for tid in threads:
+            rt.send_turn(tid, f"@chunks {chunks}")
+        events = deltas = gaps = completed = 0
+        for ev in sub:
+            events += 1
+            kind = ev.type
+            if kind == "content.delta":
+                deltas += 1
+            elif kind == "turn.completed":
+                completed += 1
+                if completed == sessions:
+                    break
+            elif kind == "runtime.warning" and ev.code == "subscription.gap":
+                gaps += ev.detail.get("count") or 0
+        seconds = time.perf_counter() - started
+        cpu = self_cpu() - cpu0
+        tree.sample()
+        sub.close()
+    finally:
+        rt.close()
+    return {
+        "events": events,
+        "content_deltas": deltas,
+        "dropped_for_subscriber": gaps,
+        "seconds": round(seconds, 3),
+        "events_per_s": round(events / seconds),
+        "host_cpu_s": round(cpu, 3),
+        "host_cpu_per_100k": per_100k(cpu, events),
+        "agent_cpu_s": round(tree.delta(), 3),
+    }

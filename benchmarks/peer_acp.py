@@ -34,9 +34,9 @@ from benchmarks._common import (  # noqa: E402
     emit,
     local_agent_argv,
     local_agent_env,
-    local_config,
     median,
     per_100k,
+    run_runtime,
     self_cpu,
 )
 
@@ -101,45 +101,16 @@ def run_sdk(sessions: int, chunks: int, tmp: str) -> dict:
 
 
 def run_paddock(sessions: int, chunks: int, *, event_log: bool, tmp: str) -> dict:
-    from runtime import Runtime
-
-    state = tempfile.mkdtemp(prefix="paddock-", dir=tmp)
-    rt = Runtime.open(local_config(1, event_log=event_log), state_dir=state)
-    try:
-        threads = [f"t{n}" for n in range(sessions)]
-        for tid in threads:
-            rt.start_session(tid, instance="local0", cwd=state)
-        sub = rt.subscribe()
-        tree = TreeCpu()
-        tree.sample()
-        cpu0 = self_cpu()
-        started = time.perf_counter()
-        for tid in threads:
-            rt.send_turn(tid, f"@chunks {chunks}")
-        deltas = events = completed = 0
-        for ev in sub:
-            events += 1
-            kind = ev.type
-            if kind == "content.delta":
-                deltas += 1
-            elif kind == "turn.completed":
-                completed += 1
-                if completed == sessions:
-                    break
-        seconds = time.perf_counter() - started
-        cpu = self_cpu() - cpu0
-        tree.sample()
-        sub.close()
-    finally:
-        rt.close()
+    r = run_runtime(sessions, chunks, event_log=event_log, tmp=tmp)
+    deltas, seconds = r["content_deltas"], r["seconds"]
     return {
         "chunks": deltas,
-        "events": events,
-        "seconds": round(seconds, 3),
+        "events": r["events"],
+        "seconds": seconds,
         "events_per_s": round(deltas / seconds),
-        "host_cpu_s": round(cpu, 3),
-        "host_cpu_per_100k": per_100k(cpu, deltas),
-        "agent_cpu_s": round(tree.delta(), 3),
+        "host_cpu_s": r["host_cpu_s"],
+        "host_cpu_per_100k": per_100k(r["host_cpu_s"], deltas),
+        "agent_cpu_s": r["agent_cpu_s"],
     }
 
 

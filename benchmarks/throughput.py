@@ -21,7 +21,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -30,60 +29,13 @@ from benchmarks._common import (  # noqa: E402
     RawAcpClient,
     TreeCpu,
     emit,
-    local_config,
     median,
     per_100k,
+    run_runtime,
     self_cpu,
 )
 
 TARGETS = {"log_on_events_per_s": 100_000, "log_off_events_per_s": 200_000, "cpu_per_100k": 1.0}
-
-
-def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str) -> dict:
-    """One Paddock round: open, start ``sessions``, stream, count at one subscriber, close."""
-    from runtime import Runtime
-
-    state = tempfile.mkdtemp(prefix=f"rt-{'log' if event_log else 'nolog'}-", dir=tmp)
-    rt = Runtime.open(local_config(1, event_log=event_log), state_dir=state)
-    try:
-        threads = [f"t{n}" for n in range(sessions)]
-        for tid in threads:
-            rt.start_session(tid, instance="local0", cwd=state)
-        tree = TreeCpu()
-        sub = rt.subscribe()
-        tree.sample()
-        cpu0 = self_cpu()
-        started = time.perf_counter()
-        for tid in threads:
-            rt.send_turn(tid, f"@chunks {chunks}")
-        events = deltas = gaps = completed = 0
-        for ev in sub:
-            events += 1
-            kind = ev.type
-            if kind == "content.delta":
-                deltas += 1
-            elif kind == "turn.completed":
-                completed += 1
-                if completed == sessions:
-                    break
-            elif kind == "runtime.warning" and ev.code == "subscription.gap":
-                gaps += ev.detail.get("count") or 0
-        seconds = time.perf_counter() - started
-        cpu = self_cpu() - cpu0
-        tree.sample()
-        sub.close()
-    finally:
-        rt.close()
-    return {
-        "events": events,
-        "content_deltas": deltas,
-        "dropped_for_subscriber": gaps,
-        "seconds": round(seconds, 3),
-        "events_per_s": round(events / seconds),
-        "host_cpu_s": round(cpu, 3),
-        "host_cpu_per_100k": per_100k(cpu, events),
-        "agent_cpu_s": round(tree.delta(), 3),
-    }
 
 
 def run_raw(sessions: int, chunks: int, *, decode: bool, tmp: str) -> dict:
