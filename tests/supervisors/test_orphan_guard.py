@@ -76,6 +76,8 @@ def test_with_the_guard_off_the_next_sweep_kills_leftovers_and_spares_a_reused_p
         (tmp_path / "leases" / f"{template.host_pid}-{bystander.pid}.json").write_bytes(
             msgspec.json.encode(reused)
         )
+        # An absence cannot be awaited: with a guard the trees would be gone within milliseconds
+        # of the host's death, so 0.2 s is ample for this check to fail if one were active.
         time.sleep(0.2)
         assert not any(gone(pid) for pid in tree_pids)  # nothing cleaned up without the guard
 
