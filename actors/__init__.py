@@ -1,7 +1,7 @@
 """The runtime's own actors: ProcessActor, the line and JSON-RPC transports, the SessionActor base
 and the EventHub (fan-in)."""
 
-from ._event_log import EventLog as EventLog, LogReader as LogReader
+from ._event_log import EventLog as EventLog, LogReader as LogReader, build_chunks as build_chunks
 from ._subscription import BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT, Subscription as Subscription
 from .event_hub import Emitter as Emitter, EventHub as EventHub, HubHandle as HubHandle
 from ._jsonrpc import (
@@ -49,4 +49,5 @@ __all__ = [
     "HubHandle",
     "LogReader",
     "Subscription",
+    "build_chunks",
 ]

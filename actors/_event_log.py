@@ -1,73 +1,100 @@
 """The append-only SQLite event log behind the EventHub.
 
-One table, ``events``: ``seq`` (primary key), ``thread_id``, ``instance_id``, ``type``,
-``created_at`` and ``body`` (the event's JSON bytes, encoded once by the hub). WAL mode, so readers
-(subscribers catching up) never block the writer. ``runtime.store`` re-exports this module's names.
+Events are stored in **chunks**: one row holds a run of events of ONE thread from one hub batch
+(``first_seq``, ``last_seq``, ``thread_id``, ``instance_id``, the events' ``seq`` numbers, their
+type tags and their JSON bodies, encoded once by the hub). A row costs SQLite about 5 us of CPU
+whatever its size, so a row per event capped the logged rate; a chunk per thread and batch does
+not. Chunks of different threads interleave in ``seq``; every chunk spans fewer than
+:data:`SPAN` seq numbers, so a range query needs only the primary key. WAL mode, so readers
+(subscribers catching up) never block the writer. ``runtime.store`` re-exports this module's
+names.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from array import array
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from runtime.contract import PersistenceError
 
-__all__ = ["EventLog", "LogReader", "Row"]
+__all__ = ["Chunk", "EventLog", "LogReader", "build_chunks"]
 
-Row = tuple[int, str, str, str, float, bytes]
-"""One log row: ``(seq, thread_id, instance_id, type, created_at, body)``."""
+Chunk = tuple[int, int, str, str, bytes, str, bytes]
+"""One log row: ``(first_seq, last_seq, thread_id, instance_id, seqs, types, bodies)``; ``seqs`` is
+the events' ``seq`` numbers as native 64-bit integers, ``types`` their type tags joined by
+``\\n``, ``bodies`` their JSON joined by ``\\n`` (JSON text never holds a raw newline)."""
+
+SPAN = 1 << 16
+"""Every chunk satisfies ``last_seq - first_seq < SPAN``."""
 
 _SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS events (
-        seq INTEGER PRIMARY KEY,
+    """CREATE TABLE IF NOT EXISTS event_chunks (
+        first_seq INTEGER PRIMARY KEY,
+        last_seq INTEGER NOT NULL,
         thread_id TEXT NOT NULL,
         instance_id TEXT NOT NULL,
-        type TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        body BLOB NOT NULL
+        seqs BLOB NOT NULL,
+        types TEXT NOT NULL,
+        bodies BLOB NOT NULL
     )""",
-    # Replays by thread use this index; other filters scan the seq range, which is what a
-    # catch-up reads anyway. Each index costs about a fifth of the append rate.
-    "CREATE INDEX IF NOT EXISTS events_thread ON events(thread_id, seq)",
+    "CREATE INDEX IF NOT EXISTS event_chunks_thread ON event_chunks(thread_id, first_seq)",
 )
-_INSERT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)"
-# Rows go in as multi-row INSERTs: every statement step releases and re-takes the GIL (and
-# ``executemany`` steps once per row), so under load the writer thread queues for the GIL once
-# per step. A batch of up to _SINGLE rows is ONE statement in autocommit mode (atomic on its own,
-# so one step in all); a bigger one is BEGIN, chunks of power-of-two sizes, COMMIT.
-_SINGLE = 256
-_CHUNK_MAX = 1024  # 6 * 1024 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
-_ROW = "(?,?,?,?,?,?)"
-_INLINE_ROWS = 262_144  # rows between the writer's own checkpoints (see _Checkpointer)
-_multi: dict[int, str] = {}
+_INSERT = "INSERT INTO event_chunks VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INLINE_ROWS = 262_144  # events between the writer's own checkpoints (see _Checkpointer)
 
 
-def _multi_insert(n: int) -> str:
-    sql = _multi.get(n)
-    if sql is None:
-        sql = _multi[n] = "INSERT INTO events VALUES " + ",".join([_ROW] * n)
-    return sql
+def build_chunks(events: Sequence[Any], encode_lines: Any) -> list[Chunk]:
+    """Group stamped events (in ``seq`` order) into chunks, one per thread and instance (split
+    where a chunk would span :data:`SPAN` or more seq numbers). ``encode_lines`` is a msgspec JSON encoder's
+    ``encode_lines``. Runs in the caller's thread."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for ev in events:
+        key = (ev.thread_id, ev.instance_id)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [ev]
+        else:
+            group.append(ev)
+    chunks: list[Chunk] = []
+    for (thread_id, instance_id), group in groups.items():
+        if group[-1].seq - group[0].seq >= SPAN:
+            parts, part = [], [group[0]]
+            for ev in group[1:]:
+                if ev.seq - part[0].seq >= SPAN:
+                    parts.append(part)
+                    part = []
+                part.append(ev)
+            parts.append(part)
+        else:
+            parts = [group]
+        for part in parts:
+            seqs = [ev.seq for ev in part]
+            chunks.append((
+                seqs[0],
+                seqs[-1],
+                thread_id,
+                instance_id,
+                array("q", seqs).tobytes(),
+                "\n".join([ev.type for ev in part]),
+                encode_lines(part)[:-1],
+            ))
+    chunks.sort()
+    return chunks
+
+
+def _unpack(seqs: bytes, types: str, bodies: bytes) -> tuple[array, list[str], list[bytes]]:
+    numbers = array("q")
+    numbers.frombytes(seqs)
+    return numbers, types.split("\n"), bodies.split(b"\n")
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    # room for the _SINGLE exact-size INSERTs plus the chunk sizes and the readers' queries
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=_SINGLE + 64)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 5000")
     return conn
-
-
-def _insert(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:
-    """Insert ``rows`` with as few statement steps as possible (inside the caller's transaction)."""
-    start, total = 0, len(rows)
-    while start < total:
-        size = _CHUNK_MAX
-        left = total - start
-        while size > left:
-            size >>= 1
-        part = rows[start:start + size]
-        conn.execute(_multi_insert(size), [value for row in part for value in row])
-        start += size
 
 
 class _Checkpointer:
@@ -139,7 +166,7 @@ class _Checkpointer:
 class EventLog:
     """The writer side of the log.
 
-    Every method runs in the one thread that owns the log (the EventHub's actor thread); the
+    Every method runs in the one thread that owns the log (the EventHub's writer thread); the
     object is not thread-safe. Readers open their own :class:`LogReader`. Checkpoints run on a
     helper thread of their own (:class:`_Checkpointer`).
 
@@ -152,7 +179,7 @@ class EventLog:
         self.path = path
         self.max_bytes = max_bytes
         self.fail_after_rows: int | None = None
-        """Test hook: the next :meth:`append` inserts this many rows, then fails as if the
+        """Test hook: the next :meth:`append` inserts this many chunks, then fails as if the
         writer were killed mid-batch (nothing of that batch is committed)."""
         try:
             self._conn = _connect(path)
@@ -160,52 +187,64 @@ class EventLog:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             for statement in _SCHEMA:
                 self._conn.execute(statement)
-            (last,) = self._conn.execute("SELECT max(seq) FROM events").fetchone()
+            self._convert_per_event_table()
+            last = _last_seq(self._conn)
             self._conn.execute("PRAGMA wal_autocheckpoint = 0")
             self._conn.execute("PRAGMA journal_size_limit = 67108864")  # truncate a grown WAL
         except sqlite3.Error as exc:
             raise PersistenceError("open the event log", f"{path}: {exc}") from None
         self._checkpointer = _Checkpointer(path)
         self._uncheckpointed = 0
-        self.last_seq: int = last or 0
+        self.last_seq: int = last
         """The highest committed ``seq``; a new hub on the same log continues after it."""
 
-    def append(self, rows: Sequence[Row]) -> None:
-        """Insert ``rows`` in one transaction, then commit.
+    def _convert_per_event_table(self) -> None:
+        """Logs written before chunks had one ``events`` row per event: move them, once."""
+        conn = self._conn
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events' AND type = 'table'").fetchone() is None:
+            return
+        conn.execute("BEGIN")
+        try:
+            rows = conn.execute("SELECT seq, thread_id, instance_id, type, body FROM events ORDER BY seq")
+            conn.executemany(
+                _INSERT,
+                ((seq, seq, tid, iid, array("q", [seq]).tobytes(), kind, body) for seq, tid, iid, kind, body in rows),
+            )
+            conn.execute("DROP TABLE events")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def append(self, chunks: Sequence[Chunk]) -> None:
+        """Insert ``chunks`` (ascending ``first_seq``) in one transaction, then commit.
 
         Raises :class:`PersistenceError` when nothing was committed (the transaction is rolled
         back), so the caller must not publish the batch.
         """
         conn = self._conn
-        if len(rows) <= _SINGLE and self.fail_after_rows is None:
-            try:
-                # one statement in autocommit mode: its own transaction, all or nothing
-                conn.execute(_multi_insert(len(rows)), [value for row in rows for value in row])
-            except sqlite3.Error as exc:
-                raise PersistenceError("append events to the log", f"{self.path}: {exc}") from None
-            self._committed(rows)
-            return
         try:
-            conn.execute("BEGIN")
-            try:
-                fail_after = self.fail_after_rows
-                if fail_after is not None:
-                    self.fail_after_rows = None
-                    conn.executemany(_INSERT, rows[:fail_after])
-                    raise PersistenceError("append events", "writer killed mid-batch (test hook)")
-                _insert(conn, rows)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            if len(chunks) == 1 and self.fail_after_rows is None:
+                conn.execute(_INSERT, chunks[0])  # autocommit: its own transaction
+            else:
+                conn.execute("BEGIN")
+                try:
+                    fail_after = self.fail_after_rows
+                    if fail_after is not None:
+                        self.fail_after_rows = None
+                        conn.executemany(_INSERT, chunks[:fail_after])
+                        raise PersistenceError("append events", "writer killed mid-batch (test hook)")
+                    conn.executemany(_INSERT, chunks)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
         except sqlite3.Error as exc:
             raise PersistenceError("append events to the log", f"{self.path}: {exc}") from None
-        self._committed(rows)
-
-    def _committed(self, rows: Sequence[Row]) -> None:
-        self.last_seq = rows[-1][0]
-        self._checkpointer.wrote(len(rows))
-        self._uncheckpointed += len(rows)
+        self.last_seq = max(self.last_seq, max(chunk[1] for chunk in chunks))
+        events = sum(len(chunk[4]) for chunk in chunks) // 8
+        self._checkpointer.wrote(events)
+        self._uncheckpointed += events
         if self._uncheckpointed >= _INLINE_ROWS and not self._checkpointer.busy:
             self._uncheckpointed = 0
             try:
@@ -219,11 +258,36 @@ class EventLog:
         The newest event is always kept: it anchors ``seq`` for a hub that reopens the log.
         """
         before_seq = min(before_seq, self.last_seq)
+        conn = self._conn
         try:
-            cur = self._conn.execute("DELETE FROM events WHERE seq < ?", (before_seq,))
+            conn.execute("BEGIN")
+            try:
+                deleted = 0
+                straddling = conn.execute(
+                    "SELECT first_seq, thread_id, instance_id, seqs, types, bodies FROM event_chunks "
+                    "WHERE first_seq < ? AND first_seq > ? AND last_seq >= ?",
+                    (before_seq, before_seq - SPAN, before_seq),
+                ).fetchall()
+                for first, tid, iid, seqs, types, bodies in straddling:
+                    numbers, kinds, texts = _unpack(seqs, types, bodies)
+                    keep = [i for i, seq in enumerate(numbers) if seq >= before_seq]
+                    deleted += len(numbers) - len(keep)
+                    conn.execute("DELETE FROM event_chunks WHERE first_seq = ?", (first,))
+                    kept = array("q", [numbers[i] for i in keep])
+                    conn.execute(_INSERT, (kept[0], kept[-1], tid, iid, kept.tobytes(),
+                                           "\n".join([kinds[i] for i in keep]), b"\n".join([texts[i] for i in keep])))
+                (below,) = conn.execute(
+                    "SELECT coalesce(sum(length(seqs)), 0) / 8 FROM event_chunks WHERE first_seq < ? AND last_seq < ?",
+                    (before_seq, before_seq),
+                ).fetchone()
+                conn.execute("DELETE FROM event_chunks WHERE first_seq < ? AND last_seq < ?", (before_seq, before_seq))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
         except sqlite3.Error as exc:
             raise PersistenceError("compact the event log", f"{self.path}: {exc}") from None
-        return cur.rowcount
+        return deleted + below
 
     def size_bytes(self) -> int:
         """Bytes used by live pages of the main database file (free pages excluded)."""
@@ -244,9 +308,10 @@ class EventLog:
         used = self.size_bytes()
         if used <= self.max_bytes:
             return 0
-        lo, hi = self._conn.execute("SELECT min(seq), max(seq) FROM events").fetchone()
+        (lo,) = self._conn.execute("SELECT min(first_seq) FROM event_chunks").fetchone()
         if lo is None:
             return 0
+        hi = self.last_seq
         keep_fraction = 0.75 * self.max_bytes / used
         cut = hi - int((hi - lo + 1) * keep_fraction) + 1
         return self.compact(cut)
@@ -259,6 +324,14 @@ class EventLog:
             self._conn.close()
         except sqlite3.Error:
             pass
+
+
+def _last_seq(conn: sqlite3.Connection) -> int:
+    (last,) = conn.execute(
+        "SELECT max(last_seq) FROM event_chunks WHERE first_seq > (SELECT max(first_seq) FROM event_chunks) - ?",
+        (SPAN,),
+    ).fetchone()
+    return last or 0
 
 
 class LogReader:
@@ -275,7 +348,7 @@ class LogReader:
         instance_id: str | None = None,
         types: Iterable[str] | None = None,
     ) -> None:
-        where = ["seq >= ?", "seq <= ?"]
+        where = ["first_seq > ?", "first_seq <= ?", "last_seq >= ?"]
         params: list[object] = []
         if thread_id is not None:
             where.append("thread_id = ?")
@@ -283,11 +356,8 @@ class LogReader:
         if instance_id is not None:
             where.append("instance_id = ?")
             params.append(instance_id)
-        if types is not None:
-            names = sorted(types)
-            where.append(f"type IN ({', '.join('?' * len(names))})")
-            params.extend(names)
-        self._sql = f"SELECT seq, body FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?"
+        self._types = None if types is None else frozenset(types)
+        self._sql = f"SELECT first_seq, seqs, types, bodies FROM event_chunks WHERE {' AND '.join(where)} ORDER BY first_seq"
         self._params = params
         self._path = path
         self._conn: sqlite3.Connection | None = None
@@ -296,15 +366,33 @@ class LogReader:
     def read(self, from_seq: int, to_seq: int, limit: int) -> list[tuple[int, bytes]]:
         """Return up to ``limit`` ``(seq, body)`` rows with ``from_seq <= seq <= to_seq`` that
         match the filters, in ``seq`` order. Raises :class:`PersistenceError`."""
+        types = self._types
+        out: list[tuple[int, bytes]] = []
         with self._lock:
             try:
                 if self._conn is None:
                     self._conn = _connect(self._path)
-                return self._conn.execute(
-                    self._sql, (from_seq, to_seq, *self._params, limit)
-                ).fetchall()
+                cursor = self._conn.execute(self._sql, (from_seq - SPAN, to_seq, from_seq, *self._params))
+                try:
+                    for first, seqs, kinds, bodies in cursor:
+                        if len(out) >= limit:
+                            # chunks come in first_seq order: once one starts past the limit-th
+                            # event found so far, no later chunk holds an earlier event
+                            out.sort()
+                            del out[limit:]
+                            if first > out[-1][0]:
+                                break
+                        numbers, names, texts = _unpack(seqs, kinds, bodies)
+                        for i, seq in enumerate(numbers):
+                            if from_seq <= seq <= to_seq and (types is None or names[i] in types):
+                                out.append((seq, texts[i]))
+                finally:
+                    cursor.close()
             except sqlite3.Error as exc:
                 raise PersistenceError("read the event log", f"{self._path}: {exc}") from None
+        out.sort()
+        del out[limit:]
+        return out
 
     def first_seq(self) -> int | None:
         """The lowest ``seq`` still in the log (older ones were compacted), or ``None``."""
@@ -312,7 +400,7 @@ class LogReader:
             try:
                 if self._conn is None:
                     self._conn = _connect(self._path)
-                return self._conn.execute("SELECT min(seq) FROM events").fetchone()[0]
+                return self._conn.execute("SELECT min(first_seq) FROM event_chunks").fetchone()[0]
             except sqlite3.Error as exc:
                 raise PersistenceError("read the event log", f"{self._path}: {exc}") from None
 

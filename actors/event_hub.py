@@ -9,7 +9,8 @@ For each batch an emitter tells it, the hub (in its own actor thread):
    on the same log), ``event_id`` (``<hub run token>-<seq>``, unique across restarts) and
    ``created_at`` when it is 0;
 3. hands the batch to its writer thread, which appends it to the SQLite event log in one
-   transaction (``executemany``; batches that queued up meanwhile share the transaction)
+   transaction, one row per thread and batch (batches that queued up meanwhile share the
+   transaction)
    **before**
 4. publishing it: one hand-off per batch to each matching subscription (in the writer thread;
    in the hub's thread when the log is off).
@@ -42,7 +43,7 @@ from runtime.contract import (
     ValidationError,
 )
 
-from ._event_log import EventLog
+from ._event_log import EventLog, build_chunks
 from ._grammar import ThreadGrammar, warning
 from ._subscription import DEFAULT_MAX_BUFFERED, Subscription
 
@@ -216,7 +217,7 @@ class HubHandle:
         return self._ask(_Compact(before_seq), "EventHub.compact", timeout)
 
     def kill_writer_mid_batch(self, after_rows: int = 1, *, timeout: float = 10.0) -> None:
-        """Test hook: the next log append inserts ``after_rows`` rows then fails before its
+        """Test hook: the next log append inserts ``after_rows`` chunks (rows) then fails before its
         commit, as if the writer were killed; the hub then fails without publishing that batch."""
         self._ask(_KillWriter(after_rows), "EventHub.kill_writer_mid_batch", timeout)
 
@@ -457,7 +458,7 @@ class EventHub(pykka.ThreadingActor):
         self._publisher = _Publisher(state)
         self._writer: _Writer | None = None
         self._grammar: dict[str, ThreadGrammar] = {}
-        self._encode = msgspec.json.Encoder().encode
+        self._encode_lines = msgspec.json.Encoder().encode_lines
 
     @classmethod
     def start(  # type: ignore[override]
@@ -548,11 +549,8 @@ class EventHub(pykka.ThreadingActor):
         now = time.time()
         seq = self._seq
         token = self._token
-        encode = self._encode
         grammar = self._grammar
-        logging = self._writer is not None
         out: list[EventBase] = []
-        rows: list[tuple] = []
         for key, events in batch:
             driver, instance_id, thread_id = key
             guard = grammar.get(thread_id)
@@ -575,12 +573,10 @@ class EventHub(pykka.ThreadingActor):
                     created_at=created,
                 )
                 out.append(ev)
-                if logging:
-                    rows.append((seq, thread_id, instance_id, _TAG[ev.__class__], created, encode(ev)))
         if not out:
             return
         self._seq = seq
         if self._writer is not None:
-            self._writer.put(out, rows)
+            self._writer.put(out, build_chunks(out, self._encode_lines))
         else:
             self._publisher.publish(out)

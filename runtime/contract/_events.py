@@ -522,6 +522,12 @@ EVENT_TYPES: dict[str, type[EventBase]] = {
 }
 """Every canonical event type by its ``type`` tag."""
 
+# ``event.type`` is read once per event on every hot path: a plain class attribute on each event
+# class (shadowing the EventBase property) is read in a quarter of the property's time.
+for _tag, _cls in EVENT_TYPES.items():
+    _cls.type = _tag  # type: ignore[assignment,misc]
+del _tag, _cls
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Event)
 _list_decoder = msgspec.json.Decoder(list[Event])

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from array import array
 
 import pytest
 
-from actors import BUFFERED_TEXT_LIMIT, EventHub, EventLog
+import msgspec
+
+from actors import BUFFERED_TEXT_LIMIT, EventHub, EventLog, LogReader, build_chunks
 from runtime.contract import (
     PaddockError,
     RuntimeWarningEvent,
@@ -31,8 +34,19 @@ from .conftest import (
 
 
 def logged(log_path: str) -> list[tuple[int, str, str, str, bytes]]:
+    """Every logged event as ``(seq, thread_id, instance_id, type, body)``, read from the chunk
+    rows directly (not through LogReader)."""
     with sqlite3.connect(log_path) as conn:
-        return conn.execute("SELECT seq, thread_id, instance_id, type, body FROM events ORDER BY seq").fetchall()
+        chunks = conn.execute(
+            "SELECT first_seq, last_seq, thread_id, instance_id, seqs, types, bodies FROM event_chunks"
+        ).fetchall()
+    out = []
+    for first, last, tid, iid, seqs, types, bodies in chunks:
+        numbers = array("q")
+        numbers.frombytes(seqs)
+        assert (numbers[0], numbers[-1]) == (first, last) and list(numbers) == sorted(numbers)
+        out += zip(numbers, [tid] * len(numbers), [iid] * len(numbers), types.split("\n"), bodies.split(b"\n"))
+    return sorted(out)
 
 
 def test_hub_stamps_identity_seq_event_id_and_time(hub):
@@ -209,15 +223,38 @@ def test_compact_keeps_the_newest_event_and_seq_continues(log_path):
 
 def test_size_policy_deletes_the_oldest_events(tmp_path):
     log = EventLog(str(tmp_path / "log.sqlite"), max_bytes=256 * 1024)
-    body = b"x" * 200
+    encode_lines = msgspec.json.Encoder().encode_lines
     for start in range(0, 20_000, 1000):
-        log.append([(s, "t", "i", "content.delta", 0.0, body) for s in range(start + 1, start + 1001)])
+        # two threads interleaved, so that compaction cuts through chunks
+        batch = [msgspec.structs.replace(delta(None, None, "x" * 200), thread_id=f"t{s % 2}", instance_id="i", seq=s)
+                 for s in range(start + 1, start + 1001)]
+        log.append(build_chunks(batch, encode_lines))
         log.enforce_size()
     assert log.size_bytes() <= 256 * 1024
-    with sqlite3.connect(log.path) as conn:
-        lo, hi = conn.execute("SELECT min(seq), max(seq) FROM events").fetchone()
-    assert hi == 20_000 and lo > 15_000
+    seqs = [row[0] for row in logged(log.path)]
+    assert seqs[-1] == 20_000 and seqs[0] > 15_000
+    assert seqs == list(range(seqs[0], 20_001))  # deletion cut exactly below one seq
     log.close()
+
+
+def test_log_reader_merges_interleaved_chunks_in_seq_order_with_a_limit(tmp_path):
+    log = EventLog(str(tmp_path / "log.sqlite"))
+    encode_lines = msgspec.json.Encoder().encode_lines
+    kinds = [delta(None, None, "d"), turn_started("u")]
+    for start in range(0, 3000, 500):
+        batch = [msgspec.structs.replace(kinds[s % 5 == 0], thread_id=f"t{s % 3}", instance_id=f"i{s % 2}", seq=s)
+                 for s in range(start + 1, start + 501)]
+        log.append(build_chunks(batch, encode_lines))
+    log.close()
+    every = LogReader(log.path)
+    assert [seq for seq, _ in every.read(1, 3000, 10_000)] == list(range(1, 3001))
+    assert [seq for seq, _ in every.read(777, 2000, 100)] == list(range(777, 877))
+    page = LogReader(log.path, thread_id="t1", instance_id="i0", types=["turn.started"]).read(1, 3000, 50)
+    expected = [s for s in range(1, 3001) if s % 3 == 1 and s % 2 == 0 and s % 5 == 0][:50]
+    assert [seq for seq, _ in page] == expected
+    assert all(decode_event(body).seq == seq for seq, body in page)
+    assert every.first_seq() == 1
+    every.close()
 
 
 def test_buffered_delivery_coalesces_assistant_text_up_to_boundaries(hub):
@@ -308,3 +345,21 @@ def test_close_ends_subscriptions_after_delivering_what_was_published(hub):
     assert [e.delta for e in sub] == ["0", "1", "2", "3", "4"]
     assert sub.ended
     hub.close()  # idempotent
+
+
+def test_a_log_with_one_row_per_event_is_converted_once(tmp_path):
+    path = str(tmp_path / "old.sqlite")
+    old = [turn_started("u1"), delta("u1", None, "hi")]
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, instance_id TEXT NOT NULL,"
+                     " type TEXT NOT NULL, created_at REAL NOT NULL, body BLOB NOT NULL)")
+        for seq, ev in enumerate(old, 1):
+            ev = msgspec.structs.replace(ev, seq=seq, thread_id="t1", instance_id="loc")
+            conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", (seq, "t1", "loc", ev.type, 0.0, encode_event(ev)))
+    with EventHub.start(path) as hub:
+        hub.emitter("local", "loc", "t1").emit([delta("u1", None, " there")])
+        assert hub.flush() == 3
+        assert [(e.type, e.seq) for e in drain(hub.subscribe(from_seq=1))] == [
+            ("turn.started", 1), ("content.delta", 2), ("content.delta", 3)]
+    assert [row[:4] for row in logged(path)] == [
+        (1, "t1", "loc", "turn.started"), (2, "t1", "loc", "content.delta"), (3, "t1", "loc", "content.delta")]
