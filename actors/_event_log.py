@@ -43,6 +43,17 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS event_chunks_thread ON event_chunks(thread_id, first_seq)",
 )
 _INSERT = "INSERT INTO event_chunks VALUES (?, ?, ?, ?, ?, ?, ?)"
+# Chunks go in as ONE multi-row INSERT in autocommit mode (atomic on its own): each statement
+# step releases and re-takes the GIL, and under load re-taking it is what a commit waits for.
+_SINGLE = 512  # 7 * 512 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
+_multi: dict[int, str] = {}
+
+
+def _multi_insert(n: int) -> str:
+    sql = _multi.get(n)
+    if sql is None:
+        sql = _multi[n] = "INSERT INTO event_chunks VALUES " + ",".join(["(?,?,?,?,?,?,?)"] * n)
+    return sql
 _INLINE_ROWS = 262_144  # events between the writer's own checkpoints (see _Checkpointer)
 
 
@@ -92,7 +103,8 @@ def _unpack(seqs: bytes, types: str, bodies: bytes) -> tuple[array, list[str], l
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # room for the exact-size INSERTs of the common batch sizes and the readers' queries
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=128)
     conn.execute("PRAGMA busy_timeout = 5000")
     return conn
 
@@ -224,8 +236,8 @@ class EventLog:
         """
         conn = self._conn
         try:
-            if len(chunks) == 1 and self.fail_after_rows is None:
-                conn.execute(_INSERT, chunks[0])  # autocommit: its own transaction
+            if len(chunks) <= _SINGLE and self.fail_after_rows is None:
+                conn.execute(_multi_insert(len(chunks)), [value for chunk in chunks for value in chunk])
             else:
                 conn.execute("BEGIN")
                 try:
