@@ -197,10 +197,19 @@ class ThreadGrammar:
         """Return ``events`` repaired, with warnings in place (the hub's thread)."""
         out: list[Any] = []
         drops: _Drops | None = None
+        # A run of deltas of one turn, item and stream (the common case) is checked once: the
+        # state it depends on changes only through other event types, which end the run.
+        run = False
+        run_turn = run_item = run_stream = None
+        run_parts: list[str] = []
         for ev in events:
             cls = ev.__class__
             tid = ev.turn_id
             if cls is ContentDelta:
+                if run and tid == run_turn and ev.item_id == run_item and ev.stream == run_stream:
+                    run_parts.append(ev.delta)
+                    out.append(ev)
+                    continue
                 if tid is not None:
                     t = self.turns.get(tid) or self._turn(tid)
                     if t is None:
@@ -221,11 +230,14 @@ class ThreadGrammar:
                         if stream in _TRACKED_STREAMS:
                             parts = t.texts.get((iid, stream))
                             if parts is None:
-                                t.texts[(iid, stream)] = [ev.delta]
+                                parts = t.texts[(iid, stream)] = [ev.delta]
                             else:
                                 parts.append(ev.delta)
+                            run, run_turn, run_item, run_stream, run_parts = True, tid, iid, stream, parts
                 out.append(ev)
-            elif cls is ItemStarted or cls is ItemUpdated or cls is ItemCompleted:
+                continue
+            run = False
+            if cls is ItemStarted or cls is ItemUpdated or cls is ItemCompleted:
                 if tid is None:
                     out.append(ev)
                     continue

@@ -189,6 +189,27 @@ def test_rule5_item_text_must_equal_its_deltas(run):
     assert warnings[1].detail["first_difference"] == 2 and warnings[1].detail["rule"] == 5
 
 
+def test_rule5_interleaved_delta_runs_are_each_checked_against_their_item(run):
+    events, warnings = run([
+        turn_started("u1"),
+        item_started("u1", "i1"),
+        item_started("u1", "i2", kind="reasoning"),
+        delta("u1", "i1", "a"), delta("u1", "i1", "b"),
+        delta("u1", "i2", "x", stream="reasoning_text"),
+        delta("u1", "i1", "c"),
+        delta("u1", "i2", "y", stream="reasoning_text"), delta("u1", "i2", "z", stream="reasoning_text"),
+        item_completed("u1", "i1", "abc"),
+        delta("u1", "i1", "late"),  # after its item completed: dropped
+        item_completed("u1", "i2", "xyZ", kind="reasoning"),  # disagrees with its deltas
+        turn_completed("u1"),
+    ])
+    assert [e.delta for e in events if isinstance(e, ContentDelta)] == ["a", "b", "x", "c", "y", "z"]
+    assert [(w.code, w.item_id) for w in warnings] == [
+        ("grammar.out_of_order", "i1"),
+        ("grammar.item_text_mismatch", "i2"),
+    ]
+
+
 def test_rule6_no_new_item_after_the_interrupt_is_acknowledged(run):
     events, warnings = run([
         turn_started("u1"),
