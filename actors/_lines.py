@@ -60,8 +60,14 @@ class LineSplitter:
                 lines.append(bytes(self._buf))
             self._buf = bytearray()
             start = nl + 1
-        find = chunk.find
         limit = self._max
+        parts = (chunk[start:] if start else chunk).split(b"\n")
+        tail = parts.pop()
+        if parts and max(map(len, parts)) <= limit:
+            # the common case: bytes.split in C, one length check for the whole chunk
+            lines += parts
+            start = size - len(tail)
+        find = chunk.find
         while True:
             nl = find(b"\n", start)
             if nl < 0:

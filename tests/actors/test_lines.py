@@ -30,6 +30,8 @@ def split(chunks: list[bytes], limit: int = 10) -> tuple[list[bytes], list[int]]
         ([b"x" * 25], [], [25]),  # over-long at EOF
         ([b"\n\n"], [b"", b""], []),
         ([b"crlf\r\n"], [b"crlf\r"], []),
+        ([b"ab", b"c\nd\ne\nf"], [b"abc", b"d", b"e", b"f"], []),  # a carried line, then many
+        ([b"ab", b"c\nd\n0123456789X\ne\n"], [b"abc", b"d", b"e"], [11]),  # one over-long among them
     ],
 )
 def test_split(chunks, lines, overlong):
