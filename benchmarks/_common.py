@@ -289,7 +289,7 @@ class RawAcpClient:
         self.close()
 
 
-def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str) -> dict:
+def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str, stall_timeout: float = 30.0) -> dict:
     """One Paddock round on the local agent: open, start ``sessions``, send each ``@chunks N``,
     count at one subscriber until every turn completed, close (shared by throughput and peer-acp)."""
     from runtime import Runtime
@@ -308,7 +308,15 @@ def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str) -> dic
         for tid in threads:
             rt.send_turn(tid, f"@chunks {chunks}")
         events = deltas = gaps = completed = 0
-        for ev in sub:
+        while True:
+            ev = sub.get(timeout=stall_timeout)
+            if ev is None:
+                # with the log off a subscriber that falls behind loses events, possibly the
+                # last turn.completed: report instead of waiting forever
+                raise RuntimeError(
+                    f"no event for {stall_timeout:.0f} s: {completed}/{sessions} turns completed, "
+                    f"{events} events seen, {gaps} dropped for the subscriber"
+                )
             events += 1
             kind = ev.type
             if kind == "content.delta":
