@@ -24,7 +24,7 @@ def bench(capsys, name: str, *rest: str) -> dict:
 def test_the_suite_is_listed(capsys):
     assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
     names = capsys.readouterr().out.split()
-    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "hub"):
+    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "hub", "floor"):
         assert name in names
     assert not any(n.startswith("-") or n.startswith("_") for n in names)
 
@@ -95,3 +95,12 @@ def test_hub_shape(capsys):
     doc = bench(capsys, "hub", "--events", "2000", "--paced-rate", "4000", "--paced-seconds", "0.2")
     assert len(doc["results"]) == 8
     assert all(r["events"] > 0 for r in doc["results"])
+
+
+def test_floor_shape(capsys):
+    doc = bench(capsys, "floor", "--sessions", "3", "--chunks", "500", "--rounds", "1")
+    [r] = doc["per_round"]
+    assert r["content_deltas"] == 3 * 500  # every chunk became one content.delta at the subscriber
+    assert r["events"] == 3 * 500 + 3  # and each message one item.started
+    assert set(r["stages_us_per_event"]) == {"split", "decode_route_translate_hub", "subscriber"}
+    assert doc["events_per_s_median"] == r["events_per_s"] > 0
