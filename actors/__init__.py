@@ -2,6 +2,7 @@
 and the EventHub (fan-in)."""
 
 from ._event_log import EventLog as EventLog, LogReader as LogReader, build_chunks as build_chunks
+from ._timers import TimerEntry as TimerEntry, timers as timers
 from ._subscription import BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT, Subscription as Subscription
 from .event_hub import Emitter as Emitter, EventHub as EventHub, HubHandle as HubHandle
 from ._jsonrpc import (
@@ -49,5 +50,7 @@ __all__ = [
     "HubHandle",
     "LogReader",
     "Subscription",
+    "TimerEntry",
     "build_chunks",
+    "timers",
 ]

@@ -9,12 +9,14 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["TimerWheel", "timers"]
+__all__ = ["TimerEntry", "TimerWheel", "timers"]
 
 log = logging.getLogger("paddock.actors")
 
 
-class _Entry:
+class TimerEntry:
+    """A scheduled callback; ``cancel()`` keeps it from running (any thread)."""
+
     __slots__ = ("callback", "cancelled", "when")
 
     def __init__(self, when: float, callback: Callable[[], None]) -> None:
@@ -31,13 +33,13 @@ class TimerWheel:
     Callbacks must be short; they run on that thread."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, _Entry]] = []
+        self._heap: list[tuple[float, int, TimerEntry]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def schedule(self, when: float, callback: Callable[[], None]) -> _Entry:
-        entry = _Entry(when, callback)
+    def schedule(self, when: float, callback: Callable[[], None]) -> TimerEntry:
+        entry = TimerEntry(when, callback)
         with self._cond:
             heapq.heappush(self._heap, (when, next(self._seq), entry))
             if self._thread is None or not self._thread.is_alive():

@@ -19,7 +19,6 @@ Lifecycle of the native session:
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors import SessionActor, SessionRecord
+from actors import SessionActor, SessionRecord, TimerEntry, timers
 from runtime.contract import (
     DECISIONS,
     PaddockError,
@@ -131,8 +130,8 @@ class AcpSessionActor(SessionActor):
         self._pending: dict[str, _Pending] = {}
         self._request_seq = 0
         self._cancel_pending = False
-        self._guard_timer: threading.Timer | None = None
-        self._cancel_timer: threading.Timer | None = None
+        self._guard_timer: TimerEntry | None = None
+        self._cancel_timer: TimerEntry | None = None
         self._replaying = False
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
 
@@ -529,10 +528,9 @@ class AcpSessionActor(SessionActor):
             self._send_cancel()
         else:
             self._cancel_pending = True
-            timer = threading.Timer(self.settings.cancel_guard, self._guard_fire, args=(self.tr.turn_id,))
-            timer.daemon = True
-            self._guard_timer = timer
-            timer.start()
+            turn_id = self.tr.turn_id
+            self._guard_timer = timers.schedule(time.monotonic() + self.settings.cancel_guard,
+                                                lambda: self._guard_fire(turn_id))
         return None
 
     def _guard_fire(self, turn_id: str) -> None:
@@ -579,10 +577,9 @@ class AcpSessionActor(SessionActor):
         except PaddockError as exc:
             log.debug("session/cancel not sent on thread %s: %s", self.thread_id, exc)
         if self.settings.cancel_timeout > 0 and self.tr.turn_id is not None:
-            timer = threading.Timer(self.settings.cancel_timeout, self._cancel_fire, args=(self.tr.turn_id,))
-            timer.daemon = True
-            self._cancel_timer = timer
-            timer.start()
+            turn_id = self.tr.turn_id
+            self._cancel_timer = timers.schedule(time.monotonic() + self.settings.cancel_timeout,
+                                                 lambda: self._cancel_fire(turn_id))
 
     # incoming updates and requests ---------------------------------------------------------------
 

@@ -20,13 +20,13 @@ Translation (stream-json -> canonical events), per turn:
 from __future__ import annotations
 
 import logging
-import threading
+import time
 import uuid
 from typing import Any
 
 import msgspec
 
-from actors import SessionActor, SessionRecord
+from actors import SessionActor, SessionRecord, TimerEntry, timers
 from runtime.contract import (
     DECISIONS,
     ContentDelta,
@@ -128,7 +128,7 @@ class ClaudeSessionActor(SessionActor):
         self.configured = False
         self.opened = False
         self.finished = False
-        self._timer: threading.Timer | None = None
+        self._timer: TimerEntry | None = None
 
     # lifecycle -----------------------------------------------------------------------------------
 
@@ -331,10 +331,9 @@ class ClaudeSessionActor(SessionActor):
         events.append(TurnAborted(**self._env(), turn_id=self.turn_id, reason="interrupted by the host"))
         self.emit(events)
         if self.settings.interrupt_timeout > 0:
-            timer = threading.Timer(self.settings.interrupt_timeout, self._timer_fire, args=(self.turn_id,))
-            timer.daemon = True
-            self._timer = timer
-            timer.start()
+            turn_id = self.turn_id
+            self._timer = timers.schedule(time.monotonic() + self.settings.interrupt_timeout,
+                                          lambda: self._timer_fire(turn_id))
         return None
 
     def _timer_fire(self, turn_id: str) -> None:
