@@ -4,8 +4,9 @@ Events are stored in **chunks**: one row holds a run of events of ONE thread fro
 (``first_seq``, ``last_seq``, ``thread_id``, ``instance_id``, the events' ``seq`` numbers, their
 type tags and their JSON bodies, encoded once by the hub). A row costs SQLite about 5 us of CPU
 whatever its size, so a row per event capped the logged rate; a chunk per thread and batch does
-not. Chunks of different threads interleave in ``seq``; every chunk spans fewer than
-:data:`SPAN` seq numbers, so a range query needs only the primary key. WAL mode, so readers
+not. Chunks of different threads interleave in ``seq``; the widest chunk's span is recorded
+(``event_log_meta.max_span``, at most :data:`SPAN`), so a range query needs only the primary key
+and looks back no further than that. WAL mode, so readers
 (subscribers catching up) never block the writer. ``runtime.store`` re-exports this module's
 names.
 """
@@ -27,8 +28,8 @@ Chunk = tuple[int, int, str, str, bytes, str, bytes]
 the events' ``seq`` numbers as native 64-bit integers, ``types`` their type tags joined by
 ``\\n``, ``bodies`` their JSON joined by ``\\n`` (JSON text never holds a raw newline)."""
 
-SPAN = 1 << 16
-"""Every chunk satisfies ``last_seq - first_seq < SPAN``."""
+SPAN = 1 << 13
+"""Every chunk satisfies ``last_seq - first_seq < SPAN`` (wider runs are split)."""
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS event_chunks (
@@ -41,7 +42,11 @@ _SCHEMA = (
         bodies BLOB NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS event_chunks_thread ON event_chunks(thread_id, first_seq)",
+    "CREATE TABLE IF NOT EXISTS event_log_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
 )
+_SET_MAX_SPAN = "INSERT OR REPLACE INTO event_log_meta VALUES ('max_span', ?)"
+# A chunk holding seq >= X starts at or after X - max_span: the look-back of every range query.
+_MAX_SPAN = "coalesce((SELECT value FROM event_log_meta WHERE key = 'max_span'), 0)"
 _INSERT = "INSERT INTO event_chunks VALUES (?, ?, ?, ?, ?, ?, ?)"
 # Chunks go in as ONE multi-row INSERT in autocommit mode (atomic on its own): each statement
 # step releases and re-takes the GIL, and under load re-taking it is what a commit waits for.
@@ -200,6 +205,7 @@ class EventLog:
             for statement in _SCHEMA:
                 self._conn.execute(statement)
             self._convert_per_event_table()
+            self._max_span = self._read_max_span()
             last = _last_seq(self._conn)
             self._conn.execute("PRAGMA wal_autocheckpoint = 0")
             self._conn.execute("PRAGMA journal_size_limit = 67108864")  # truncate a grown WAL
@@ -228,6 +234,15 @@ class EventLog:
             conn.execute("ROLLBACK")
             raise
 
+    def _read_max_span(self) -> int:
+        conn = self._conn
+        row = conn.execute("SELECT value FROM event_log_meta WHERE key = 'max_span'").fetchone()
+        if row is not None:
+            return row[0]
+        (span,) = conn.execute("SELECT max(last_seq - first_seq) FROM event_chunks").fetchone()
+        conn.execute(_SET_MAX_SPAN, (span or 0,))
+        return span or 0
+
     def append(self, chunks: Sequence[Chunk]) -> None:
         """Insert ``chunks`` (ascending ``first_seq``) in one transaction, then commit.
 
@@ -235,8 +250,9 @@ class EventLog:
         back), so the caller must not publish the batch.
         """
         conn = self._conn
+        span = max([chunk[1] - chunk[0] for chunk in chunks])
         try:
-            if len(chunks) <= _SINGLE and self.fail_after_rows is None:
+            if len(chunks) <= _SINGLE and self.fail_after_rows is None and span <= self._max_span:
                 conn.execute(_multi_insert(len(chunks)), [value for chunk in chunks for value in chunk])
             else:
                 conn.execute("BEGIN")
@@ -247,12 +263,16 @@ class EventLog:
                         conn.executemany(_INSERT, chunks[:fail_after])
                         raise PersistenceError("append events", "writer killed mid-batch (test hook)")
                     conn.executemany(_INSERT, chunks)
+                    if span > self._max_span:
+                        # in the same transaction: no reader sees a chunk wider than recorded
+                        conn.execute(_SET_MAX_SPAN, (span,))
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
         except sqlite3.Error as exc:
             raise PersistenceError("append events to the log", f"{self.path}: {exc}") from None
+        self._max_span = max(self._max_span, span)
         self.last_seq = max(self.last_seq, max(chunk[1] for chunk in chunks))
         events = sum(len(chunk[4]) for chunk in chunks) // 8
         self._checkpointer.wrote(events)
@@ -277,8 +297,8 @@ class EventLog:
                 deleted = 0
                 straddling = conn.execute(
                     "SELECT first_seq, thread_id, instance_id, seqs, types, bodies FROM event_chunks "
-                    "WHERE first_seq < ? AND first_seq > ? AND last_seq >= ?",
-                    (before_seq, before_seq - SPAN, before_seq),
+                    "WHERE first_seq < ? AND first_seq >= ? AND last_seq >= ?",
+                    (before_seq, before_seq - self._max_span, before_seq),
                 ).fetchall()
                 for first, tid, iid, seqs, types, bodies in straddling:
                     numbers, kinds, texts = _unpack(seqs, types, bodies)
@@ -340,8 +360,7 @@ class EventLog:
 
 def _last_seq(conn: sqlite3.Connection) -> int:
     (last,) = conn.execute(
-        "SELECT max(last_seq) FROM event_chunks WHERE first_seq > (SELECT max(first_seq) FROM event_chunks) - ?",
-        (SPAN,),
+        f"SELECT max(last_seq) FROM event_chunks WHERE first_seq >= (SELECT max(first_seq) FROM event_chunks) - {_MAX_SPAN}",
     ).fetchone()
     return last or 0
 
@@ -360,7 +379,7 @@ class LogReader:
         instance_id: str | None = None,
         types: Iterable[str] | None = None,
     ) -> None:
-        where = ["first_seq > ?", "first_seq <= ?", "last_seq >= ?"]
+        where = [f"first_seq >= ? - {_MAX_SPAN}", "first_seq <= ?", "last_seq >= ?"]
         params: list[object] = []
         if thread_id is not None:
             where.append("thread_id = ?")
@@ -384,7 +403,7 @@ class LogReader:
             try:
                 if self._conn is None:
                     self._conn = _connect(self._path)
-                cursor = self._conn.execute(self._sql, (from_seq - SPAN, to_seq, from_seq, *self._params))
+                cursor = self._conn.execute(self._sql, (from_seq, to_seq, from_seq, *self._params))
                 try:
                     for first, seqs, kinds, bodies in cursor:
                         if len(out) >= limit:
@@ -394,6 +413,10 @@ class LogReader:
                             del out[limit:]
                             if first > out[-1][0]:
                                 break
+                        if len(seqs) == 8:  # one event (low-rate threads): nothing to split
+                            if from_seq <= first <= to_seq and (types is None or kinds in types):
+                                out.append((first, bodies))
+                            continue
                         numbers, names, texts = _unpack(seqs, kinds, bodies)
                         for i, seq in enumerate(numbers):
                             if from_seq <= seq <= to_seq and (types is None or names[i] in types):

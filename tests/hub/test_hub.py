@@ -11,6 +11,7 @@ import pytest
 import msgspec
 
 from actors import BUFFERED_TEXT_LIMIT, EventHub, EventLog, LogReader, build_chunks
+from actors._event_log import SPAN
 from runtime.contract import (
     PaddockError,
     RuntimeWarningEvent,
@@ -363,3 +364,19 @@ def test_a_log_with_one_row_per_event_is_converted_once(tmp_path):
             ("turn.started", 1), ("content.delta", 2), ("content.delta", 3)]
     assert [row[:4] for row in logged(path)] == [
         (1, "t1", "loc", "turn.started"), (2, "t1", "loc", "content.delta"), (3, "t1", "loc", "content.delta")]
+
+
+def test_a_run_wider_than_the_span_limit_is_split_and_read_back_whole(tmp_path):
+    log = EventLog(str(tmp_path / "log.sqlite"))
+    encode_lines = msgspec.json.Encoder().encode_lines
+    batch = [msgspec.structs.replace(delta(None, None, "x"), thread_id="t1", instance_id="i", seq=s)
+             for s in range(1, SPAN + 2001)]
+    chunks = build_chunks(batch, encode_lines)
+    assert len(chunks) == 2 and all(last - first < SPAN for first, last, *_ in chunks)
+    log.append(chunks)
+    log.append(build_chunks([msgspec.structs.replace(batch[0], seq=SPAN + 2001)], encode_lines))
+    log.close()
+    reader = LogReader(log.path, thread_id="t1")
+    assert [seq for seq, _ in reader.read(SPAN - 5, SPAN + 5000, 10)] == list(range(SPAN - 5, SPAN + 5))
+    assert [seq for seq, _ in reader.read(SPAN + 1990, SPAN + 5000, 100)] == list(range(SPAN + 1990, SPAN + 2002))
+    reader.close()
