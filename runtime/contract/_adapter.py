@@ -44,7 +44,7 @@ class _Input(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     pass
 
 
-class StartSessionInput(_Input):
+class StartSessionInput(_Input, frozen=True):
     """What the runtime asks a driver instance to start. ``resume_cursor`` is set when the thread
     has a binding to resume; ``workspace_roots`` bound every file and terminal request (``cwd`` is
     always one of them)."""
@@ -58,7 +58,7 @@ class StartSessionInput(_Input):
     workspace_roots: tuple[str, ...] = ()
 
 
-class SendTurnInput(_Input):
+class SendTurnInput(_Input, frozen=True):
     thread_id: str
     text: str
     turn_id: str | None = None
@@ -66,7 +66,7 @@ class SendTurnInput(_Input):
     model: str | None = None
 
 
-class TurnStartResult(_Input):
+class TurnStartResult(_Input, frozen=True):
     """The turn was accepted; its progress arrives as events carrying ``turn_id``."""
 
     thread_id: str
@@ -74,7 +74,7 @@ class TurnStartResult(_Input):
     resume_cursor: ResumeCursor | None = None
 
 
-class Session(_Input):
+class Session(_Input, frozen=True):
     """A live (or last known) binding of a thread to an instance."""
 
     thread_id: str
@@ -95,7 +95,7 @@ class Session(_Input):
     back to a fresh native session leaves this false)."""
 
 
-class ItemSnapshot(_Input):
+class ItemSnapshot(_Input, frozen=True):
     item_id: str
     kind: ItemKind
     status: ItemStatus = "completed"
@@ -103,14 +103,14 @@ class ItemSnapshot(_Input):
     text: str | None = None
 
 
-class TurnSnapshot(_Input):
+class TurnSnapshot(_Input, frozen=True):
     turn_id: str
     state: TurnState | Literal["running"]
     user_text: str | None = None
     items: tuple[ItemSnapshot, ...] = ()
 
 
-class ThreadSnapshot(_Input):
+class ThreadSnapshot(_Input, frozen=True):
     thread_id: str
     turns: tuple[TurnSnapshot, ...] = ()
 

@@ -41,7 +41,7 @@ class _Group(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     pass
 
 
-class SessionsCaps(_Group):
+class SessionsCaps(_Group, frozen=True):
     """``resume``: continue a native session from a cursor in a fresh process; ``load``: the same
     with the history replayed; ``fork``; ``list``: enumerate native sessions;
     ``shared_process``: many sessions on one agent process."""
@@ -53,7 +53,7 @@ class SessionsCaps(_Group):
     shared_process: bool
 
 
-class ThreadsCaps(_Group):
+class ThreadsCaps(_Group, frozen=True):
     """``read``: a snapshot of past turns; ``rollback``: drop the last N turns;
     ``metadata``: titles and other thread metadata."""
 
@@ -62,7 +62,7 @@ class ThreadsCaps(_Group):
     metadata: bool
 
 
-class TurnsCaps(_Group):
+class TurnsCaps(_Group, frozen=True):
     """``interrupt``: stop a running turn; ``steer``: add input to a running turn;
     ``queue``: accept a turn while another runs."""
 
@@ -71,7 +71,7 @@ class TurnsCaps(_Group):
     queue: bool
 
 
-class StreamingCaps(_Group):
+class StreamingCaps(_Group, frozen=True):
     assistant_text: bool
     reasoning: bool
     plan_text: bool
@@ -79,7 +79,7 @@ class StreamingCaps(_Group):
     token_usage: bool
 
 
-class ToolsCaps(_Group):
+class ToolsCaps(_Group, frozen=True):
     """``client_fs`` and ``client_terminal``: the agent asks the host to read and write files and
     run commands, confined by the runtime to the workspace roots."""
 
@@ -91,33 +91,33 @@ class ToolsCaps(_Group):
     client_terminal: bool
 
 
-class ApprovalsCaps(_Group):
+class ApprovalsCaps(_Group, frozen=True):
     commands: bool
     file_changes: bool
     accept_for_session: bool
     user_input: bool
 
 
-class PlanningCaps(_Group):
+class PlanningCaps(_Group, frozen=True):
     plan_updates: bool
     plan_mode: bool
 
 
-class SubagentsCaps(_Group):
+class SubagentsCaps(_Group, frozen=True):
     tasks: bool
 
 
-class ContextCaps(_Group):
+class ContextCaps(_Group, frozen=True):
     compaction: bool
     context_window: bool
 
 
-class CheckpointingCaps(_Group):
+class CheckpointingCaps(_Group, frozen=True):
     diffs: bool
     restore: bool
 
 
-class IdentityCaps(_Group):
+class IdentityCaps(_Group, frozen=True):
     """How stable the native ids are: ``strong`` (the agent names it), ``weak`` (derived by the
     runtime), ``none``."""
 
@@ -127,7 +127,7 @@ class IdentityCaps(_Group):
     request: IdentityStrength
 
 
-class RuntimePolicyCaps(_Group):
+class RuntimePolicyCaps(_Group, frozen=True):
     """``native``: the agent enforces the runtime mode itself; ``client-boundary``: the runtime
     enforces it when it answers the agent's permission, fs and terminal requests."""
 
@@ -135,7 +135,7 @@ class RuntimePolicyCaps(_Group):
     modes: tuple[str, ...]
 
 
-class Capabilities(_Group):
+class Capabilities(_Group, frozen=True):
     """The twelve capability groups of one instance."""
 
     sessions: SessionsCaps

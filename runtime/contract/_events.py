@@ -114,7 +114,7 @@ class _Data(
     pass
 
 
-class ProviderRefs(_Data):
+class ProviderRefs(_Data, frozen=True):
     """Native ids from the agent's own protocol, for correlation and debugging."""
 
     thread: str | None = None
@@ -123,7 +123,7 @@ class ProviderRefs(_Data):
     request: str | None = None
 
 
-class RawPayload(_Data):
+class RawPayload(_Data, frozen=True):
     """The native message an event came from (off by default, credentials redacted)."""
 
     source: str
@@ -131,7 +131,7 @@ class RawPayload(_Data):
     payload: Any = None
 
 
-class TokenUsage(_Data):
+class TokenUsage(_Data, frozen=True):
     """Token counts; absent counts are unknown, not zero."""
 
     input_tokens: int | None = None
@@ -144,17 +144,17 @@ class TokenUsage(_Data):
     currency: str | None = None
 
 
-class PlanStep(_Data):
+class PlanStep(_Data, frozen=True):
     step: str
     status: Literal["pending", "in_progress", "completed"] = "pending"
 
 
-class UserInputOption(_Data):
+class UserInputOption(_Data, frozen=True):
     label: str
     description: str | None = None
 
 
-class UserInputQuestion(_Data):
+class UserInputQuestion(_Data, frozen=True):
     id: str
     question: str
     header: str | None = None
@@ -198,7 +198,7 @@ class EventBase(
 # session -----------------------------------------------------------------------------------------
 
 
-class SessionStarted(EventBase, tag="session.started"):
+class SessionStarted(EventBase, frozen=True, tag="session.started"):
     """A session bound the thread to an instance. ``resumed`` says it continues a native session
     from the thread's resume cursor; ``resume_failed`` says a resume was tried and a fresh native
     session was started instead."""
@@ -212,18 +212,18 @@ class SessionStarted(EventBase, tag="session.started"):
     detail: str | None = None
 
 
-class SessionConfigured(EventBase, tag="session.configured"):
+class SessionConfigured(EventBase, frozen=True, tag="session.configured"):
     """The agent reported its session configuration: modes, models, commands, options."""
 
     config: dict[str, Any] = {}
 
 
-class SessionStateChanged(EventBase, tag="session.state.changed"):
+class SessionStateChanged(EventBase, frozen=True, tag="session.state.changed"):
     state: SessionState
     reason: str | None = None
 
 
-class SessionExited(EventBase, tag="session.exited"):
+class SessionExited(EventBase, frozen=True, tag="session.exited"):
     """The session ended. ``recoverable`` says a new session on the same thread can resume it."""
 
     reason: str
@@ -236,20 +236,20 @@ class SessionExited(EventBase, tag="session.exited"):
 # thread ------------------------------------------------------------------------------------------
 
 
-class ThreadStarted(EventBase, tag="thread.started"):
+class ThreadStarted(EventBase, frozen=True, tag="thread.started"):
     pass
 
 
-class ThreadStateChanged(EventBase, tag="thread.state.changed"):
+class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
     state: Literal["active", "idle", "archived", "closed"]
 
 
-class ThreadMetadataUpdated(EventBase, tag="thread.metadata.updated"):
+class ThreadMetadataUpdated(EventBase, frozen=True, tag="thread.metadata.updated"):
     title: str | None = None
     metadata: dict[str, Any] = {}
 
 
-class ThreadTokenUsageUpdated(EventBase, tag="thread.token-usage.updated"):
+class ThreadTokenUsageUpdated(EventBase, frozen=True, tag="thread.token-usage.updated"):
     """Cumulative usage of the thread; it never goes backwards."""
 
     usage: TokenUsage
@@ -258,7 +258,7 @@ class ThreadTokenUsageUpdated(EventBase, tag="thread.token-usage.updated"):
 # turn --------------------------------------------------------------------------------------------
 
 
-class TurnStarted(EventBase, tag="turn.started"):
+class TurnStarted(EventBase, frozen=True, tag="turn.started"):
     """A turn began; ``input_text`` is the user's message that started it."""
 
     input_text: str | None = None
@@ -266,7 +266,7 @@ class TurnStarted(EventBase, tag="turn.started"):
     interaction_mode: str | None = None
 
 
-class TurnCompleted(EventBase, tag="turn.completed"):
+class TurnCompleted(EventBase, frozen=True, tag="turn.completed"):
     """The one and only end of a turn."""
 
     state: TurnState
@@ -275,45 +275,45 @@ class TurnCompleted(EventBase, tag="turn.completed"):
     usage: TokenUsage | None = None
 
 
-class TurnAborted(EventBase, tag="turn.aborted"):
+class TurnAborted(EventBase, frozen=True, tag="turn.aborted"):
     reason: str
 
 
-class TurnPlanUpdated(EventBase, tag="turn.plan.updated"):
+class TurnPlanUpdated(EventBase, frozen=True, tag="turn.plan.updated"):
     steps: tuple[PlanStep, ...] = ()
     explanation: str | None = None
 
 
-class TurnProposedDelta(EventBase, tag="turn.proposed.delta"):
+class TurnProposedDelta(EventBase, frozen=True, tag="turn.proposed.delta"):
     delta: str
 
 
-class TurnProposedCompleted(EventBase, tag="turn.proposed.completed"):
+class TurnProposedCompleted(EventBase, frozen=True, tag="turn.proposed.completed"):
     text: str
 
 
-class TurnDiffUpdated(EventBase, tag="turn.diff.updated"):
+class TurnDiffUpdated(EventBase, frozen=True, tag="turn.diff.updated"):
     diff: str
 
 
 # item and content --------------------------------------------------------------------------------
 
 
-class ItemStarted(EventBase, tag="item.started"):
+class ItemStarted(EventBase, frozen=True, tag="item.started"):
     kind: ItemKind
     title: str | None = None
     status: ItemStatus = "in_progress"
     data: dict[str, Any] | None = None
 
 
-class ItemUpdated(EventBase, tag="item.updated"):
+class ItemUpdated(EventBase, frozen=True, tag="item.updated"):
     kind: ItemKind
     title: str | None = None
     status: ItemStatus | None = None
     data: dict[str, Any] | None = None
 
 
-class ItemCompleted(EventBase, tag="item.completed"):
+class ItemCompleted(EventBase, frozen=True, tag="item.completed"):
     """The item's final state. ``text`` equals the concatenation of its ``content.delta`` events
     when both exist."""
 
@@ -324,7 +324,7 @@ class ItemCompleted(EventBase, tag="item.completed"):
     data: dict[str, Any] | None = None
 
 
-class ContentDelta(EventBase, tag="content.delta"):
+class ContentDelta(EventBase, frozen=True, tag="content.delta"):
     stream: StreamKind
     delta: str
 
@@ -332,7 +332,7 @@ class ContentDelta(EventBase, tag="content.delta"):
 # requests ----------------------------------------------------------------------------------------
 
 
-class RequestOpened(EventBase, tag="request.opened"):
+class RequestOpened(EventBase, frozen=True, tag="request.opened"):
     """The agent asks the host to decide; answer with ``respond_to_request``."""
 
     kind: RequestKind
@@ -342,7 +342,7 @@ class RequestOpened(EventBase, tag="request.opened"):
     data: dict[str, Any] | None = None
 
 
-class RequestResolved(EventBase, tag="request.resolved"):
+class RequestResolved(EventBase, frozen=True, tag="request.resolved"):
     """``resolution`` is ``answered`` (with ``decision``), ``cancelled`` (the turn ended) or
     ``expired`` (the process died)."""
 
@@ -350,11 +350,11 @@ class RequestResolved(EventBase, tag="request.resolved"):
     decision: Decision | None = None
 
 
-class UserInputRequested(EventBase, tag="user-input.requested"):
+class UserInputRequested(EventBase, frozen=True, tag="user-input.requested"):
     questions: tuple[UserInputQuestion, ...] = ()
 
 
-class UserInputResolved(EventBase, tag="user-input.resolved"):
+class UserInputResolved(EventBase, frozen=True, tag="user-input.resolved"):
     resolution: Literal["answered", "cancelled", "expired"] = "answered"
     answers: dict[str, Any] = {}
 
@@ -362,99 +362,99 @@ class UserInputResolved(EventBase, tag="user-input.resolved"):
 # task, hook, tool --------------------------------------------------------------------------------
 
 
-class TaskStarted(EventBase, tag="task.started"):
+class TaskStarted(EventBase, frozen=True, tag="task.started"):
     task_id: str
     description: str | None = None
 
 
-class TaskProgress(EventBase, tag="task.progress"):
+class TaskProgress(EventBase, frozen=True, tag="task.progress"):
     task_id: str
     message: str
 
 
-class TaskCompleted(EventBase, tag="task.completed"):
+class TaskCompleted(EventBase, frozen=True, tag="task.completed"):
     task_id: str
     status: Literal["completed", "failed", "cancelled"] = "completed"
     summary: str | None = None
 
 
-class HookStarted(EventBase, tag="hook.started"):
+class HookStarted(EventBase, frozen=True, tag="hook.started"):
     hook_id: str
     name: str | None = None
 
 
-class HookProgress(EventBase, tag="hook.progress"):
+class HookProgress(EventBase, frozen=True, tag="hook.progress"):
     hook_id: str
     message: str
 
 
-class HookCompleted(EventBase, tag="hook.completed"):
+class HookCompleted(EventBase, frozen=True, tag="hook.completed"):
     hook_id: str
     outcome: str | None = None
 
 
-class ToolProgress(EventBase, tag="tool.progress"):
+class ToolProgress(EventBase, frozen=True, tag="tool.progress"):
     tool_name: str | None = None
     message: str | None = None
     elapsed_seconds: float | None = None
 
 
-class ToolSummary(EventBase, tag="tool.summary"):
+class ToolSummary(EventBase, frozen=True, tag="tool.summary"):
     summary: str
 
 
 # account, auth, mcp, model, config, files --------------------------------------------------------
 
 
-class AuthStatus(EventBase, tag="auth.status"):
+class AuthStatus(EventBase, frozen=True, tag="auth.status"):
     status: Literal["authenticated", "unauthenticated", "unknown"]
     method: str | None = None
     detail: str | None = None
 
 
-class AccountUpdated(EventBase, tag="account.updated"):
+class AccountUpdated(EventBase, frozen=True, tag="account.updated"):
     account: dict[str, Any] = {}
 
 
-class AccountRateLimitsUpdated(EventBase, tag="account.rate-limits.updated"):
+class AccountRateLimitsUpdated(EventBase, frozen=True, tag="account.rate-limits.updated"):
     limits: dict[str, Any] = {}
 
 
-class McpStatusUpdated(EventBase, tag="mcp.status.updated"):
+class McpStatusUpdated(EventBase, frozen=True, tag="mcp.status.updated"):
     server: str
     status: str
     detail: str | None = None
 
 
-class McpOauthCompleted(EventBase, tag="mcp.oauth.completed"):
+class McpOauthCompleted(EventBase, frozen=True, tag="mcp.oauth.completed"):
     server: str
     success: bool
     detail: str | None = None
 
 
-class ModelRerouted(EventBase, tag="model.rerouted"):
+class ModelRerouted(EventBase, frozen=True, tag="model.rerouted"):
     to_model: str
     from_model: str | None = None
     reason: str | None = None
 
 
-class ConfigWarning(EventBase, tag="config.warning"):
+class ConfigWarning(EventBase, frozen=True, tag="config.warning"):
     message: str
     path: str | None = None
 
 
-class DeprecationNotice(EventBase, tag="deprecation.notice"):
+class DeprecationNotice(EventBase, frozen=True, tag="deprecation.notice"):
     message: str
 
 
-class FilesPersisted(EventBase, tag="files.persisted"):
+class FilesPersisted(EventBase, frozen=True, tag="files.persisted"):
     files: tuple[str, ...] = ()
 
 
 # problems ----------------------------------------------------------------------------------------
 
 
-class RuntimeWarningEvent(EventBase, tag="runtime.warning"):
+class RuntimeWarningEvent(EventBase, frozen=True, tag="runtime.warning"):
     """Something went wrong and the runtime repaired or skipped it. ``code`` is a stable
     machine-readable name (``grammar.late_delta``, ``transport.malformed_line``, ...)."""
 
@@ -463,7 +463,7 @@ class RuntimeWarningEvent(EventBase, tag="runtime.warning"):
     detail: dict[str, Any] | None = None
 
 
-class RuntimeErrorEvent(EventBase, tag="runtime.error"):
+class RuntimeErrorEvent(EventBase, frozen=True, tag="runtime.error"):
     """Something failed that the runtime could not repair."""
 
     code: str
