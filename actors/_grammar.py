@@ -39,12 +39,13 @@ Repairs (rule numbers from ARCHITECTURE.md, "Canonical events"):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from runtime.contract import (
     EVENT_TYPES,
+    StreamKind,
     ContentDelta,
     EventBase,
     ItemCompleted,
@@ -67,7 +68,7 @@ __all__ = ["ThreadGrammar", "warning"]
 
 _TAG = {cls: tag for tag, cls in EVENT_TYPES.items()}
 # item kind -> the delta stream whose concatenation must equal item.completed's text
-_TEXT_STREAM = {
+_TEXT_STREAM: dict[str, StreamKind] = {
     "assistant_message": "assistant_text",
     "reasoning": "reasoning_text",
     "plan": "plan_text",
@@ -174,7 +175,7 @@ class ThreadGrammar:
         if len(closed) > _REMEMBER:
             del closed[next(iter(closed))]
 
-    def _resolve_open(self, out: list[Any], tid: str | None, resolution: str, code: str,
+    def _resolve_open(self, out: list[Any], tid: str | None, resolution: Literal["cancelled", "expired"], code: str,
                       why: str, only_turn: bool) -> None:
         for rid, (rtid, user_input) in list(self.requests.items()):
             if only_turn and rtid != tid:
@@ -202,6 +203,7 @@ class ThreadGrammar:
         run = False
         run_turn = run_item = run_stream = None
         run_parts: list[str] = []
+        ev: Any  # dispatched on its exact class below, which mypy cannot follow through ``cls``
         for ev in events:
             cls = ev.__class__
             tid = ev.turn_id
@@ -334,7 +336,7 @@ class ThreadGrammar:
             drops.fill()
         return out
 
-    def _check_text(self, out: list[Any], ev: ItemCompleted, stream: str, streamed: str) -> None:
+    def _check_text(self, out: list[Any], ev: ItemCompleted, stream: StreamKind, streamed: str) -> None:
         text = ev.text
         assert text is not None
         if text == streamed:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import IO
 
 from runtime.contract import OperationTimeout, ProcessError
 
@@ -98,7 +98,7 @@ class LineSplitter:
 
 
 def read_stdout_lines(
-    pipe: BinaryIO,
+    pipe: IO[bytes],
     splitter: LineSplitter,
     sink: LinesSink,
     chunk_bytes: int,
@@ -122,7 +122,7 @@ def read_stdout_lines(
             return
 
 
-def _close(pipe: BinaryIO) -> None:
+def _close(pipe: IO[bytes]) -> None:
     try:
         pipe.close()
     except OSError:
@@ -150,7 +150,7 @@ class StderrRing:
 
 
 def read_stderr(
-    pipe: BinaryIO,
+    pipe: IO[bytes],
     ring: StderrRing,
     on_chunk: Callable[[bytes], None] | None = None,
     chunk_bytes: int = 65536,
@@ -185,7 +185,7 @@ class StdinWriter:
 
     def __init__(
         self,
-        pipe: BinaryIO,
+        pipe: IO[bytes],
         *,
         name: str,
         max_pending_bytes: int,

@@ -93,6 +93,7 @@ class SessionActor(SupervisedActor):
 
     def _observe(self, events: Sequence[EventBase]) -> None:
         changed = False
+        ev: Any  # dispatched on its exact class below
         for ev in events:
             cls = type(ev)
             if cls is ContentDelta:

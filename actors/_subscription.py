@@ -12,7 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
@@ -132,7 +132,7 @@ class Subscription:
         self._waker: Callable[[], None] | None = None
         self._skip_below = 0  # from_seq beyond the log's end: live events below it are skipped
         # consumer-side state
-        self._cur: list[EventBase] | None = None
+        self._cur: list[Event] | None = None
         self._pos = 0
         self._lookahead: EventBase | None = None
         self._held: ContentDelta | None = None
@@ -191,7 +191,7 @@ class Subscription:
                         self._horizon = events[-1].seq
                     else:
                         last = self._buf[-1] if self._buf else None
-                        if isinstance(last, _Gap):
+                        if isinstance(last, _Gap) and last.count is not None:
                             last.last_seq = events[-1].seq
                             last.count += len(events)
                         else:
@@ -275,7 +275,7 @@ class Subscription:
                     if isinstance(item, _Gap):
                         return self._gap_warning(item)
                     self._buffered -= len(item)
-                    self._cur = item
+                    self._cur = cast("list[Event]", item)  # the hub publishes only Event members
                     self._pos = 0
                     continue
                 if self._mode == _BEHIND:

@@ -265,6 +265,7 @@ class _Publisher:
         # Subscribers filtered by thread (one per session is the common host pattern) look only
         # at their thread's events: the batch is grouped once, not scanned once per subscriber.
         by_thread: dict[str, list[EventBase]] | None = None
+        selected: list[EventBase] | None
         for sub in self.subs:
             try:
                 if sub._closed:
