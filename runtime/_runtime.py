@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
@@ -38,9 +38,11 @@ from runtime.contract import (
     SendTurnInput,
     Session,
     SessionClosedError,
+    SessionExited,
     SessionNotFoundError,
     StartSessionInput,
     ThreadSnapshot,
+    TurnCompleted,
     TurnStartResult,
     ValidationError,
     decide_steering,
@@ -171,8 +173,8 @@ class Runtime:
         try:
             from supervisors import sweep_leases  # crash leftovers of a dead host
         except ImportError:  # pragma: no cover - supervision core without leases
-            sweep_leases = None
-        if sweep_leases is not None:
+            pass
+        else:
             sweep_leases(folder)
         from supervisors import exit_on_signals
 
@@ -698,14 +700,18 @@ class Runtime:
                 continue
             try:
                 if event.type == "turn.completed":
-                    if event.thread_id in self._live:
-                        self._last_used[event.thread_id] = time.monotonic()
+                    completed = cast(TurnCompleted, event)
+                    if completed.thread_id in self._live:
+                        self._last_used[completed.thread_id] = time.monotonic()
                     # Only a running turn becomes ready: a stop racing the turn's end wins.
-                    self._store.update(event.thread_id, only_if={"running"}, status="ready", last_error=event.error)
-                elif event.type == "session.exited" and event.reason not in ("stopped", "closed"):
-                    if event.thread_id in self._live:
+                    self._store.update(
+                        completed.thread_id, only_if={"running"}, status="ready", last_error=completed.error
+                    )
+                elif event.type == "session.exited":
+                    exited = cast(SessionExited, event)
+                    if exited.reason not in ("stopped", "closed") and exited.thread_id in self._live:
                         self._store.update(
-                            event.thread_id, only_if={"ready", "running"}, status="exited", last_error=event.reason
+                            exited.thread_id, only_if={"ready", "running"}, status="exited", last_error=exited.reason
                         )
             except PaddockError:
                 pass

@@ -14,12 +14,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.cli._common import event_json, format_event, handle_termination, write
 
+if TYPE_CHECKING:
+    from runtime.contract import RuntimeMode
+
 HELP = "run several concurrent sessions on two local instances and print a summary"
 
-SCENARIOS = [
+SCENARIOS: list[tuple[str, str, RuntimeMode, str, str]] = [
     # thread, instance, runtime mode, prompt, expected turn state
     ("stream-a", "local-a", "full-access", "@chunks 40\n@delay 0.01\n@reply Paddock streams every delta of every session as one canonical, sequenced event stream.", "completed"),
     ("plan-b", "local-b", "full-access", "@plan read the code; write a test; run it\n@usage 1200 340\n@chunks 12\n@reply Plan made, tokens counted.", "completed"),

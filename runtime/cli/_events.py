@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from actors import LogReader
-    from runtime.contract import EVENT_TYPES, decode_event
+    from runtime.contract import EVENT_TYPES, ContentDelta, decode_event
 
     handle_termination()
     db = state_dir(args) / "events.db"
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     event = decode_event(body)
                     line = format_event(event)
-                    if line is None and event.type == "content.delta":
+                    if line is None and isinstance(event, ContentDelta):
                         line = f"[{event.thread_id}] {event.stream}: {event.delta!r}"
                     write(f"{seq:>8} {line or event_json(event)}\n")
                 next_seq = seq + 1
