@@ -242,8 +242,11 @@ def teardown(
     started = time.monotonic()
     deadline = started + max(0.0, timeout)
     expired = timeout <= 0
-    popen = process if isinstance(process, subprocess.Popen) else None
-    pid = popen.pid if popen is not None else int(process)
+    popen: subprocess.Popen | None
+    if isinstance(process, subprocess.Popen):
+        popen, pid = process, process.pid
+    else:
+        popen, pid = None, int(process)
     procs = _snapshot(pid, _BATCH_AGE if expired else 0.0)
     if popen is not None and popen.poll() is not None:
         procs.pop(pid, None)
