@@ -79,6 +79,7 @@ class Router:
         decode_note = _note_decoder.decode
         last_sid: str | None = None
         last_group: list[Any] = []
+        update: w.SessionUpdate | str | Req
         for msg in batch:
             if msg.method == "session/update" and type(msg) is not JsonRpcRequest:
                 try:

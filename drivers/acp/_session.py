@@ -18,6 +18,7 @@ Lifecycle of the native session:
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -69,7 +70,7 @@ from ._settings import SessionSettings, cursor_for, session_id_of
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
-from ._translate import Translator, stop_reason_state
+from ._translate import EventIdentity, Translator, stop_reason_state
 
 __all__ = ["AcpSessionActor"]
 
@@ -252,8 +253,8 @@ class AcpSessionActor(SessionActor):
 
     # helpers -------------------------------------------------------------------------------------
 
-    def _env(self) -> dict[str, str]:
-        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
+    def _env(self) -> EventIdentity:
+        return EventIdentity(driver=self.settings.driver, instance_id=self.settings.instance_id, thread_id=self.thread_id)
 
     def _owner(self) -> dict[str, str]:
         return {"driver": self.settings.driver, "instance_id": self.settings.instance_id}
@@ -528,9 +529,10 @@ class AcpSessionActor(SessionActor):
             self._send_cancel()
         else:
             self._cancel_pending = True
-            turn_id = self.tr.turn_id
+            running = self.tr.turn_id
+            assert running is not None  # in_turn, checked above
             self._guard_timer = timers.schedule(time.monotonic() + self.settings.cancel_guard,
-                                                lambda: self._guard_fire(turn_id))
+                                                functools.partial(self._guard_fire, running))
         return None
 
     def _guard_fire(self, turn_id: str) -> None:
@@ -577,9 +579,8 @@ class AcpSessionActor(SessionActor):
         except PaddockError as exc:
             log.debug("session/cancel not sent on thread %s: %s", self.thread_id, exc)
         if self.settings.cancel_timeout > 0 and self.tr.turn_id is not None:
-            turn_id = self.tr.turn_id
             self._cancel_timer = timers.schedule(time.monotonic() + self.settings.cancel_timeout,
-                                                 lambda: self._cancel_fire(turn_id))
+                                                 functools.partial(self._cancel_fire, self.tr.turn_id))
 
     # incoming updates and requests ---------------------------------------------------------------
 
@@ -615,8 +616,8 @@ class AcpSessionActor(SessionActor):
                 p = _read_decoder.decode(req.params)
                 link.respond(req.id, {"content": read_text_file(self._roots, self.start_input.cwd, p.path, p.line, p.limit)})
             elif method == "fs/write_text_file" and self.settings.client_fs:
-                p = _write_decoder.decode(req.params)
-                write_text_file(self._roots, self.start_input.cwd, p.path, p.content)
+                wp = _write_decoder.decode(req.params)
+                write_text_file(self._roots, self.start_input.cwd, wp.path, wp.content)
                 link.respond(req.id, {})
             elif method.startswith("terminal/") and self._terminals is not None:
                 self._terminals.handle(req, link, self._roots, self.start_input.cwd)

@@ -22,7 +22,7 @@ Mapping (ACP v1 stable kinds):
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import msgspec
 
@@ -30,11 +30,14 @@ from runtime.contract import (
     ContentDelta,
     EventBase,
     ItemCompleted,
+    ItemKind,
+    ItemStatus,
     ItemStarted,
     ItemUpdated,
     PlanStep,
     ProviderRefs,
     SessionConfigured,
+    StreamKind,
     ThreadMetadataUpdated,
     ThreadTokenUsageUpdated,
     TokenUsage,
@@ -42,16 +45,17 @@ from runtime.contract import (
     TurnCompleted,
     TurnPlanUpdated,
     TurnStarted,
+    TurnState,
 )
 
 from . import _wire as w
 
-__all__ = ["TOOL_ITEM_KINDS", "Translator", "item_kind_of_tool", "stop_reason_state"]
+__all__ = ["TOOL_ITEM_KINDS", "EventIdentity", "Translator", "item_kind_of_tool", "stop_reason_state"]
 
 log = logging.getLogger(__name__)
 _replace = msgspec.structs.replace
 
-TOOL_ITEM_KINDS = {
+TOOL_ITEM_KINDS: dict[str, ItemKind] = {
     "execute": "command",
     "edit": "file_change",
     "delete": "file_change",
@@ -60,22 +64,30 @@ TOOL_ITEM_KINDS = {
     "search": "search",
     "fetch": "web_search",
 }
-_TOOL_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed", "failed": "failed"}
-_PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+_TOOL_STATUS: dict[str, ItemStatus] = {"pending": "pending", "in_progress": "in_progress", "completed": "completed", "failed": "failed"}
+_PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 _COMMAND_TEXT_LIMIT = 200
 
 
-def item_kind_of_tool(tool_kind: str | None) -> str:
+def item_kind_of_tool(tool_kind: str | None) -> ItemKind:
     """The canonical item kind for an ACP ToolKind (``other``, ``think``, unknown -> tool_call)."""
     return TOOL_ITEM_KINDS.get(tool_kind or "", "tool_call")
 
 
-def stop_reason_state(stop_reason: str, interrupt_requested: bool) -> str:
+def stop_reason_state(stop_reason: str, interrupt_requested: bool) -> TurnState:
     """The turn state for a prompt's StopReason: ``cancelled`` is ``interrupted`` when the host
     asked for it, else ``cancelled``; every other reason ends the turn normally."""
     if stop_reason == "cancelled":
         return "interrupted" if interrupt_requested else "cancelled"
     return "completed"
+
+
+class EventIdentity(TypedDict):
+    """The identity fields every event of one session carries (``**identity`` into an event)."""
+
+    driver: str
+    instance_id: str
+    thread_id: str
 
 
 class _Tool:
@@ -86,7 +98,7 @@ class _Tool:
         self.tool_kind = tool_kind
         self.kind = item_kind_of_tool(tool_kind)
         self.title = title
-        self.status = "pending"
+        self.status: ItemStatus = "pending"
         self.declined = False
         self.text: str | None = None
         self.streamed = ""
@@ -95,7 +107,7 @@ class _Tool:
 class _Stream:
     __slots__ = ("item_id", "kind", "stream", "message_id", "parts", "template")
 
-    def __init__(self, item_id: str, kind: str, stream: str, message_id: str | None, template: ContentDelta) -> None:
+    def __init__(self, item_id: str, kind: ItemKind, stream: StreamKind, message_id: str | None, template: ContentDelta) -> None:
         self.item_id = item_id
         self.kind = kind
         self.stream = stream
@@ -160,7 +172,7 @@ class Translator:
         self._seq = 0
         self._usage = TokenUsage()
         self._turn_usage: TokenUsage | None = None
-        self._env = {"driver": driver, "instance_id": instance_id, "thread_id": thread_id}
+        self._env = EventIdentity(driver=driver, instance_id=instance_id, thread_id=thread_id)
 
     # turn boundaries -----------------------------------------------------------------------------
 
@@ -184,7 +196,7 @@ class Translator:
 
     def complete_turn(
         self,
-        state: str,
+        state: TurnState,
         *,
         stop_reason: str | None = None,
         error: str | None = None,
@@ -197,11 +209,11 @@ class Translator:
             return []
         out: list[EventBase] = []
         self._close_streams(out)
-        tool_status = {"completed": "completed", "failed": "failed"}.get(state, "cancelled")
+        tool_status: ItemStatus = "completed" if state == "completed" else "failed" if state == "failed" else "cancelled"
         for tool in self._tools.values():
             if tool.status in ("completed", "failed"):
                 continue
-            status = "declined" if tool.declined else tool_status
+            status: ItemStatus = "declined" if tool.declined else tool_status
             out.append(
                 ItemCompleted(**self._env, turn_id=turn_id, item_id=tool.item_id, kind=tool.kind,
                               status=status, title=tool.title, text=tool.text)
@@ -222,7 +234,7 @@ class Translator:
             out.append(TurnAborted(**self._env, turn_id=turn_id, reason="interrupted by the host"))
         out.append(
             TurnCompleted(**self._env, turn_id=turn_id, state=state, stop_reason=stop_reason,
-                          error=error, usage=turn_usage)  # type: ignore[arg-type]
+                          error=error, usage=turn_usage)
         )
         self.turn_id = None
         self._tools = {}
@@ -241,54 +253,54 @@ class Translator:
         return out
 
     def update(self, u: w.SessionUpdate | str, out: list[EventBase]) -> None:
-        cls = type(u)
-        if cls is w.AgentMessageChunk:
+        # dispatched on the exact class (``type(u) is``: mypy narrows it, and it is the cheapest test)
+        if type(u) is w.AgentMessageChunk:
             stream = self._message
-            content = u.content  # type: ignore[union-attr]
+            content = u.content
             if (
                 stream is not None
                 and content is not None
                 and content.text
-                and (u.messageId is None or u.messageId == stream.message_id)  # type: ignore[union-attr]
+                and (u.messageId is None or u.messageId == stream.message_id)
             ):
                 stream.parts.append(content.text)
                 out.append(_replace(stream.template, delta=content.text))
                 return
-            self._chunk(u, out, thought=False)  # type: ignore[arg-type]
-        elif cls is w.AgentThoughtChunk:
-            self._chunk(u, out, thought=True)  # type: ignore[arg-type]
-        elif cls is w.ToolCallStart or cls is w.ToolCallUpdate:
+            self._chunk(u, out, thought=False)
+        elif type(u) is w.AgentThoughtChunk:
+            self._chunk(u, out, thought=True)
+        elif isinstance(u, (w.ToolCallStart, w.ToolCallUpdate)):
             self._tool(u, out)
-        elif cls is w.PlanUpdate:
+        elif type(u) is w.PlanUpdate:
             if self.turn_id is not None:
                 self.turn_evidence = True
                 steps = tuple(
-                    PlanStep(step=e.content, status=_PLAN_STATUS.get(e.status or "", "pending"))  # type: ignore[arg-type]
-                    for e in u.entries  # type: ignore[union-attr]
+                    PlanStep(step=e.content, status=_PLAN_STATUS.get(e.status or "", "pending"))
+                    for e in u.entries
                 )
                 out.append(TurnPlanUpdated(**self._env, turn_id=self.turn_id, steps=steps))
-        elif cls is w.UsageUpdate:
+        elif type(u) is w.UsageUpdate:
             if self.turn_id is not None:
                 self.turn_evidence = True
             out.extend(
                 self._add_usage(
                     TokenUsage(
-                        context_window=u.size or None,  # type: ignore[union-attr]
-                        cost=u.cost.amount if u.cost else None,  # type: ignore[union-attr]
-                        currency=u.cost.currency if u.cost else None,  # type: ignore[union-attr]
+                        context_window=u.size or None,
+                        cost=u.cost.amount if u.cost else None,
+                        currency=u.cost.currency if u.cost else None,
                     )
                 )
             )
-        elif cls is w.CurrentModeUpdate:
-            out.append(SessionConfigured(**self._env, config={"current_mode": u.currentModeId}))  # type: ignore[union-attr]
-        elif cls is w.ConfigOptionUpdate:
-            out.append(SessionConfigured(**self._env, config={"config_options": u.configOptions}))  # type: ignore[union-attr]
-        elif cls is w.AvailableCommandsUpdate:
-            out.append(SessionConfigured(**self._env, config={"available_commands": _commands(u.availableCommands)}))  # type: ignore[union-attr]
-        elif cls is w.SessionInfoUpdate:
-            meta = {"updated_at": u.updatedAt} if u.updatedAt else {}  # type: ignore[union-attr]
-            out.append(ThreadMetadataUpdated(**self._env, title=u.title, metadata=meta))  # type: ignore[union-attr]
-        elif cls is w.UserMessageChunk:
+        elif type(u) is w.CurrentModeUpdate:
+            out.append(SessionConfigured(**self._env, config={"current_mode": u.currentModeId}))
+        elif type(u) is w.ConfigOptionUpdate:
+            out.append(SessionConfigured(**self._env, config={"config_options": u.configOptions}))
+        elif type(u) is w.AvailableCommandsUpdate:
+            out.append(SessionConfigured(**self._env, config={"available_commands": _commands(u.availableCommands)}))
+        elif type(u) is w.SessionInfoUpdate:
+            meta = {"updated_at": u.updatedAt} if u.updatedAt else {}
+            out.append(ThreadMetadataUpdated(**self._env, title=u.title, metadata=meta))
+        elif type(u) is w.UserMessageChunk:
             pass  # only seen in session/load replay: history, not a turn
         else:
             log.debug("ignoring session/update kind %r on thread %s", w.update_kind(u), self.thread_id)
@@ -310,21 +322,22 @@ class Translator:
                 return
             self._seq += 1
             item_id = f"{turn_id}:{'r' if thought else 'm'}{self._seq}"
-            kind, sk = ("reasoning", "reasoning_text") if thought else ("assistant_message", "assistant_text")
-            template = ContentDelta(**self._env, turn_id=turn_id, item_id=item_id, stream=sk, delta="")  # type: ignore[arg-type]
+            kind: ItemKind = "reasoning" if thought else "assistant_message"
+            sk: StreamKind = "reasoning_text" if thought else "assistant_text"
+            template = ContentDelta(**self._env, turn_id=turn_id, item_id=item_id, stream=sk, delta="")
             stream = _Stream(item_id, kind, sk, u.messageId, template)
             if thought:
                 self._thought = stream
             else:
                 self._message = stream
             refs = ProviderRefs(thread=self.native_session_id, item=u.messageId) if u.messageId else None
-            out.append(ItemStarted(**self._env, turn_id=turn_id, item_id=item_id, kind=kind, provider_refs=refs))  # type: ignore[arg-type]
+            out.append(ItemStarted(**self._env, turn_id=turn_id, item_id=item_id, kind=kind, provider_refs=refs))
         stream.parts.append(text)
         out.append(_replace(stream.template, delta=text))
 
     def _close(self, stream: _Stream, out: list[EventBase]) -> None:
         out.append(
-            ItemCompleted(**self._env, turn_id=self.turn_id, item_id=stream.item_id, kind=stream.kind,  # type: ignore[arg-type]
+            ItemCompleted(**self._env, turn_id=self.turn_id, item_id=stream.item_id, kind=stream.kind,
                           text="".join(stream.parts))
         )
         if stream is self._message:
@@ -355,8 +368,8 @@ class Translator:
         self._tools[fields.toolCallId] = tool
         refs = ProviderRefs(thread=self.native_session_id, item=fields.toolCallId)
         out.append(
-            ItemStarted(**self._env, turn_id=turn_id, item_id=tool.item_id, kind=tool.kind, title=tool.title,  # type: ignore[arg-type]
-                        status=tool.status,  # type: ignore[arg-type]
+            ItemStarted(**self._env, turn_id=turn_id, item_id=tool.item_id, kind=tool.kind, title=tool.title,
+                        status=tool.status,
                         data=_tool_data(fields), provider_refs=refs)
         )
         return tool
@@ -412,15 +425,15 @@ class Translator:
         if status in ("completed", "failed"):
             tool.status = status
             out.append(
-                ItemCompleted(**self._env, turn_id=self.turn_id, item_id=tool.item_id, kind=tool.kind,  # type: ignore[arg-type]
-                              status=status, title=tool.title, text=tool.text, data=_tool_data(u))  # type: ignore[arg-type]
+                ItemCompleted(**self._env, turn_id=self.turn_id, item_id=tool.item_id, kind=tool.kind,
+                              status=status, title=tool.title, text=tool.text, data=_tool_data(u))
             )
         elif known:
             if status is not None:
                 tool.status = status
             out.append(
-                ItemUpdated(**self._env, turn_id=self.turn_id, item_id=tool.item_id, kind=tool.kind,  # type: ignore[arg-type]
-                            title=tool.title, status=status, data=_tool_data(u))  # type: ignore[arg-type]
+                ItemUpdated(**self._env, turn_id=self.turn_id, item_id=tool.item_id, kind=tool.kind,
+                            title=tool.title, status=status, data=_tool_data(u))
             )
 
     # usage ---------------------------------------------------------------------------------------
