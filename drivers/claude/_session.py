@@ -46,6 +46,7 @@ from runtime.contract import (
     SessionConfigured,
     SessionExited,
     SessionStarted,
+    StreamKind,
     ThreadTokenUsageUpdated,
     TokenUsage,
     TurnAborted,
@@ -204,7 +205,7 @@ class ClaudeSessionActor(SessionActor):
 
     # helpers -------------------------------------------------------------------------------------
 
-    def _env(self) -> dict[str, str]:
+    def _env(self) -> dict[str, Any]:
         return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
 
     def _where(self) -> dict[str, str]:
@@ -424,7 +425,7 @@ class ClaudeSessionActor(SessionActor):
                 self.model = msg["model"]
             if not self.configured:
                 self.configured = True
-                config = {k: msg[k] for k in ("session_id", "model", "permissionMode", "cwd", "claude_code_version",
+                config: dict[str, Any] = {k: msg[k] for k in ("session_id", "model", "permissionMode", "cwd", "claude_code_version",
                                               "tools", "output_style") if k in msg}
                 events.append(SessionConfigured(**self._env(), turn_id=self.turn_id, config=config,
                                                 provider_refs=self._refs()))
@@ -460,7 +461,7 @@ class ClaudeSessionActor(SessionActor):
             return
         item.text.append(text)
         item.streamed = True
-        stream = "assistant_text" if item.kind == "assistant_message" else "reasoning_text"
+        stream: StreamKind = "assistant_text" if item.kind == "assistant_message" else "reasoning_text"
         events.append(ContentDelta(**self._env(), turn_id=self.turn_id, item_id=item.item_id, stream=stream,
                                    delta=text))
 
@@ -487,8 +488,8 @@ class ClaudeSessionActor(SessionActor):
                 self._start_item(events, block["id"], item_kind_of_tool(name), block["id"], title=name,
                                  data={"tool": name})
         elif etype == "content_block_delta" and self.stream_msg:
-            item_id = self.blocks.get((self.stream_msg, int(ev.get("index") or 0)))
-            item = self.items.get(item_id) if item_id else None
+            block_item_id = self.blocks.get((self.stream_msg, int(ev.get("index") or 0)))
+            item = self.items.get(block_item_id) if block_item_id else None
             if item is None:
                 return
             delta = ev.get("delta") or {}
@@ -524,7 +525,8 @@ class ClaudeSessionActor(SessionActor):
             elif btype == "tool_use":
                 tool_id = block.get("id") or f"{msg_id}:{index}"
                 name = block.get("name") or "tool"
-                inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+                block_input = block.get("input")
+                inp: dict[str, Any] = block_input if isinstance(block_input, dict) else {}
                 kind = item_kind_of_tool(name)
                 title, data = tool_title(name, inp), {"tool": name, "input": inp}
                 if tool_id in self.items:
@@ -618,7 +620,8 @@ class ClaudeSessionActor(SessionActor):
                 "subtype": "error", "request_id": native,
                 "error": f"Unsupported control request subtype: {req.get('subtype')}"}})
             return
-        inp = req.get("input") if isinstance(req.get("input"), dict) else {}
+        req_input = req.get("input")
+        inp: dict[str, Any] = req_input if isinstance(req_input, dict) else {}
         if self.turn_id is None or self.aborted:
             self._answer_native(native, {"behavior": "deny", "message": "The turn was interrupted.", "interrupt": True})
             return
@@ -628,7 +631,8 @@ class ClaudeSessionActor(SessionActor):
         if tool_use_id and tool_use_id not in self.items:
             self._start_item(events, tool_use_id, kind, tool_use_id, title=tool_title(tool, inp),
                              data={"tool": tool, "input": inp})
-        suggestions = req.get("permission_suggestions") if isinstance(req.get("permission_suggestions"), list) else []
+        req_suggestions = req.get("permission_suggestions")
+        suggestions: list[Any] = req_suggestions if isinstance(req_suggestions, list) else []
         self.request_seq += 1
         request_id = f"{self.turn_id}:req{self.request_seq}"
         decisions = ("accept", "accept_for_session", "decline", "cancel") if suggestions else ("accept", "decline", "cancel")
