@@ -103,7 +103,7 @@ class Anthropic:
 
     @classmethod
     def json_reply(cls, reply: Reply, call: Call, ids: Ids, input_tokens: int) -> object:
-        content = []
+        content: list[dict] = []
         for part in reply.parts:
             if isinstance(part, TextOut):
                 content.append({"type": "text", "text": part.text})

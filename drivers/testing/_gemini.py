@@ -85,8 +85,8 @@ class Gemini:
         out: list[tuple[float, dict]] = []
         for part in reply.parts:
             if isinstance(part, TextOut):
-                for n, piece in enumerate(part.chunks):
-                    out.append((part.delay if n else 0.0, {"text": piece}))
+                for n, chunk in enumerate(part.chunks):
+                    out.append((part.delay if n else 0.0, {"text": chunk}))
             else:
                 out.append((0.0, {"functionCall": {"name": part.name, "args": part.arguments or {}}}))
         if not out:
@@ -105,7 +105,7 @@ class Gemini:
 
     @classmethod
     def json_reply(cls, reply: Reply, call: Call, ids: Ids, input_tokens: int) -> object:
-        parts = []
+        parts: list[dict] = []
         for part in reply.parts:
             if isinstance(part, TextOut):
                 parts.append({"text": part.text})

@@ -108,14 +108,14 @@ def serve_http(transcript: Transcript, norm: Normaliser, port: int) -> int:
                     return
             else:
                 msg = json.loads(norm.inbound_line(frame))
-                exchange = exchanges.get(msg.get("req"))
-                if exchange is None:
+                target = exchanges.get(msg.get("req"))
+                if target is None:
                     continue
                 if msg.get("http") == "response":
-                    exchange.response = msg
-                    exchange.answered.set()
+                    target.response = msg
+                    target.answered.set()
                 elif msg.get("http") == "event":
-                    exchange.events.put(msg.get("data"))
+                    target.events.put(msg.get("data"))
             played[0] = index
 
     # SIGTERM/SIGINT are taken with sigwait() in the main thread (blocked before any thread
@@ -124,6 +124,7 @@ def serve_http(transcript: Transcript, norm: Normaliser, port: int) -> int:
     signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     main_thread = threading.main_thread().ident
+    assert main_thread is not None  # the main thread is running: its ident is set
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()

@@ -50,7 +50,7 @@ class Responses:
     @staticmethod
     def _items(reply: Reply, ids: Ids) -> list[tuple[object, dict, dict]]:
         """(part, item as added, item as done) per output part."""
-        out = []
+        out: list[tuple[object, dict, dict]] = []
         for part in reply.parts:
             if isinstance(part, TextOut):
                 mid = ids.next("msg_")

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from actors import JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, LineTap, ProcessActor, ProcessSpec
+from actors import ExitInfo, JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, LineTap, ProcessActor, ProcessSpec
 from runtime.contract import OperationTimeout
 
 from ._http import TappedHttp
@@ -258,12 +258,16 @@ def run_opencode(argv: Sequence[str], env: dict[str, str], workspace: str, promp
         if any(_READY.search(line) for line in lines):
             ready.set()
 
+    def on_exit(info: ExitInfo) -> None:
+        inbox.close(info.error("'opencode' exited"))
+        ready.set()
+
     port = _free_port()
     handle = ProcessActor.open(
         ProcessSpec(argv=(*argv, "serve", "--hostname", "127.0.0.1", "--port", str(port)), env=env, cwd=workspace,
                     name="opencode", shutdown_timeout=5.0, graceful_timeout=0.5),
         on_lines=on_lines,
-        on_exit=lambda info: (inbox.close(info.error("'opencode' exited")), ready.set()),
+        on_exit=on_exit,
     )
     stream = None
     try:

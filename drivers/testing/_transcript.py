@@ -301,8 +301,9 @@ def matches(expected: Any, actual: Any) -> bool:
     return type(expected) is type(actual) and expected == actual
 
 
-def diff_frames(expected: dict, actual: dict) -> str:
-    """A unified diff of two frames, pretty-printed with sorted keys."""
+def diff_frames(expected: Any, actual: Any) -> str:
+    """A unified diff of two frames (any JSON value; ``None`` for a missing one), pretty-printed
+    with sorted keys."""
     a = json.dumps(expected, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
     b = json.dumps(actual, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
     return "\n".join(difflib.unified_diff(a, b, "recorded (expected)", "sent (actual)", lineterm=""))

@@ -288,7 +288,7 @@ class ModelServer:
             self._seq += 1
             seq = self._seq
         path, _, query = h.path.partition("?")
-        base = {"seq": seq, "t": round(arrived - self._started_at, 4), "method": h.command, "path": path,
+        base: dict[str, Any] = {"seq": seq, "t": round(arrived - self._started_at, 4), "method": h.command, "path": path,
                 "query": query, "headers": {k.lower(): v for k, v in h.headers.items()}}
         result: dict[str, Any] = {}
         try:
