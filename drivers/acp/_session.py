@@ -31,6 +31,7 @@ import pykka
 from actors import SessionActor, SessionRecord, TimerEntry, timers
 from runtime.contract import (
     DECISIONS,
+    EventIdentity,
     PaddockError,
     ProviderRefs,
     RequestError,
@@ -70,7 +71,7 @@ from ._settings import SessionSettings, cursor_for, session_id_of
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
-from ._translate import EventIdentity, Translator, stop_reason_state
+from ._translate import Translator, stop_reason_state
 
 __all__ = ["AcpSessionActor"]
 

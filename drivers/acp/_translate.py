@@ -22,13 +22,14 @@ Mapping (ACP v1 stable kinds):
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 import msgspec
 
 from runtime.contract import (
     ContentDelta,
     EventBase,
+    EventIdentity,
     ItemCompleted,
     ItemKind,
     ItemStatus,
@@ -50,7 +51,7 @@ from runtime.contract import (
 
 from . import _wire as w
 
-__all__ = ["TOOL_ITEM_KINDS", "EventIdentity", "Translator", "item_kind_of_tool", "stop_reason_state"]
+__all__ = ["TOOL_ITEM_KINDS", "Translator", "item_kind_of_tool", "stop_reason_state"]
 
 log = logging.getLogger(__name__)
 _replace = msgspec.structs.replace
@@ -80,14 +81,6 @@ def stop_reason_state(stop_reason: str, interrupt_requested: bool) -> TurnState:
     if stop_reason == "cancelled":
         return "interrupted" if interrupt_requested else "cancelled"
     return "completed"
-
-
-class EventIdentity(TypedDict):
-    """The identity fields every event of one session carries (``**identity`` into an event)."""
-
-    driver: str
-    instance_id: str
-    thread_id: str
 
 
 class _Tool:

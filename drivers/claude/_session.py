@@ -30,6 +30,7 @@ from actors import SessionActor, SessionRecord, TimerEntry, timers
 from runtime.contract import (
     DECISIONS,
     ContentDelta,
+    EventIdentity,
     ItemCompleted,
     ItemStarted,
     ItemUpdated,
@@ -51,8 +52,8 @@ from runtime.contract import (
     TokenUsage,
     TurnAborted,
     TurnCompleted,
-    TurnStarted,
     TurnStartResult,
+    TurnStarted,
     ValidationError,
 )
 from supervisors import ChildContext, ExitReason
@@ -205,10 +206,10 @@ class ClaudeSessionActor(SessionActor):
 
     # helpers -------------------------------------------------------------------------------------
 
-    def _env(self) -> dict[str, Any]:
-        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
+    def _env(self) -> EventIdentity:
+        return EventIdentity(driver=self.settings.driver, instance_id=self.settings.instance_id, thread_id=self.thread_id)
 
-    def _where(self) -> dict[str, str]:
+    def _where(self) -> EventIdentity:
         return self._env()
 
     def _cursor(self) -> ResumeCursor:

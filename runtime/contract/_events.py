@@ -8,7 +8,7 @@ emitting actor, so a driver cannot mislabel them.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypedDict, Union
 
 import msgspec
 
@@ -24,6 +24,7 @@ __all__ = [
     "DeprecationNotice",
     "Event",
     "EventBase",
+    "EventIdentity",
     "FilesPersisted",
     "HookCompleted",
     "HookProgress",
@@ -160,6 +161,15 @@ class UserInputQuestion(_Data, frozen=True):
     header: str | None = None
     options: tuple[UserInputOption, ...] = ()
     multi_select: bool = False
+
+
+class EventIdentity(TypedDict):
+    """The identity fields of one session's events, for ``Event(**identity, ...)`` in drivers
+    (the hub stamps them again from the emitter, so a driver cannot mislabel)."""
+
+    driver: str
+    instance_id: str
+    thread_id: str
 
 
 class EventBase(
