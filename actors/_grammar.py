@@ -45,7 +45,6 @@ import msgspec
 
 from runtime.contract import (
     EVENT_TYPES,
-    StreamKind,
     ContentDelta,
     EventBase,
     ItemCompleted,
@@ -55,6 +54,7 @@ from runtime.contract import (
     RequestResolved,
     RuntimeWarningEvent,
     SessionExited,
+    StreamKind,
     ThreadTokenUsageUpdated,
     TokenUsage,
     TurnAborted,
