@@ -102,9 +102,19 @@ def build_chunks(events: Sequence[Any], encode_lines: Any) -> list[Chunk]:
 
 
 def _unpack(seqs: bytes, types: str, bodies: bytes) -> tuple[array, list[str], list[bytes]]:
+    """A chunk's columns as parallel lists; a chunk whose columns disagree (a damaged file)
+    raises ``sqlite3.DatabaseError``, which the callers report as :class:`PersistenceError`."""
     numbers = array("q")
-    numbers.frombytes(seqs)
-    return numbers, types.split("\n"), bodies.split(b"\n")
+    try:
+        numbers.frombytes(seqs)
+    except ValueError:
+        raise sqlite3.DatabaseError(f"chunk seqs of {len(seqs)} bytes") from None
+    names, texts = types.split("\n"), bodies.split(b"\n")
+    if not len(numbers) == len(names) == len(texts):
+        raise sqlite3.DatabaseError(
+            f"chunk with {len(numbers)} seqs, {len(names)} types and {len(texts)} bodies"
+        )
+    return numbers, names, texts
 
 
 def _connect(path: str) -> sqlite3.Connection:

@@ -14,6 +14,7 @@ from actors import BUFFERED_TEXT_LIMIT, EventHub, EventLog, LogReader, build_chu
 from actors._event_log import SPAN
 from runtime.contract import (
     PaddockError,
+    PersistenceError,
     RuntimeWarningEvent,
     TurnStarted,
     ValidationError,
@@ -379,4 +380,18 @@ def test_a_run_wider_than_the_span_limit_is_split_and_read_back_whole(tmp_path):
     reader = LogReader(log.path, thread_id="t1")
     assert [seq for seq, _ in reader.read(SPAN - 5, SPAN + 5000, 10)] == list(range(SPAN - 5, SPAN + 5))
     assert [seq for seq, _ in reader.read(SPAN + 1990, SPAN + 5000, 100)] == list(range(SPAN + 1990, SPAN + 2002))
+    reader.close()
+
+
+def test_a_damaged_chunk_is_a_persistence_error_not_a_crash(tmp_path):
+    log = EventLog(str(tmp_path / "log.sqlite"))
+    encode_lines = msgspec.json.Encoder().encode_lines
+    log.append(build_chunks([msgspec.structs.replace(delta(None, None, "x"), thread_id="t1", instance_id="i", seq=s)
+                             for s in (1, 2)], encode_lines))
+    log.close()
+    with sqlite3.connect(log.path) as conn:  # two seqs, one body
+        conn.execute("UPDATE event_chunks SET bodies = ? WHERE first_seq = 1", (b'{"type":"content.delta"}',))
+    reader = LogReader(log.path)
+    with pytest.raises(PersistenceError, match="2 seqs, 2 types and 1 bodies"):
+        reader.read(1, 2, 10)
     reader.close()
