@@ -33,10 +33,16 @@ _TOKEN = re.compile(rb'"text":"([^"]*)"')
 
 
 class _Stamps:
-    """Read-batch stamps recorded on the reader thread: (perf_counter, lines)."""
+    """Read-batch stamps recorded on the reader thread: the stamp of each batch, how many lines
+    it had, and every line, in flat lists (no tuple or list per batch: objects the cyclic GC
+    tracks would pile up for the whole run and make the benchmark itself trigger full
+    collections, which pause every thread for tens of milliseconds here)."""
 
     def __init__(self) -> None:
-        self.batches: list[tuple[float, list[bytes]]] | None = None
+        self.recording = False
+        self.times: list[float] = []
+        self.counts: list[int] = []
+        self.lines: list[bytes] = []
 
     def install(self) -> None:
         from actors import JsonRpcConnection
@@ -48,9 +54,10 @@ class _Stamps:
         stamps = self
 
         def on_lines(conn, lines):
-            batches = stamps.batches
-            if batches is not None:
-                batches.append((time.perf_counter(), lines))
+            if stamps.recording:
+                stamps.times.append(time.perf_counter())
+                stamps.counts.append(len(lines))
+                stamps.lines.extend(lines)
             return original(conn, lines)
 
         on_lines._bench_wrapped = True  # type: ignore[attr-defined]
@@ -83,16 +90,18 @@ def run(rate: float, seconds: float, sessions: int, *, event_log: bool, warmup: 
         for tid in threads:
             rt.start_session(tid, instance="paced", cwd=state)
         sub = rt.subscribe()
-        delivered: list[tuple[float, str]] = []
+        delivered_at: list[float] = []  # parallel flat lists, for the reason given in _Stamps
+        delivered: list[str] = []
         finished = threading.Event()
 
         def consume() -> None:
             done = 0
             clock = time.perf_counter
-            append = delivered.append
+            append_at, append = delivered_at.append, delivered.append
             for ev in sub:
                 if ev.__class__.__name__ == "ContentDelta":
-                    append((clock(), ev.delta))
+                    append_at(clock())
+                    append(ev.delta)
                 elif ev.type == "turn.completed":
                     done += 1
                     if done == sessions:
@@ -101,20 +110,24 @@ def run(rate: float, seconds: float, sessions: int, *, event_log: bool, warmup: 
 
         consumer = threading.Thread(target=consume, name="bench-subscriber", daemon=True)
         consumer.start()
-        _stamps.batches = []
+        _stamps.times, _stamps.counts, _stamps.lines = [], [], []
+        _stamps.recording = True
         cpu0 = self_cpu()
         for n, tid in enumerate(threads):
             rt.send_turn(tid, f"pace {per_session:.3f} {count} s{n}")
         ok = finished.wait(seconds * 3 + 60)
         cpu = self_cpu() - cpu0
-        batches, _stamps.batches = _stamps.batches, None
+        _stamps.recording = False
         sub.close()
     finally:
         rt.close()
         _stamps.uninstall()
     read_at: dict[bytes, float] = {}
     lines_per_batch = []
-    for stamp, lines in batches:
+    offset = 0
+    for stamp, count in zip(_stamps.times, _stamps.counts):
+        lines = _stamps.lines[offset:offset + count]
+        offset += count
         chunks = 0
         for line in lines:
             if b"agent_message_chunk" in line:
@@ -127,7 +140,7 @@ def run(rate: float, seconds: float, sessions: int, *, event_log: bool, warmup: 
     first = min(read_at.values()) if read_at else 0.0
     last = max(read_at.values()) if read_at else 0.0
     latencies = []
-    for when, delta in delivered:
+    for when, delta in zip(delivered_at, delivered):
         t = read_at.get(delta.encode())
         if t is not None and t >= first + warmup:
             latencies.append(when - t)
