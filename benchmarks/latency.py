@@ -184,9 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         "load": "paced fake ACP agent (benchmarks/_paced_agent.py), absolute schedule",
         "measured": "reader-thread stamp of the read batch -> subscriber thread holds the event",
         "target_p99_ms_at_10k": TARGET_P99_MS_AT_10K,
-        "meets_target": (
-            all((r["p99_ms"] or 1e9) <= TARGET_P99_MS_AT_10K for r in at_10k) if at_10k else None
-        ),
+        # per log setting: the log on adds a durable commit before publishing (see the README)
+        "meets_target": {
+            ("log_on" if r["event_log"] else "log_off"): (r["p99_ms"] or 1e9) <= TARGET_P99_MS_AT_10K
+            for r in at_10k
+        } or None,
         "results": results,
     })
     return 0
