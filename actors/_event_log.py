@@ -137,7 +137,7 @@ class _Checkpointer:
     almost everything is copied already, and that checkpoint is short.
     """
 
-    def __init__(self, path: str, every_rows: int = 4_096, every_seconds: float = 1.0) -> None:
+    def __init__(self, path: str, every_rows: int = 1_024, every_seconds: float = 0.25) -> None:
         self._path = path
         self._every_rows = every_rows
         self._every_seconds = every_seconds
