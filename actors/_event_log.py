@@ -6,9 +6,8 @@ type tags and their JSON bodies, encoded once by the hub). A row costs SQLite ab
 whatever its size, so a row per event capped the logged rate; a chunk per thread and batch does
 not. Chunks of different threads interleave in ``seq``; the widest chunk's span is recorded
 (``event_log_meta.max_span``, at most :data:`SPAN`), so a range query needs only the primary key
-and looks back no further than that. WAL mode, so readers
-(subscribers catching up) never block the writer. ``runtime.store`` re-exports this module's
-names.
+and looks back no further than that. WAL mode, so readers (subscribers catching up) never block
+the writer. ``runtime.store`` re-exports this module's names.
 """
 
 from __future__ import annotations
@@ -59,13 +58,15 @@ def _multi_insert(n: int) -> str:
     if sql is None:
         sql = _multi[n] = "INSERT INTO event_chunks VALUES " + ",".join(["(?,?,?,?,?,?,?)"] * n)
     return sql
+
+
 _INLINE_ROWS = 262_144  # events between the writer's own checkpoints (see _Checkpointer)
 
 
 def build_chunks(events: Sequence[Any], encode_lines: Any) -> list[Chunk]:
     """Group stamped events (in ``seq`` order) into chunks, one per thread and instance (split
-    where a chunk would span :data:`SPAN` or more seq numbers). ``encode_lines`` is a msgspec JSON encoder's
-    ``encode_lines``. Runs in the caller's thread."""
+    where a chunk would span :data:`SPAN` or more seq numbers), in ``first_seq`` order.
+    ``encode_lines`` is a msgspec JSON encoder's ``encode_lines``. Runs in the caller's thread."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for ev in events:
         key = (ev.thread_id, ev.instance_id)
@@ -130,8 +131,10 @@ class _Checkpointer:
     milliseconds here, which every event queued behind that commit would wait for).
 
     The writer disables SQLite's automatic checkpoint and calls :meth:`wrote` after each commit;
-    every ``every_rows`` rows (or ``every_seconds`` after the first uncheckpointed row) a
-    ``PASSIVE`` checkpoint runs, which never blocks the writer. A checkpoint running beside a busy
+    every ``every_rows`` events (or ``every_seconds`` after the first uncheckpointed one) a
+    ``PASSIVE`` checkpoint runs, which never blocks the writer on a lock. Its I/O still slows the
+    writer's next commits on a slow disk, less when checkpoints are small: at 10k events/s, p99
+    commit-to-delivery was 5-6 ms with 1k / 0.25 s, 9-13 ms with 4k / 1 s, 26 ms with 64k / 5 s. A checkpoint running beside a busy
     writer never catches up with it, and the WAL restarts from its beginning only after a
     complete one, so the writer itself also checkpoints every ``_INLINE_ROWS`` rows: by then
     almost everything is copied already, and that checkpoint is short.
