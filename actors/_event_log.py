@@ -15,12 +15,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from runtime.contract import PersistenceError
 
-__all__ = ["Chunk", "EventLog", "LogReader", "build_chunks"]
+__all__ = ["Chunk", "EventLog", "LogReader", "build_chunks", "chunks_of_groups"]
 
 Chunk = tuple[int, int, str, str, bytes, str, bytes]
 """One log row: ``(first_seq, last_seq, thread_id, instance_id, seqs, types, bodies)``; ``seqs`` is
@@ -64,9 +64,8 @@ _INLINE_ROWS = 262_144  # events between the writer's own checkpoints (see _Chec
 
 
 def build_chunks(events: Sequence[Any], encode_lines: Any) -> list[Chunk]:
-    """Group stamped events (in ``seq`` order) into chunks, one per thread and instance (split
-    where a chunk would span :data:`SPAN` or more seq numbers), in ``first_seq`` order.
-    ``encode_lines`` is a msgspec JSON encoder's ``encode_lines``. Runs in the caller's thread."""
+    """Group stamped events (in ``seq`` order) by thread and instance, then
+    :func:`chunks_of_groups`. Runs in the caller's thread."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for ev in events:
         key = (ev.thread_id, ev.instance_id)
@@ -75,7 +74,16 @@ def build_chunks(events: Sequence[Any], encode_lines: Any) -> list[Chunk]:
             groups[key] = [ev]
         else:
             group.append(ev)
+    return chunks_of_groups(groups, encode_lines)
+
+
+def chunks_of_groups(groups: Mapping[tuple[str, str], Sequence[Any]], encode_lines: Any) -> list[Chunk]:
+    """The chunks of stamped events already grouped by ``(thread_id, instance_id)``, each group in
+    ``seq`` order: one per group (split where a chunk would span :data:`SPAN` or more seq
+    numbers), in ``first_seq`` order. ``encode_lines`` is a msgspec JSON encoder's
+    ``encode_lines``. Runs in the caller's thread."""
     chunks: list[Chunk] = []
+    parts: list[Sequence[Any]]
     for (thread_id, instance_id), group in groups.items():
         if group[-1].seq - group[0].seq >= SPAN:
             parts, part = [], [group[0]]
@@ -87,16 +95,16 @@ def build_chunks(events: Sequence[Any], encode_lines: Any) -> list[Chunk]:
             parts.append(part)
         else:
             parts = [group]
-        for part in parts:
-            seqs = [ev.seq for ev in part]
+        for run in parts:
+            seqs = [ev.seq for ev in run]
             chunks.append((
                 seqs[0],
                 seqs[-1],
                 thread_id,
                 instance_id,
                 array("q", seqs).tobytes(),
-                "\n".join([ev.type for ev in part]),
-                encode_lines(part)[:-1],
+                "\n".join([ev.type for ev in run]),
+                encode_lines(run)[:-1],
             ))
     chunks.sort()
     return chunks

@@ -43,7 +43,7 @@ from runtime.contract import (
     ValidationError,
 )
 
-from ._event_log import EventLog, build_chunks
+from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
 from ._subscription import DEFAULT_MAX_BUFFERED, Subscription
 
@@ -552,6 +552,8 @@ class EventHub(pykka.ThreadingActor):
         token = self._token
         grammar = self._grammar
         out: list[EventBase] = []
+        # with the log on: this batch's events per (thread, instance), for its chunks
+        groups: dict[tuple[str, str], list[EventBase]] | None = {} if self._writer is not None else None
         for key, events in batch:
             driver, instance_id, thread_id = key
             guard = grammar.get(thread_id)
@@ -561,10 +563,11 @@ class EventHub(pykka.ThreadingActor):
                 checked = guard.check(events)
             except Exception as exc:  # a guard bug must not lose the driver's events
                 checked = [*events, warning("grammar.guard_error", f"the grammar guard failed: {exc!r}")]
+            stamped = []
             for ev in checked:
                 seq += 1
                 created = ev.created_at or now
-                ev = _replace(
+                stamped.append(_replace(
                     ev,
                     driver=driver,
                     instance_id=instance_id,
@@ -572,12 +575,19 @@ class EventHub(pykka.ThreadingActor):
                     seq=seq,
                     event_id=f"{token}{seq}",
                     created_at=created,
-                )
-                out.append(ev)
+                ))
+            out += stamped
+            if groups is not None:
+                group = groups.get((thread_id, instance_id))
+                if group is None:
+                    groups[(thread_id, instance_id)] = stamped
+                else:
+                    group += stamped
         if not out:
             return
         self._seq = seq
         if self._writer is not None:
-            self._writer.put(out, build_chunks(out, self._encode_lines))
+            assert groups is not None
+            self._writer.put(out, chunks_of_groups(groups, self._encode_lines))
         else:
             self._publisher.publish(out)
