@@ -117,11 +117,15 @@ class AsyncRuntime:
         types: Iterable[str] | None = None,
         from_seq: int | None = None,
         assistant_delivery: Literal["streaming", "buffered"] = "streaming",
+        *,
+        max_buffered: int | None = None,
     ) -> AsyncIterator[Event]:
-        """An async iterator of events; it ends when the subscription or the runtime closes."""
+        """An async iterator of events; it ends when the subscription or the runtime closes.
+        Arguments as :meth:`runtime.Runtime.subscribe`."""
         from runtime.aio import aiter_subscription
 
-        sub = self.runtime.subscribe(thread_id, instance_id, types, from_seq, assistant_delivery)
+        sub = self.runtime.subscribe(thread_id, instance_id, types, from_seq, assistant_delivery,
+                                     max_buffered=max_buffered)
         return aiter_subscription(sub)
 
     async def close(self, timeout: float = 10.0) -> None:

@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -38,11 +38,9 @@ from runtime.contract import (
     SendTurnInput,
     Session,
     SessionClosedError,
-    SessionExited,
     SessionNotFoundError,
     StartSessionInput,
     ThreadSnapshot,
-    TurnCompleted,
     TurnStartResult,
     ValidationError,
     decide_steering,
@@ -52,6 +50,9 @@ from runtime._config import RuntimeConfig, issue_from, load_config
 from runtime._isolation import build_env, instance_home
 from runtime._snapshot import snapshot_from_events
 from runtime.store import RESUMABLE, Binding, BindingStore
+
+if TYPE_CHECKING:
+    from actors import Subscription
 
 __all__ = ["InstanceInfo", "Runtime"]
 
@@ -572,9 +573,16 @@ class Runtime:
         types: Iterable[str] | None = None,
         from_seq: int | None = None,
         assistant_delivery: Literal["streaming", "buffered"] = "streaming",
-    ):
+        *,
+        max_buffered: int | None = None,
+    ) -> Subscription:
         """Subscribe to canonical events, optionally filtered; ``from_seq`` replays from the log
-        first, then continues live with no gap and no duplicate. See :class:`actors.Subscription`."""
+        first, then continues live with no gap and no duplicate. See :class:`actors.Subscription`.
+
+        ``max_buffered`` bounds the events held in memory for this subscriber (default 20,000).
+        Beyond it a subscriber that falls behind reads the event log to catch up; with the log
+        off, the newest events are dropped for it and a ``runtime.warning``
+        (``subscription.gap``) says how many."""
         self._check_open()
         return self._hub.subscribe(
             thread_id=thread_id,
@@ -582,6 +590,7 @@ class Runtime:
             types=tuple(types) if types is not None else None,
             from_seq=from_seq,
             assistant_delivery=assistant_delivery,
+            max_buffered=max_buffered,
         )
 
     def compact_events(self, before_seq: int) -> int:
@@ -700,18 +709,16 @@ class Runtime:
                 continue
             try:
                 if event.type == "turn.completed":
-                    completed = cast(TurnCompleted, event)
-                    if completed.thread_id in self._live:
-                        self._last_used[completed.thread_id] = time.monotonic()
+                    if event.thread_id in self._live:
+                        self._last_used[event.thread_id] = time.monotonic()
                     # Only a running turn becomes ready: a stop racing the turn's end wins.
                     self._store.update(
-                        completed.thread_id, only_if={"running"}, status="ready", last_error=completed.error
+                        event.thread_id, only_if={"running"}, status="ready", last_error=event.error
                     )
                 elif event.type == "session.exited":
-                    exited = cast(SessionExited, event)
-                    if exited.reason not in ("stopped", "closed") and exited.thread_id in self._live:
+                    if event.reason not in ("stopped", "closed") and event.thread_id in self._live:
                         self._store.update(
-                            exited.thread_id, only_if={"ready", "running"}, status="exited", last_error=exited.reason
+                            event.thread_id, only_if={"ready", "running"}, status="exited", last_error=event.reason
                         )
             except PaddockError:
                 pass

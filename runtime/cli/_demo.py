@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             line = format_event(event)
             if line and event.type not in ("turn.started",):
                 say(line)
-            if event.type == "request.opened":
+            if event.type == "request.opened" and event.request_id is not None:
                 rt.respond_to_request(event.thread_id, event.request_id, "accept")
                 say(f"[{row.thread}] host accepts the {event.kind} request")
             if event.type == "turn.completed" and event.turn_id == turns.get(row.thread):

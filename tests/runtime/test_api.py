@@ -292,3 +292,24 @@ def test_starting_a_live_thread_again_is_a_no_op_unless_its_settings_change(rt, 
         changed = rt.start_session("t1", instance="local-a", cwd=workspace, runtime_mode="approval-required")
         assert changed.runtime_mode == "approval-required" and changed.resumed
         assert [sub.get(timeout=10).type, sub.get(timeout=10).type] == ["session.exited", "session.started"]
+
+
+@pytest.mark.parametrize("event_log", [True, False])
+def test_subscribe_max_buffered_bounds_a_lagging_subscriber(tmp_path, workspace, event_log):
+    config = {**TWO_LOCAL, "runtime": {"event_log": event_log}}
+    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+        rt.start_session("t1", instance="local-a", cwd=workspace)
+        lagging = rt.subscribe(thread_id="t1", max_buffered=5)  # not read until the turn is over
+        _, events = run_turn(rt, "t1", "@chunks 50\n@reply " + "x" * 50)
+        got = []
+        while (ev := lagging.get(timeout=0 if got else 5)) is not None:
+            got.append(ev)
+            if ev.type == "turn.completed" and not event_log:
+                break
+        lagging.close()
+    if event_log:  # it caught up from the log: every event, in order
+        assert [e.seq for e in got] == [e.seq for e in events]
+    else:  # the newest events beyond its 5 were dropped for it, and it was told how many
+        gaps = [e for e in got if e.type == "runtime.warning" and e.code == "subscription.gap"]
+        assert [e.seq for e in got if e.type != "runtime.warning"] == [e.seq for e in events[:5]]
+        assert sum(g.detail["count"] for g in gaps) == len(events) - 5
