@@ -301,7 +301,10 @@ def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str, stall_
         for tid in threads:
             rt.start_session(tid, instance="local0", cwd=state)
         tree = TreeCpu()
-        sub = rt.subscribe()
+        # room for every event of the round: the figure is the pipeline's rate to a subscriber that
+        # keeps everything (with the default bound a lagging one reads the log, or with the log
+        # off loses events, possibly the turn ends this loop waits for)
+        sub = rt.subscribe(max_buffered=sessions * (chunks + 16))
         tree.sample()
         cpu0 = self_cpu()
         started = time.perf_counter()
