@@ -142,10 +142,11 @@ class _Checkpointer:
     every ``every_rows`` events (or ``every_seconds`` after the first uncheckpointed one) a
     ``PASSIVE`` checkpoint runs, which never blocks the writer on a lock. Its I/O still slows the
     writer's next commits on a slow disk, less when checkpoints are small: at 10k events/s, p99
-    commit-to-delivery was 5-6 ms with 1k / 0.25 s, 9-13 ms with 4k / 1 s, 26 ms with 64k / 5 s. A checkpoint running beside a busy
-    writer never catches up with it, and the WAL restarts from its beginning only after a
-    complete one, so the writer itself also checkpoints every ``_INLINE_ROWS`` rows: by then
-    almost everything is copied already, and that checkpoint is short.
+    commit-to-delivery was 5-6 ms with 1k / 0.25 s, 9-13 ms with 4k / 1 s, 26 ms with 64k / 5 s.
+    A checkpoint running beside a busy writer never catches up with it, and the WAL restarts from
+    its beginning only after a complete one, so the writer itself also checkpoints every
+    ``_INLINE_ROWS`` events: by then almost everything is copied already, and that checkpoint is
+    short.
     """
 
     def __init__(self, path: str, every_rows: int = 1_024, every_seconds: float = 0.25) -> None:

@@ -260,8 +260,8 @@ class AcpSessionActor(SessionActor):
     def _owner(self) -> dict[str, str]:
         return {"driver": self.settings.driver, "instance_id": self.settings.instance_id}
 
-    def _where(self) -> dict[str, str]:
-        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id, "thread_id": self.thread_id}
+    def _where(self) -> EventIdentity:
+        return self._env()
 
     def _current_link(self) -> Any:
         link = self._get_link()

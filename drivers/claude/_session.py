@@ -19,6 +19,7 @@ Translation (stream-json -> canonical events), per turn:
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -333,9 +334,8 @@ class ClaudeSessionActor(SessionActor):
         events.append(TurnAborted(**self._env(), turn_id=self.turn_id, reason="interrupted by the host"))
         self.emit(events)
         if self.settings.interrupt_timeout > 0:
-            turn_id = self.turn_id
             self._timer = timers.schedule(time.monotonic() + self.settings.interrupt_timeout,
-                                          lambda: self._timer_fire(turn_id))
+                                          functools.partial(self._timer_fire, self.turn_id))
         return None
 
     def _timer_fire(self, turn_id: str) -> None:
