@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from runtime.contract import (
+from paddock.contract import (
     EVENT_TYPES,
     ContentDelta,
     EventBase,

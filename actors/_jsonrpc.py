@@ -21,8 +21,8 @@ from typing import Any, Protocol
 import msgspec
 import pykka
 
-from runtime.contract import OperationTimeout, PaddockError, ProcessError, RequestError
-from supervisors import ChildContext, request_shutdown
+from paddock.contract import OperationTimeout, PaddockError, ProcessError, RequestError
+from paddock.supervisors import ChildContext, request_shutdown
 
 from ._timers import timers
 from .process import ExitInfo, ProcessActor, ProcessHandle, ProcessSpec, WarningSink

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
-from runtime.contract import OperationTimeout, ProcessError
+from paddock.contract import OperationTimeout, ProcessError
 
 __all__ = ["LineSplitter", "StderrRing", "StdinWriter", "read_stderr", "read_stdout_lines"]
 

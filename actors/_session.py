@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from runtime.contract import (
+from paddock.contract import (
     INTERACTION_MODES,
     MAX_PROMPT_CHARS,
     ContentDelta,
@@ -32,7 +32,7 @@ from runtime.contract import (
     TurnStarted,
     ValidationError,
 )
-from supervisors import ChildContext, SupervisedActor
+from paddock.supervisors import ChildContext, SupervisedActor
 
 __all__ = ["SessionActor", "SessionRecord", "SessionTable", "StoppedSnapshots"]
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 
 import msgspec
 
-from runtime.contract import (
+from paddock.contract import (
     EVENT_TYPES,
     ContentDelta,
     Event,

@@ -13,7 +13,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
-from supervisors import SpawnRequest, spawn, teardown
+from paddock.supervisors import SpawnRequest, spawn, teardown
 
 __all__ = ["Terminal", "TerminalExit"]
 

@@ -2,7 +2,7 @@
 
 For each batch an emitter tells it, the hub (in its own actor thread):
 
-1. runs the thread's grammar guard (``actors._grammar``), which repairs violations and adds
+1. runs the thread's grammar guard (``paddock.actors._grammar``), which repairs violations and adds
    ``runtime.warning`` events;
 2. stamps each event: ``driver``/``instance_id``/``thread_id`` from the emitter's identity (a
    driver cannot mislabel), ``seq`` (strictly increasing per runtime, continuing after a restart
@@ -35,7 +35,7 @@ from typing import Literal
 import msgspec
 import pykka
 
-from runtime.contract import (
+from paddock.contract import (
     EVENT_TYPES,
     EventBase,
     OperationTimeout,

@@ -20,8 +20,8 @@ from typing import Any
 import msgspec
 import pykka
 
-from runtime.contract import ProcessError
-from supervisors import (
+from paddock.contract import ProcessError
+from paddock.supervisors import (
     ChildContext,
     ExitReason,
     LeaseStore,

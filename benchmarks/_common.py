@@ -134,7 +134,7 @@ def local_config(instances: int = 1, *, event_log: bool, prefix: str = "local") 
 
 
 def local_agent_argv() -> list[str]:
-    return [sys.executable, "-m", "drivers.local", "--buffered"]
+    return [sys.executable, "-m", "paddock.drivers.local", "--buffered"]
 
 
 def local_agent_env(state_dir: str) -> dict[str, str]:
@@ -178,7 +178,7 @@ class RawAcpClient:
     ``(lines, content_lines, seconds)`` from the first prompt to the last response."""
 
     def __init__(self, sessions: int, state_dir: str, *, decode: bool = True) -> None:
-        from supervisors import SpawnRequest, spawn
+        from paddock.supervisors import SpawnRequest, spawn
 
         self.sessions = sessions
         self.decode = decode
@@ -270,7 +270,7 @@ class RawAcpClient:
         return counts[0], counts[1], seconds
 
     def close(self) -> None:
-        from supervisors import teardown
+        from paddock.supervisors import teardown
 
         try:
             self._in.close()
@@ -292,7 +292,7 @@ class RawAcpClient:
 def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str, stall_timeout: float = 30.0) -> dict:
     """One Paddock round on the local agent: open, start ``sessions``, send each ``@chunks N``,
     count at one subscriber until every turn completed, close (shared by throughput and peer-acp)."""
-    from runtime import Runtime
+    from paddock import Runtime
 
     state = tempfile.mkdtemp(prefix=f"rt-{'log' if event_log else 'nolog'}-", dir=tmp)
     rt = Runtime.open(local_config(1, event_log=event_log), state_dir=state)

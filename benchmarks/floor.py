@@ -28,7 +28,7 @@ class _Session:
     the caller's thread (where the real one would be told)."""
 
     def __init__(self, hub, thread_id: str) -> None:
-        from drivers.acp._translate import Translator
+        from paddock.drivers.acp._translate import Translator
 
         self.hub = hub
         self.key = ("local", "local0", thread_id)
@@ -48,7 +48,7 @@ def _lines(sessions: int, chunks: int) -> bytes:
     cut into C one-character pieces), for sessions with UUID-shaped ids ``sess-<n>``."""
     import msgspec
 
-    from drivers.local.agent._agent import split_answer
+    from paddock.drivers.local.agent._agent import split_answer
 
     encode = msgspec.json.encode
     pieces = [encode(p) for p in split_answer("You said: ", chunks)]
@@ -65,10 +65,10 @@ def _sid(n: int) -> str:
 
 
 def one_round(data: bytes, sessions: int) -> dict:
-    from actors import JsonRpcConnection, Subscription
-    from actors._lines import LineSplitter
-    from actors.event_hub import EventHub, _State
-    from drivers.acp._agent import Router
+    from paddock.actors import JsonRpcConnection, Subscription
+    from paddock.actors._lines import LineSplitter
+    from paddock.actors.event_hub import EventHub, _State
+    from paddock.drivers.acp._agent import Router
 
     hub = EventHub(_State(None), log=None, max_batch_events=8192)  # constructed, never started
     sub = Subscription(thread_id=None, instance_id=None, types=None, assistant_delivery="streaming",

@@ -24,8 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from actors import EventHub
-from runtime.contract import ContentDelta
+from paddock.actors import EventHub
+from paddock.contract import ContentDelta
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

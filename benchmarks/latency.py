@@ -45,7 +45,7 @@ class _Stamps:
         self.lines: list[bytes] = []
 
     def install(self) -> None:
-        from actors import JsonRpcConnection
+        from paddock.actors import JsonRpcConnection
 
         original = JsonRpcConnection._on_lines
         if getattr(original, "_bench_wrapped", False):
@@ -64,7 +64,7 @@ class _Stamps:
         JsonRpcConnection._on_lines = on_lines  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
-        from actors import JsonRpcConnection
+        from paddock.actors import JsonRpcConnection
 
         if getattr(JsonRpcConnection._on_lines, "_bench_wrapped", False):
             JsonRpcConnection._on_lines = self._original  # type: ignore[method-assign]
@@ -74,7 +74,7 @@ _stamps = _Stamps()
 
 
 def run(rate: float, seconds: float, sessions: int, *, event_log: bool, warmup: float, tmp: str) -> dict:
-    from runtime import Runtime
+    from paddock import Runtime
 
     state = tempfile.mkdtemp(prefix="lat-", dir=tmp)
     config = {

@@ -1,7 +1,7 @@
 """``paddock bench peer-claude``: turn latency through Paddock's ``claude`` driver against the
 official Claude Agent SDK for Python, on the same pinned Claude CLI and the scripted model server.
 
-Workload: one ``ModelServer`` (drivers.testing) answering the built-in ``text`` scenario; each
+Workload: one ``ModelServer`` (paddock.testing) answering the built-in ``text`` scenario; each
 side gets its own offline env from ``build_offline_env("claude", ...)`` (same builder, its own
 config folder) and runs ONE session on the pinned CLI (``$PADDOCK_PEERS_DIR``, else
 ``~/.cache/paddock/peers`` when it holds the pin, else the repository's ``.paddock/peers``):
@@ -43,7 +43,7 @@ _HOME_PEERS = Path.home() / ".cache" / "paddock" / "peers"
 
 
 def _peers_root():
-    from drivers.testing._peers import default_peers_dir
+    from paddock.testing import default_peers_dir
 
     if os.environ.get("PADDOCK_PEERS_DIR"):
         return default_peers_dir()
@@ -55,11 +55,11 @@ def _cli() -> tuple[list[str] | None, list[str], str | None]:
     missing: list[str] = []
     argv = version = None
     try:
-        from drivers.testing._peers import load_pins, peer_argv
+        from paddock.testing import load_pins, peer_argv
 
         pin = load_pins().get("claude")
         if pin is None:
-            missing.append("tests/peers.toml has no claude pin")
+            missing.append("paddock/drivers/peers.toml has no claude pin")
         else:
             version = pin.version
             root = _peers_root()
@@ -74,10 +74,10 @@ def _cli() -> tuple[list[str] | None, list[str], str | None]:
 
 def _missing(argv_missing: list[str]) -> list[str]:
     missing = list(argv_missing)
-    from drivers import BUILT_IN_DRIVERS
+    from paddock.drivers import BUILT_IN_DRIVERS
 
     if "claude" not in BUILT_IN_DRIVERS:
-        missing.append("Paddock has no `claude` driver (drivers.BUILT_IN_DRIVERS: "
+        missing.append("Paddock has no `claude` driver (paddock.drivers.BUILT_IN_DRIVERS: "
                        f"{', '.join(sorted(BUILT_IN_DRIVERS))})")
     try:
         import claude_agent_sdk  # noqa: F401
@@ -103,7 +103,7 @@ class PaddockSide:
     """One claude session through ``Runtime``; the calls block the caller (the main thread)."""
 
     def __init__(self, binary: str, offline, state: str, cwd: str) -> None:
-        from runtime import Runtime
+        from paddock import Runtime
 
         self.cwd = cwd
         self.rt = Runtime.open({
@@ -228,7 +228,7 @@ def _survivors() -> list[dict]:
 
 
 async def _run(binary: str, turns: int, warmup: int, starts_n: int, tmp: str) -> dict:
-    from drivers.testing import ModelServer, build_offline_env
+    from paddock.testing import ModelServer, build_offline_env
 
     root = Path(tmp)
     workspace = root / "workspace"

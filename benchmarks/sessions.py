@@ -66,7 +66,7 @@ def _alive(proc: psutil.Process) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from runtime import Runtime
+    from paddock import Runtime
 
     parser = argparse.ArgumentParser(prog="paddock bench sessions", description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import psutil
 
-from actors import ProcessActor, ProcessSpec
-from supervisors import ChildSpec, Scope
+from paddock.actors import ProcessActor, ProcessSpec
+from paddock.supervisors import ChildSpec, Scope
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

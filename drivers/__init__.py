@@ -1,11 +1,11 @@
 """Drivers: the registry (``BUILT_IN_DRIVERS``) and one subpackage per kind of agent.
 
-``drivers.acp`` is the shared ACP adapter plus small flavors, ``drivers.local`` the built-in agent,
-``drivers.testing`` the scripted model server, recorder and replayer. A driver never imports the
-facade (``runtime`` outside ``runtime.contract``) or another driver.
+``paddock.drivers.acp`` is the shared ACP adapter plus small flavors, ``paddock.drivers.local`` the built-in agent,
+``paddock.testing`` the scripted model server, recorder and replayer. A driver never imports the
+facade (``paddock`` outside ``paddock.contract``) or another driver.
 
 Names load on first use, so that agent programs living under ``drivers`` (``python -m
-drivers.local``) start without importing the runtime.
+paddock.drivers.local``) start without importing the runtime.
 """
 
 from __future__ import annotations
@@ -56,4 +56,4 @@ def __getattr__(name: str) -> Any:
         from . import _registry
 
         return getattr(_registry, name)
-    raise AttributeError(f"module 'drivers' has no attribute {name!r}")
+    raise AttributeError(f"module 'paddock.drivers' has no attribute {name!r}")

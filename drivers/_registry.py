@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.contract import Capabilities, PaddockError, ProviderAdapter
+from paddock.contract import Capabilities, PaddockError, ProviderAdapter
 
 __all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "acp_driver_spec", "binary_version", "resolve_binary"]
 
@@ -57,7 +57,7 @@ class InstanceContext(msgspec.Struct, frozen=True, kw_only=True):
 
 class DriverSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A driver: ``kind``; ``config_type``, the Struct decoding its ``[instances.<id>]`` table;
-    ``create(ctx) -> adapter`` (a :class:`runtime.contract.ProviderAdapter` plus
+    ``create(ctx) -> adapter`` (a :class:`paddock.contract.ProviderAdapter` plus
     ``close(*, timeout)``); ``probe(ctx) -> reason | None``, ``None`` when the instance can run,
     else a sentence saying why not; and ``capabilities``, what an instance can do before its agent
     says more at start-up.
@@ -95,7 +95,7 @@ def resolve_binary(binary: str | None, env: Mapping[str, str]) -> tuple[str | No
 
 def binary_version(argv: list[str], env: Mapping[str, str], *, timeout: float = 10.0) -> str | None:
     """The first line ``argv + ["--version"]`` prints, or ``None`` when it fails."""
-    from supervisors import run_command
+    from paddock.supervisors import run_command
 
     try:
         result = run_command([*argv, "--version"], env=env, timeout=timeout)
@@ -106,9 +106,9 @@ def binary_version(argv: list[str], env: Mapping[str, str], *, timeout: float = 
 
 
 def acp_driver_spec(flavor: Any) -> DriverSpec:
-    """The registry record of an ACP flavor (``drivers.acp.AcpFlavor``): its config type, an
-    :class:`~drivers.acp.AcpAdapter` factory, its probe and its capabilities before start-up."""
-    from drivers.acp import AcpAdapter, base_capabilities
+    """The registry record of an ACP flavor (``paddock.drivers.acp.AcpFlavor``): its config type, an
+    :class:`~paddock.drivers.acp.AcpAdapter` factory, its probe and its capabilities before start-up."""
+    from paddock.drivers.acp import AcpAdapter, base_capabilities
 
     caps = base_capabilities(client_fs=flavor.client_fs, client_terminal=flavor.client_terminal)
     if flavor.capability_overrides is not None:

@@ -6,7 +6,7 @@ Run: python examples/approvals.py
 import tempfile
 from pathlib import Path
 
-from runtime import Runtime
+from paddock import Runtime
 
 with tempfile.TemporaryDirectory() as tmp, Runtime.open(state_dir=f"{tmp}/state") as rt:
     rt.start_session("t1", instance="local", cwd=tmp, runtime_mode="approval-required")

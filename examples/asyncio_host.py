@@ -6,7 +6,7 @@ Run: python examples/asyncio_host.py
 import asyncio
 import tempfile
 
-from runtime.aio import AsyncRuntime
+from paddock.aio import AsyncRuntime
 
 
 async def one_turn(rt: AsyncRuntime, thread: str, cwd: str) -> str:

@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 
-from runtime import Runtime
+from paddock import Runtime
 
 sessions = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 instances = int(sys.argv[2]) if len(sys.argv) > 2 else 4

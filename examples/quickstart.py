@@ -5,7 +5,7 @@ Run: python examples/quickstart.py
 
 import tempfile
 
-from runtime import Runtime
+from paddock import Runtime
 
 with tempfile.TemporaryDirectory() as tmp, Runtime.open(state_dir=f"{tmp}/state") as rt:
     rt.start_session("hello", instance="local", cwd=tmp)

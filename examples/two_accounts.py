@@ -5,7 +5,7 @@ Run: python examples/two_accounts.py
 
 import tempfile
 
-from runtime import Runtime
+from paddock import Runtime
 
 config = {
     "instances": {

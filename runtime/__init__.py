@@ -1,8 +1,8 @@
 """Paddock: run coding-agent harnesses as supervised child processes behind one adapter contract,
 and read what they do as one canonical event stream.
 
-``from runtime import Runtime`` is the embedding API. Names are loaded lazily so that the lower
-layers can import ``runtime.contract`` without importing the facade.
+``from paddock import Runtime`` is the embedding API. Names are loaded lazily so that the lower
+layers can import ``paddock.contract`` without importing the facade.
 """
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Runtime": "runtime._runtime",
-    "InstanceInfo": "runtime._runtime",
-    "Subscription": "actors",
+    "Runtime": "paddock._runtime",
+    "InstanceInfo": "paddock._runtime",
+    "Subscription": "paddock.actors",
 }
 
 __all__ = ["InstanceInfo", "Runtime", "Subscription", "__version__"]
 
 if TYPE_CHECKING:
-    from actors import Subscription as Subscription
-    from runtime._runtime import InstanceInfo as InstanceInfo
-    from runtime._runtime import Runtime as Runtime
+    from paddock.actors import Subscription as Subscription
+    from paddock._runtime import InstanceInfo as InstanceInfo
+    from paddock._runtime import Runtime as Runtime
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+        raise AttributeError(f"module 'paddock' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)

@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from runtime._runtime import InstanceInfo, Runtime
-from runtime.contract import (
+from paddock._runtime import InstanceInfo, Runtime
+from paddock.contract import (
     Decision,
     Event,
     InteractionMode,
@@ -121,8 +121,8 @@ class AsyncRuntime:
         max_buffered: int | None = None,
     ) -> AsyncIterator[Event]:
         """An async iterator of events; it ends when the subscription or the runtime closes.
-        Arguments as :meth:`runtime.Runtime.subscribe`."""
-        from runtime.aio import aiter_subscription
+        Arguments as :meth:`paddock.Runtime.subscribe`."""
+        from paddock.aio import aiter_subscription
 
         sub = self.runtime.subscribe(thread_id, instance_id, types, from_seq, assistant_delivery,
                                      max_buffered=max_buffered)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from runtime.contract import ConfigError
+from paddock.contract import ConfigError
 
 __all__ = ["InstanceEntry", "RuntimeConfig", "RuntimeSettings", "load_config"]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from runtime.contract import (
+from paddock.contract import (
     DECISIONS,
     INTERACTION_MODES,
     MAX_PROMPT_CHARS,
@@ -46,13 +46,13 @@ from runtime.contract import (
     decide_steering,
     decode_event,
 )
-from runtime._config import RuntimeConfig, issue_from, load_config
-from runtime._isolation import build_env, instance_home
-from runtime._snapshot import snapshot_from_events
-from runtime.store import RESUMABLE, Binding, BindingStore
+from paddock._config import RuntimeConfig, issue_from, load_config
+from paddock._isolation import build_env, instance_home
+from paddock._snapshot import snapshot_from_events
+from paddock.store import RESUMABLE, Binding, BindingStore
 
 if TYPE_CHECKING:
-    from actors import Subscription
+    from paddock.actors import Subscription
 
 __all__ = ["InstanceInfo", "Runtime"]
 
@@ -102,7 +102,7 @@ class Runtime:
     def __init__(self, *, config: RuntimeConfig, state_dir: Path, _token: object = None) -> None:
         if _token is not _OPEN_TOKEN:
             raise TypeError("use Runtime.open(...) to create a Runtime")
-        from actors import EventHub  # the hub lives in the actor layer
+        from paddock.actors import EventHub  # the hub lives in the actor layer
 
         self._config = config
         self._settings = config.settings
@@ -172,18 +172,18 @@ class Runtime:
         except OSError as exc:
             raise ConfigError(str(folder), f"the state directory cannot be created: {exc}") from None
         try:
-            from supervisors import sweep_leases  # crash leftovers of a dead host
+            from paddock.supervisors import sweep_leases  # crash leftovers of a dead host
         except ImportError:  # pragma: no cover - supervision core without leases
             pass
         else:
             sweep_leases(folder)
-        from supervisors import exit_on_signals
+        from paddock.supervisors import exit_on_signals
 
         exit_on_signals(keep_custom=True)
         return cls(config=cfg, state_dir=folder, _token=_OPEN_TOKEN)
 
     def _prepare(self, entry) -> _Instance:
-        from drivers import BUILT_IN_DRIVERS
+        from paddock.drivers import BUILT_IN_DRIVERS
 
         inst = _Instance(entry.instance_id, entry.driver)
         spec = BUILT_IN_DRIVERS.get(entry.driver)
@@ -226,7 +226,7 @@ class Runtime:
         return reason
 
     def _context(self, inst: _Instance):
-        from drivers import InstanceContext
+        from paddock.drivers import InstanceContext
 
         return InstanceContext(
             instance_id=inst.id,
@@ -268,7 +268,7 @@ class Runtime:
         Uses the driver's ``diagnose`` hook when it has one, else runs ``<binary> --version``.
         Never starts a session.
         """
-        from supervisors import run_command
+        from paddock.supervisors import run_command
 
         out = []
         for info in self.instances():
@@ -545,7 +545,7 @@ class Runtime:
         last = self._hub.flush(timeout=_t(timeout))
         if self._hub.log_path is None:
             raise CapabilityUnsupportedError("event_log", "reading a thread needs the event log ([runtime] event_log = true)")
-        from actors import LogReader
+        from paddock.actors import LogReader
 
         reader = LogReader(self._hub.log_path, thread_id=thread_id)
         try:
@@ -577,7 +577,7 @@ class Runtime:
         max_buffered: int | None = None,
     ) -> Subscription:
         """Subscribe to canonical events, optionally filtered; ``from_seq`` replays from the log
-        first, then continues live with no gap and no duplicate. See :class:`actors.Subscription`.
+        first, then continues live with no gap and no duplicate. See :class:`paddock.actors.Subscription`.
 
         ``max_buffered`` bounds the events held in memory for this subscriber (default 20,000).
         Beyond it a subscriber that falls behind reads the event log to catch up; with the log

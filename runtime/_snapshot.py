@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runtime.contract import EventBase, ItemSnapshot, ThreadSnapshot, TurnSnapshot
+from paddock.contract import EventBase, ItemSnapshot, ThreadSnapshot, TurnSnapshot
 
 __all__ = ["snapshot_from_events"]
 

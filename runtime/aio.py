@@ -1,7 +1,7 @@
 """The asyncio face of the runtime.
 
-``AsyncRuntime`` has the :class:`~runtime.Runtime` API as coroutines; ``aiter_subscription``
-turns a :class:`~actors.Subscription` into an async iterator. Nothing here blocks the event loop: events already in the subscription's memory are
+``AsyncRuntime`` has the :class:`~paddock.Runtime` API as coroutines; ``aiter_subscription``
+turns a :class:`~paddock.actors.Subscription` into an async iterator. Nothing here blocks the event loop: events already in the subscription's memory are
 taken directly; reading the event log (catch-up) runs in the loop's default executor; waiting is
 an ``asyncio`` future that the hub's thread completes with ``call_soon_threadsafe``.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from actors import Subscription
-from actors._subscription import _END, _NEEDS_IO
-from runtime.contract import Event
+from paddock.actors import Subscription
+from paddock.actors._subscription import _END, _NEEDS_IO
+from paddock.contract import Event
 
 __all__ = ["AsyncRuntime", "AsyncSubscription", "aiter_subscription"]
 
@@ -21,10 +21,10 @@ __all__ = ["AsyncRuntime", "AsyncSubscription", "aiter_subscription"]
 def __getattr__(name: str):
     # AsyncRuntime lives with the facade; loaded on first use so that this module stays light.
     if name == "AsyncRuntime":
-        from runtime._aio_runtime import AsyncRuntime
+        from paddock._aio_runtime import AsyncRuntime
 
         return AsyncRuntime
-    raise AttributeError(f"module 'runtime.aio' has no attribute {name!r}")
+    raise AttributeError(f"module 'paddock.aio' has no attribute {name!r}")
 
 
 class AsyncSubscription:

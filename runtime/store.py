@@ -15,8 +15,8 @@ from pathlib import Path
 
 import msgspec
 
-from actors import EventLog, LogReader
-from runtime.contract import PersistenceError, ResumeCursor
+from paddock.actors import EventLog, LogReader
+from paddock.contract import PersistenceError, ResumeCursor
 
 __all__ = ["RESUMABLE", "Binding", "BindingStore", "EventLog", "LogReader"]
 

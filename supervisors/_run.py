@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from runtime.contract import OperationTimeout, ProcessError
+from paddock.contract import OperationTimeout, ProcessError
 
 from ._spawn import SpawnRequest, spawn
 from ._teardown import teardown

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import pykka
 
-from runtime.contract import OperationTimeout, PaddockError, SessionClosedError, ValidationError
+from paddock.contract import OperationTimeout, PaddockError, SessionClosedError, ValidationError
 
 from ._child import ChildContext, ChildSpec, ExitReason, request_shutdown
 from ._supervisor import ChildInfo, Strategy, Supervisor

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runtime.contract import ProcessError
+from paddock.contract import ProcessError
 
 __all__ = ["SpawnRequest", "resolve_executable", "spawn"]
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pykka
 
-from runtime.contract import OperationTimeout, PaddockError
+from paddock.contract import OperationTimeout, PaddockError
 
 from ._child import (
     ChildContext,

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from actors import EventHub
-from runtime.contract import SendTurnInput, StartSessionInput
+from paddock.actors import EventHub
+from paddock.contract import SendTurnInput, StartSessionInput
 
 
 def etype(event) -> str:

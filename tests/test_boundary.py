@@ -14,7 +14,7 @@ def test_repository_keeps_the_one_way_import_rule():
 
 
 def _plant(root: Path, files: dict[str, str]) -> None:
-    for top in ("runtime/contract", "supervisors", "actors", "drivers/acp", "drivers/x"):
+    for top in ("runtime/contract", "supervisors", "actors", "drivers/acp", "drivers/x", "tests"):
         (root / top).mkdir(parents=True, exist_ok=True)
         (root / top / "__init__.py").write_text("")
     for rel, text in files.items():
@@ -22,22 +22,23 @@ def _plant(root: Path, files: dict[str, str]) -> None:
 
 
 def test_checker_catches_an_upward_import(tmp_path):
-    _plant(tmp_path, {"supervisors/_bad.py": "from actors import ProcessActor\n"})
+    _plant(tmp_path, {"supervisors/_bad.py": "from paddock.actors import ProcessActor\n"})
     [v] = check_tree(tmp_path)
     assert v.path == "supervisors/_bad.py" and v.line == 1
-    assert "'actors.ProcessActor'" in str(v) and "higher layer actors" in str(v)
+    assert "'paddock.actors.ProcessActor'" in str(v) and "higher layer paddock.actors" in str(v)
 
 
 def test_checker_catches_a_relative_upward_import_and_an_impure_contract(tmp_path):
-    _plant(
-        tmp_path,
-        {
-            "runtime/contract/_x.py": "import psutil\nfrom .. import _runtime\n",
-        },
-    )
+    _plant(tmp_path, {"runtime/contract/_x.py": "import psutil\nfrom .. import _runtime\n"})
     messages = sorted(str(v) for v in check_tree(tmp_path))
-    assert messages[0].startswith("runtime/contract/_x.py:1: runtime.contract must stay pure")
+    assert messages[0].startswith("runtime/contract/_x.py:1: paddock.contract must stay pure")
     assert messages[1].startswith("runtime/contract/_x.py:2:")
+
+
+def test_checker_catches_the_facade_imported_from_a_driver(tmp_path):
+    _plant(tmp_path, {"drivers/x/_a.py": "from paddock import Runtime\nfrom paddock.testing import ModelServer\n"})
+    found = [str(v) for v in check_tree(tmp_path)]
+    assert len(found) == 2 and all("higher layer paddock" in v for v in found)
 
 
 def test_checker_catches_spawning_outside_supervisors_and_actors(tmp_path):
@@ -50,8 +51,8 @@ def test_checker_catches_spawning_outside_supervisors_and_actors(tmp_path):
     )
     found = [str(v) for v in check_tree(tmp_path)]
     assert found == [
-        "drivers/x/_spawn.py:1: process spawning ('subprocess') belongs in supervisors/ or actors/",
-        "drivers/x/_spawn.py:3: process spawning (os.execvp) belongs in supervisors/ or actors/",
+        "drivers/x/_spawn.py:1: process spawning ('subprocess') belongs in paddock.supervisors or paddock.actors",
+        "drivers/x/_spawn.py:3: process spawning (os.execvp) belongs in paddock.supervisors or paddock.actors",
     ]
 
 
@@ -59,9 +60,27 @@ def test_checker_catches_one_driver_importing_another(tmp_path):
     _plant(
         tmp_path,
         {
-            "drivers/x/_a.py": "from drivers.acp import flavor\nfrom drivers.codex import y\n"
-            "from drivers._registry import DriverSpec\nfrom drivers import InstanceContext\n",
+            "drivers/x/_a.py": "from paddock.drivers.acp import flavor\nfrom paddock.drivers.codex import y\n"
+            "from paddock.drivers._registry import DriverSpec\nfrom paddock.drivers import InstanceContext\n",
         },
     )
     [v] = check_tree(tmp_path)
-    assert "driver drivers.x may not import another driver: 'drivers.codex.y'" in str(v)
+    assert "driver paddock.drivers.x may not import another driver: 'paddock.drivers.codex.y'" in str(v)
+
+
+def test_checker_refuses_the_old_bare_names_everywhere(tmp_path):
+    _plant(
+        tmp_path,
+        {
+            "actors/_a.py": "from supervisors import Scope\n",
+            "drivers/x/_b.py": "import drivers.acp\n",
+            "tests/test_c.py": "from runtime import Runtime\nfrom actors._lines import x\nfrom .helpers import y\n",
+        },
+    )
+    found = sorted(str(v) for v in check_tree(tmp_path))
+    assert found == [
+        "actors/_a.py:1: bare import of 'supervisors': use 'paddock.supervisors'",
+        "drivers/x/_b.py:1: bare import of 'drivers.acp': use 'paddock.drivers'",
+        "tests/test_c.py:1: bare import of 'runtime': use 'paddock'",
+        "tests/test_c.py:2: bare import of 'actors._lines': use 'paddock.actors'",
+    ]

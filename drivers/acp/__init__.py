@@ -1,7 +1,7 @@
 """The shared ACP (Agent Client Protocol v1) adapter and its small per-agent flavors.
 
 An instance is an :class:`AcpAdapter` built by the registry from a flavor
-(``drivers.acp_driver_spec(flavor)``); a flavor (:class:`AcpFlavor`) holds only what differs
+(``paddock.drivers.acp_driver_spec(flavor)``); a flavor (:class:`AcpFlavor`) holds only what differs
 between agents. ``GENERIC_FLAVOR`` runs any ACP agent from ``binary`` + ``args``.
 
 Conventions (what hosts and other drivers can rely on):

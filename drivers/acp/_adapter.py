@@ -31,8 +31,8 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors import JsonRpcConnection, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
-from runtime.contract import (
+from paddock.actors import JsonRpcConnection, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
+from paddock.contract import (
     INTERACTION_MODES,
     RUNTIME_MODES,
     Capabilities,
@@ -51,7 +51,7 @@ from runtime.contract import (
     TurnStartResult,
     ValidationError,
 )
-from supervisors import ChildSpec, Scope, Supervisor
+from paddock.supervisors import ChildSpec, Scope, Supervisor
 
 from . import _wire as w
 from ._agent import AgentLink, Router
@@ -80,7 +80,7 @@ class AcpAdapter(SessionTable):
     """One instance of an ACP flavor. Build it with the flavor's ``DriverSpec.create``."""
 
     def __init__(self, ctx: Any, flavor: AcpFlavor) -> None:
-        """``ctx`` is the instance's ``drivers.InstanceContext``."""
+        """``ctx`` is the instance's ``paddock.drivers.InstanceContext``."""
         config: AcpConfig = ctx.config  # type: ignore[assignment]
         self._ctx = ctx
         self._flavor = flavor

@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors import JsonRpcConnection, JsonRpcRequest
-from runtime.contract import OperationTimeout, PaddockError, ProcessError, RequestError
+from paddock.actors import JsonRpcConnection, JsonRpcRequest
+from paddock.contract import OperationTimeout, PaddockError, ProcessError, RequestError
 
 from . import _wire as w
 from ._messages import Incoming, Req

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from runtime.contract import ACP_DEFAULT_CAPABILITIES, Capabilities
+from paddock.contract import ACP_DEFAULT_CAPABILITIES, Capabilities
 
 from . import _wire as w
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from drivers._registry import DriverConfig
+from paddock.drivers._registry import DriverConfig
 
 __all__ = ["AcpConfig"]
 
 
 class AcpConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The common keys of every driver (:class:`drivers.DriverConfig`: ``driver``, ``binary``,
+    """The common keys of every driver (:class:`paddock.drivers.DriverConfig`: ``driver``, ``binary``,
     ``home``, ``env``, ``args``, ``pass_env``) plus:
 
     - ``client_fs`` / ``client_terminal``: advertise ``fs/*`` and ``terminal/*`` to the agent

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.contract import Capabilities
+from paddock.contract import Capabilities
 
 from ._config import AcpConfig
 from ._permissions import DEFAULT_AUTO_ALLOW
@@ -24,7 +24,7 @@ __all__ = ["AcpFlavor", "GENERIC_FLAVOR"]
 
 
 class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
-    """One kind of ACP agent. Hooks take the instance's ``drivers.InstanceContext``.
+    """One kind of ACP agent. Hooks take the instance's ``paddock.drivers.InstanceContext``.
 
     - ``kind``: the driver kind (also the ``driver`` of its resume cursors);
     - ``command(ctx) -> argv``: the spawn command (``ctx.config`` holds ``binary`` and ``args``);

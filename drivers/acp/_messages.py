@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.contract import SendTurnInput
+from paddock.contract import SendTurnInput
 
 __all__ = [
     "CancelExpired",

@@ -28,8 +28,8 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors import SessionActor, SessionRecord, TimerEntry, timers
-from runtime.contract import (
+from paddock.actors import SessionActor, SessionRecord, TimerEntry, timers
+from paddock.contract import (
     DECISIONS,
     EventIdentity,
     PaddockError,
@@ -50,7 +50,7 @@ from runtime.contract import (
     TurnStartResult,
     ValidationError,
 )
-from supervisors import ChildContext
+from paddock.supervisors import ChildContext
 
 from . import _wire as w
 from ._capabilities import plan_mode_id

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.contract import ResumeCursor, ValidationError
+from paddock.contract import ResumeCursor, ValidationError
 
 __all__ = ["SessionSettings", "cursor_for", "session_id_of"]
 

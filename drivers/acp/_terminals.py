@@ -20,8 +20,8 @@ from typing import Any
 
 import msgspec
 
-from actors import Terminal, TerminalExit
-from runtime.contract import PaddockError
+from paddock.actors import Terminal, TerminalExit
+from paddock.contract import PaddockError
 
 from . import _wire as w
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from runtime.contract import (
+from paddock.contract import (
     ContentDelta,
     EventBase,
     EventIdentity,

@@ -25,8 +25,8 @@ from typing import Any
 
 import pykka
 
-from actors import ProcessActor, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
-from runtime.contract import (
+from paddock.actors import ProcessActor, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
+from paddock.contract import (
     INTERACTION_MODES,
     RUNTIME_MODES,
     Capabilities,
@@ -46,7 +46,7 @@ from runtime.contract import (
     TurnStartResult,
     ValidationError,
 )
-from supervisors import ChildSpec, Scope, Supervisor, request_shutdown
+from paddock.supervisors import ChildSpec, Scope, Supervisor, request_shutdown
 
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import DEFAULT_PERMISSION_MODES, ClaudeConfig
@@ -83,7 +83,7 @@ class ClaudeAdapter(SessionTable):
     """One ``claude`` instance. Build it with the registry's ``DriverSpec.create``."""
 
     def __init__(self, ctx: Any) -> None:
-        """``ctx`` is the instance's ``drivers.InstanceContext``."""
+        """``ctx`` is the instance's ``paddock.drivers.InstanceContext``."""
         self._ctx = ctx
         self._config: ClaudeConfig = ctx.config
         self.instance_id = ctx.instance_id
@@ -121,7 +121,7 @@ class ClaudeAdapter(SessionTable):
             return scope
 
     def _binary(self) -> str:
-        from drivers._registry import resolve_binary
+        from paddock.drivers._registry import resolve_binary
 
         path, reason = resolve_binary(self._config.binary, self._ctx.env)
         if path is None:

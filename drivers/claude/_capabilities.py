@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.contract import (
+from paddock.contract import (
     ApprovalsCaps,
     Capabilities,
     CheckpointingCaps,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drivers._registry import DriverConfig
+from paddock.drivers._registry import DriverConfig
 
 __all__ = ["DEFAULT_PERMISSION_MODES", "ClaudeConfig"]
 

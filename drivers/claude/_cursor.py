@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.contract import ResumeCursor, TokenUsage, ValidationError
+from paddock.contract import ResumeCursor, TokenUsage, ValidationError
 
 __all__ = ["CURSOR_VERSION", "cursor_for", "session_id_of"]
 

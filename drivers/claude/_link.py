@@ -24,7 +24,7 @@ class Lines:
 
 
 class Exited:
-    """The CLI process ended (``info`` is an ``actors.ExitInfo``)."""
+    """The CLI process ended (``info`` is an ``paddock.actors.ExitInfo``)."""
 
     __slots__ = ("info",)
 
@@ -53,7 +53,7 @@ class ProcessLink:
         self.init_request_id = init_request_id
         self.init_done = threading.Event()
         self.init_response: dict[str, Any] | None = None
-        self.handle: Any = None  # actors.ProcessHandle, set by the process child's start factory
+        self.handle: Any = None  # paddock.actors.ProcessHandle, set by the process child's start factory
         self.exit_info: Any = None
         self._lock = threading.Lock()
         self._ref: Any = None

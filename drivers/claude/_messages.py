@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.contract import SendTurnInput
+from paddock.contract import SendTurnInput
 
 __all__ = ["Interrupt", "InterruptExpired", "Open", "Respond", "SendTurn", "SessionSettings"]
 

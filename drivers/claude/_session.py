@@ -27,8 +27,8 @@ from typing import Any
 
 import msgspec
 
-from actors import SessionActor, SessionRecord, TimerEntry, timers
-from runtime.contract import (
+from paddock.actors import SessionActor, SessionRecord, TimerEntry, timers
+from paddock.contract import (
     DECISIONS,
     ContentDelta,
     EventIdentity,
@@ -57,7 +57,7 @@ from runtime.contract import (
     TurnStarted,
     ValidationError,
 )
-from supervisors import ChildContext, ExitReason
+from paddock.supervisors import ChildContext, ExitReason
 
 from ._cursor import cursor_for
 from ._link import Exited, Lines, ProcessLink, TransportWarning

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drivers._registry import DriverSpec, binary_version, resolve_binary
+from paddock.drivers._registry import DriverSpec, binary_version, resolve_binary
 
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import ClaudeConfig

@@ -1,6 +1,6 @@
-"""The built-in local agent (`python -m drivers.local`) and its ACP flavor.
+"""The built-in local agent (`python -m paddock.drivers.local`) and its ACP flavor.
 
-The flavor is loaded on first use, so that the agent program (``drivers.local.agent``) starts
+The flavor is loaded on first use, so that the agent program (``paddock.drivers.local.agent``) starts
 without importing the runtime's actors, pykka or psutil.
 """
 
@@ -20,4 +20,4 @@ def __getattr__(name: str) -> Any:
         from . import _flavor
 
         return getattr(_flavor, name)
-    raise AttributeError(f"module 'drivers.local' has no attribute {name!r}")
+    raise AttributeError(f"module 'paddock.drivers.local' has no attribute {name!r}")

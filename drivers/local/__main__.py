@@ -1,5 +1,5 @@
-"""``python -m drivers.local``: run the built-in local ACP agent."""
+"""``python -m paddock.drivers.local``: run the built-in local ACP agent."""
 
-from drivers.local.agent import main
+from paddock.drivers.local.agent import main
 
 raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The ``local`` flavor: the built-in agent (``python -m drivers.local``) through the ACP adapter.
+"""The ``local`` flavor: the built-in agent (``python -m paddock.drivers.local``) through the ACP adapter.
 
 Runtime modes (the agent's own modes are ``default`` and ``plan``; it asks before every @run and
 @write, so the runtime enforces the mode when it answers):
@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from drivers.acp import AcpConfig, AcpFlavor
+from paddock.drivers.acp import AcpConfig, AcpFlavor
 
 __all__ = ["LOCAL_FLAVOR", "LocalConfig"]
 
@@ -32,7 +32,7 @@ class LocalConfig(AcpConfig, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 
 def _command(ctx: Any) -> list[str]:
-    return [ctx.config.binary or sys.executable, "-m", "drivers.local", *ctx.config.args]
+    return [ctx.config.binary or sys.executable, "-m", "paddock.drivers.local", *ctx.config.args]
 
 
 def _env(ctx: Any) -> dict[str, str]:

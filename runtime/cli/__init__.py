@@ -14,17 +14,17 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "main"]
 
 COMMANDS: dict[str, str] = {
-    "demo": "runtime.cli._demo",
-    "run": "runtime.cli._run",
-    "events": "runtime.cli._events",
-    "doctor": "runtime.cli._doctor",
-    "sessions": "runtime.cli._sessions",
-    "stop": "runtime.cli._stop",
-    "version": "runtime.cli._version",
-    "bench": "runtime.cli._bench",
-    "mock-model": "runtime.cli._mock_model",
-    "peers": "runtime.cli._peers",
-    "record": "runtime.cli._record",
+    "demo": "paddock.cli._demo",
+    "run": "paddock.cli._run",
+    "events": "paddock.cli._events",
+    "doctor": "paddock.cli._doctor",
+    "sessions": "paddock.cli._sessions",
+    "stop": "paddock.cli._stop",
+    "version": "paddock.cli._version",
+    "bench": "paddock.cli._bench",
+    "mock-model": "paddock.cli._mock_model",
+    "peers": "paddock.cli._peers",
+    "record": "paddock.cli._record",
 }
 """Subcommand name -> module path."""
 

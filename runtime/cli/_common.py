@@ -20,7 +20,7 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
 
 
 def open_runtime(args: argparse.Namespace):
-    from runtime import Runtime
+    from paddock import Runtime
 
     config = args.config or os.environ.get("PADDOCK_CONFIG")
     return Runtime.open(config, state_dir=args.state_dir)

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runtime.cli._common import event_json, format_event, handle_termination, write
+from paddock.cli._common import event_json, format_event, handle_termination, write
 
 if TYPE_CHECKING:
-    from runtime.contract import RuntimeMode
+    from paddock.contract import RuntimeMode
 
 HELP = "run several concurrent sessions on two local instances and print a summary"
 
@@ -55,7 +55,7 @@ class _Row:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime import Runtime
+    from paddock import Runtime
 
     handle_termination()
     tmp = Path(tempfile.mkdtemp(prefix="paddock-demo-"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from runtime.cli._common import add_runtime_options, open_runtime, write
+from paddock.cli._common import add_runtime_options, open_runtime, write
 
 HELP = "check every configured instance: binary, version, auth, why it is unavailable"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from runtime.cli._common import event_json, format_event, handle_termination, write
-from runtime.cli._sessions import state_dir
+from paddock.cli._common import event_json, format_event, handle_termination, write
+from paddock.cli._sessions import state_dir
 
 HELP = "print events from the event log (optionally following new ones)"
 
@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from actors import LogReader
-    from runtime.contract import EVENT_TYPES, ContentDelta, decode_event
+    from paddock.actors import LogReader
+    from paddock.contract import EVENT_TYPES, ContentDelta, decode_event
 
     handle_termination()
     db = state_dir(args) / "events.db"

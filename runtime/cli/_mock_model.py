@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from drivers.testing import ModelServer
+from paddock.testing import ModelServer
 
 HELP = "serve the scripted model (OpenAI Responses/Chat, Anthropic, Gemini) on 127.0.0.1"
 

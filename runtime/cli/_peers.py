@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from drivers.testing import default_peers_dir, install_peer, installed_version, load_pins, peer_argv
+from paddock.testing import default_peers_dir, install_peer, installed_version, load_pins, peer_argv
 
 HELP = "install (npm, cached) and locate the pinned real agent CLIs for live tests"
 
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--only", action="append", metavar="NAME", help="only this peer (repeatable)")
         p.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR or .paddock/peers)")
-        p.add_argument("--pins", type=Path, help="pins file (default: tests/peers.toml)")
+        p.add_argument("--pins", type=Path, help="pins file (default: the shipped pins (paddock/drivers/peers.toml))")
     p = sub.add_parser("path", help="print the command line that starts one installed peer")
     p.add_argument("name")
     p.add_argument("--dir", type=Path)

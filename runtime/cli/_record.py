@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from drivers.testing import record
+from paddock.testing import record
 
 HELP = "record an NDJSON transcript of a pinned CLI running one scripted scenario"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cli", required=True, help="peer name from tests/peers.toml (codex, claude, gemini, ...)")
+    parser.add_argument("--cli", required=True, help="peer name from paddock/drivers/peers.toml (codex, claude, gemini, ...)")
     parser.add_argument("--scenario", default="text", help="model scenario (text, tool_shell, tool_write, http400, ...)")
     parser.add_argument("--out", required=True, type=Path, help="transcript file to write")
     parser.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR or .paddock/peers)")

@@ -7,7 +7,7 @@ import os
 import sys
 import uuid
 
-from runtime.cli._common import add_runtime_options, event_json, format_event, handle_termination, open_runtime, write
+from paddock.cli._common import add_runtime_options, event_json, format_event, handle_termination, open_runtime, write
 
 HELP = "send one prompt to an instance and stream what the agent does"
 
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         rt.close()
         return 130
     except Exception as exc:
-        from runtime.contract import PaddockError
+        from paddock.contract import PaddockError
 
         if not isinstance(exc, PaddockError):
             raise

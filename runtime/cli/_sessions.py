@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from runtime.cli._common import write
+from paddock.cli._common import write
 
 HELP = "list the threads bound in the state directory"
 
@@ -25,7 +25,7 @@ def state_dir(args: argparse.Namespace) -> Path:
 def run(args: argparse.Namespace) -> int:
     import msgspec
 
-    from runtime.store import BindingStore
+    from paddock.store import BindingStore
 
     db = state_dir(args) / "paddock.db"
     if not db.exists():

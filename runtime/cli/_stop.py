@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from runtime.cli._common import write
-from runtime.cli._sessions import state_dir
+from paddock.cli._common import write
+from paddock.cli._sessions import state_dir
 
 HELP = "mark a thread stopped (a running runtime stops its live session with Runtime.stop_session)"
 
@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime.store import BindingStore
+    from paddock.store import BindingStore
 
     db = state_dir(args) / "paddock.db"
     if not db.exists():

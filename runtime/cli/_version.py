@@ -14,17 +14,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    import runtime
+    import paddock
 
     try:
-        from drivers import BUILT_IN_DRIVERS  # type: ignore[attr-defined]
+        from paddock.drivers import BUILT_IN_DRIVERS  # type: ignore[attr-defined]
 
         drivers = sorted(BUILT_IN_DRIVERS)
     except ImportError:
         drivers = []
     if args.json:
-        print(json.dumps({"version": runtime.__version__, "drivers": drivers}))
+        print(json.dumps({"version": paddock.__version__, "drivers": drivers}))
     else:
-        print(f"paddock {runtime.__version__}")
+        print(f"paddock {paddock.__version__}")
         print("drivers: " + (", ".join(drivers) or "(none yet)"))
     return 0

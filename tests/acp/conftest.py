@@ -7,7 +7,7 @@ import os
 import msgspec
 import pytest
 
-from drivers import BUILT_IN_DRIVERS, InstanceContext
+from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
 from tests.adapter_harness import AdapterHarness, etype, hub  # noqa: F401  (hub is a fixture)
 
 

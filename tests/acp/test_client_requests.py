@@ -80,7 +80,7 @@ def test_cancel_guard_waits_for_the_turn_to_start(make, guard, expected):
 
 
 def test_authenticate_with_the_configured_method(make):
-    from runtime.contract import DriverError
+    from paddock.contract import DriverError
 
     ok = make(driver="acp", binary=sys.executable, args=[AGENT], auth_method="good", instance_id="a")
     assert ok.start().status == "ready"
@@ -90,7 +90,7 @@ def test_authenticate_with_the_configured_method(make):
 
 
 def test_resume_through_session_resume(make):
-    from runtime.contract import ResumeCursor
+    from paddock.contract import ResumeCursor
 
     from .conftest import etype
 
@@ -106,7 +106,7 @@ def test_resume_through_session_resume(make):
 
 
 def test_probe_reports_a_missing_binary(tmp_path, hub):
-    from drivers import BUILT_IN_DRIVERS
+    from paddock.drivers import BUILT_IN_DRIVERS
 
     from .conftest import Harness
 
@@ -121,7 +121,7 @@ def test_agent_without_load_loses_its_sessions_on_restart(make):
     import os
     import signal
 
-    from runtime.contract import SessionClosedError
+    from paddock.contract import SessionClosedError
 
     from .conftest import etype
 
@@ -143,7 +143,7 @@ def test_agent_without_load_loses_its_sessions_on_restart(make):
 
 
 def test_agent_that_never_answers_initialize(make):
-    from runtime.contract import DriverError, StartSessionInput
+    from paddock.contract import DriverError, StartSessionInput
 
     h = make(driver="acp", binary=sys.executable, args=[AGENT], env={"SCRIPTED_HANG_INIT": "1"})
     t0 = time.monotonic()

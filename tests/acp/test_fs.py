@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from drivers.acp._fs import FsError, read_text_file, write_text_file
+from paddock.drivers.acp._fs import FsError, read_text_file, write_text_file
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ def test_generic_flavor_simple_turn_against_the_sdk_echo_agent(make, echo_agent)
 def test_generic_flavor_config_keys_with_the_local_agent(make):
     """The generic flavor runs any command line; fs is not advertised unless configured, and
     `native_modes` maps runtime/interaction modes onto the agent's own modes."""
-    h = make(driver="acp", binary=sys.executable, args=["-m", "drivers.local"],
+    h = make(driver="acp", binary=sys.executable, args=["-m", "paddock.drivers.local"],
              native_modes={"plan": "plan", "full-access": "default"})
     assert h.adapter.capabilities().tools.client_fs is False
     h.start(runtime_mode="full-access", interaction_mode="plan")

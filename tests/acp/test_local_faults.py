@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from runtime.contract import SessionClosedError
+from paddock.contract import SessionClosedError
 
 from .conftest import etype, text_of
 
@@ -157,7 +157,7 @@ def test_resume_in_a_fresh_agent_process(make):
 
 
 def test_failed_resume_falls_back_to_a_new_session(make):
-    from runtime.contract import ResumeCursor
+    from paddock.contract import ResumeCursor
 
     h = make()
     bogus = ResumeCursor(driver="local", version=1, payload='{"sessionId": "no-such-session"}')

@@ -87,7 +87,7 @@ def test_write_decline(make):
 
 
 def test_answering_twice_or_unknown_is_a_typed_error(make):
-    from runtime.contract import RequestError
+    from paddock.contract import RequestError
 
     h, events = _approval(make, "@run true", "command", "accept")
     rid = next(e.request_id for e in events if etype(e) == "request.resolved")
@@ -191,7 +191,7 @@ def test_model_without_a_model_option_is_a_warning(make):
 
 
 def test_typed_errors(make, tmp_path):
-    from runtime.contract import (
+    from paddock.contract import (
         CapabilityUnsupportedError, SendTurnInput, SessionClosedError, SessionNotFoundError, ValidationError,
     )
 
@@ -242,7 +242,7 @@ def test_sessions_share_one_agent_process(make):
     assert len(h.adapter.list_sessions()) == 3
     import psutil
 
-    agents = [p for p in psutil.Process().children(recursive=True) if p.cmdline()[1:3] == ["-m", "drivers.local"]]
+    agents = [p for p in psutil.Process().children(recursive=True) if p.cmdline()[1:3] == ["-m", "paddock.drivers.local"]]
     assert len(agents) == 1
 
 

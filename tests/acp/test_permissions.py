@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from drivers.acp import _wire as w
-from drivers.acp._permissions import auto_decision, normalize_options, offered_decisions, outcome_for
+from paddock.drivers.acp import _wire as w
+from paddock.drivers.acp._permissions import auto_decision, normalize_options, offered_decisions, outcome_for
 
 GEMINI = [
     w.PermissionOption(optionId="proceed_always", name="Always", kind="allow_always"),

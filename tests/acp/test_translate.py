@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from drivers.acp import _wire as w
-from drivers.acp._translate import Translator, stop_reason_state
+from paddock.drivers.acp import _wire as w
+from paddock.drivers.acp._translate import Translator, stop_reason_state
 
 def T(ev) -> str:
     return type(ev).__struct_config__.tag
@@ -170,7 +170,7 @@ def test_command_output_streams_as_deltas(pieces):
 
 
 def test_plan_mode_detection():
-    from drivers.acp._capabilities import plan_mode_id
+    from paddock.drivers.acp._capabilities import plan_mode_id
 
     assert plan_mode_id(["default", "autoEdit", "yolo", "plan"], None) == "plan"
     url = "https://agentclientprotocol.com/protocol/session-modes#plan"

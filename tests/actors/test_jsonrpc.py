@@ -5,14 +5,14 @@ import threading
 import msgspec
 import pytest
 
-from actors import (
+from paddock.actors import (
     METHOD_NOT_FOUND,
     JsonRpcConnection,
     JsonRpcNotification,
     JsonRpcRequest,
     ProcessSpec,
 )
-from runtime.contract import OperationTimeout, ProcessError, RequestError
+from paddock.contract import OperationTimeout, ProcessError, RequestError
 from tests.helpers import helper
 
 PEER = ProcessSpec(argv=helper("jsonrpc_peer"), name="peer", max_line_bytes=4096, shutdown_timeout=2.0)

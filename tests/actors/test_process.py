@@ -8,9 +8,9 @@ import time
 import psutil
 import pytest
 
-from actors import ExitInfo, ProcessActor, ProcessSpec
-from runtime.contract import OperationTimeout, ProcessError
-from supervisors import ChildContext
+from paddock.actors import ExitInfo, ProcessActor, ProcessSpec
+from paddock.contract import OperationTimeout, ProcessError
+from paddock.supervisors import ChildContext
 from tests.helpers import PYTHON, SH, helper
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from runtime.cli import _bench
+from paddock.cli import _bench
 
 
 def bench(capsys, name: str, *rest: str) -> dict:

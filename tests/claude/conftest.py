@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from drivers import BUILT_IN_DRIVERS, InstanceContext
-from drivers.testing import build_offline_env
+from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
+from paddock.testing import build_offline_env
 from tests.adapter_harness import AdapterHarness, etype, hub  # noqa: F401  (hub is a fixture)
 from tests.live.conftest import model_server, require_peer, tripwire, workspace  # noqa: F401  (fixtures)
 

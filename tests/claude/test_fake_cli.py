@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from runtime.contract import (
+from paddock.contract import (
     DriverError,
     RequestError,
     SessionClosedError,

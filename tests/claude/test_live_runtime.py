@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from drivers.testing import build_offline_env
-from runtime import Runtime
+from paddock.testing import build_offline_env
+from paddock import Runtime
 
 from .conftest import etype
 from tests.live.conftest import require_peer

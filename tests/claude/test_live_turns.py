@@ -8,7 +8,7 @@ import signal
 import psutil
 import pytest
 
-from runtime.contract import SessionClosedError, ValidationError
+from paddock.contract import SessionClosedError, ValidationError
 
 from .conftest import etype, of_type, text_of
 
@@ -71,7 +71,7 @@ def test_shell_tool_declined_does_not_run(make, workspace):
     assert of_type(evs, "turn.completed")[-1].state == "completed"
     assert not (workspace / "hello.txt").exists()
     # A decided request cannot be answered twice.
-    from runtime.contract import RequestError
+    from paddock.contract import RequestError
 
     with pytest.raises(RequestError):
         h.adapter.respond_to_request("t1", opened.request_id, "accept", timeout=10)
@@ -139,7 +139,7 @@ def test_resume_in_a_fresh_process_keeps_the_history(make, model_server):
 
 
 def test_resume_of_an_unknown_session_starts_fresh(make):
-    from drivers.claude._cursor import cursor_for
+    from paddock.drivers.claude._cursor import cursor_for
 
     h = make()
     session = h.start(resume_cursor=cursor_for("claude", "11111111-2222-3333-4444-555555555555"))

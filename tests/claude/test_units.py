@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from drivers import BUILT_IN_DRIVERS, InstanceContext
-from drivers.claude import CLAUDE_CAPABILITIES, ClaudeConfig, build_argv, item_kind_of_tool
-from drivers.claude._cursor import cursor_for, session_id_of
-from runtime.contract import ResumeCursor, TokenUsage, ValidationError
+from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
+from paddock.drivers.claude import CLAUDE_CAPABILITIES, ClaudeConfig, build_argv, item_kind_of_tool
+from paddock.drivers.claude._cursor import cursor_for, session_id_of
+from paddock.contract import ResumeCursor, TokenUsage, ValidationError
 
 
 def test_registry_record():

@@ -3,7 +3,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from runtime.contract import (
+from paddock.contract import (
     ACP_DEFAULT_CAPABILITIES,
     Capabilities,
     CapabilityUnsupportedError,

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from runtime.contract import (
+from paddock.contract import (
     CapabilityUnsupportedError,
     ConfigError,
     DriverError,

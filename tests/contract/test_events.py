@@ -4,7 +4,7 @@ import msgspec
 import msgspec.inspect as mi
 import pytest
 
-from runtime.contract import (
+from paddock.contract import (
     EVENT_TYPES,
     ContentDelta,
     ValidationError,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors import ProcessActor, ProcessSpec  # noqa: E402
-from supervisors import ChildSpec, Scope  # noqa: E402
+from paddock.actors import ProcessActor, ProcessSpec  # noqa: E402
+from paddock.supervisors import ChildSpec, Scope  # noqa: E402
 
 state_dir, guard, count = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
 tree_py = str(Path(__file__).with_name("tree.py"))

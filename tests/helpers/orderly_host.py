@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors import ProcessActor, ProcessSpec  # noqa: E402
-from supervisors import ChildSpec, Scope, exit_on_signals  # noqa: E402
+from paddock.actors import ProcessActor, ProcessSpec  # noqa: E402
+from paddock.supervisors import ChildSpec, Scope, exit_on_signals  # noqa: E402
 
 mode = sys.argv[1]
 lines: list[bytes] = []

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors import EventHub, HubHandle, Subscription
-from runtime.contract import (
+from paddock.actors import EventHub, HubHandle, Subscription
+from paddock.contract import (
     ContentDelta,
     EventBase,
     ItemCompleted,

@@ -1,10 +1,10 @@
-"""runtime.aio: async iteration over a subscription without blocking the event loop."""
+"""paddock.aio: async iteration over a subscription without blocking the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 
-from runtime.aio import AsyncSubscription, aiter_subscription
+from paddock.aio import AsyncSubscription, aiter_subscription
 
 from .conftest import delta
 

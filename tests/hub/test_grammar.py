@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from actors import EventHub
-from runtime.contract import (
+from paddock.actors import EventHub
+from paddock.contract import (
     ContentDelta,
     ItemCompleted,
     RequestResolved,

@@ -10,9 +10,9 @@ import pytest
 
 import msgspec
 
-from actors import BUFFERED_TEXT_LIMIT, EventHub, EventLog, LogReader, build_chunks
-from actors._event_log import SPAN
-from runtime.contract import (
+from paddock.actors import BUFFERED_TEXT_LIMIT, EventHub, EventLog, LogReader, build_chunks
+from paddock.actors._event_log import SPAN
+from paddock.contract import (
     PaddockError,
     PersistenceError,
     RuntimeWarningEvent,

@@ -6,7 +6,7 @@ import gc
 
 import psutil
 
-from actors import EventHub
+from paddock.actors import EventHub
 
 from .conftest import delta
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from drivers.testing import ModelServer, Peer, load_pins, peer_argv
+from paddock.testing import ModelServer, Peer, load_pins, peer_argv
 
 
 def require_peer(name: str) -> tuple[Peer, list[str]]:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from drivers.testing import build_offline_env
+from paddock.testing import build_offline_env
 
 from ._stdio import StdioPeer
 from .conftest import require_peer

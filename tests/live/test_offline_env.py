@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers.testing import MOCK_KEY, OFFLINE_BUILDERS, build_offline_env, load_pins
+from paddock.testing import MOCK_KEY, OFFLINE_BUILDERS, build_offline_env, load_pins
 
 URL = "http://127.0.0.1:45678"
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from drivers.testing import Peer, install_peer, installed_version, load_pins, peer_argv
-from runtime.contract import ProcessError
+from paddock.testing import Peer, install_peer, installed_version, load_pins, peer_argv
+from paddock.contract import ProcessError
 
 PINNED = {
     "codex": ("@openai/codex", "0.171.0"),
@@ -108,7 +108,7 @@ def test_npm_failure_is_a_process_error_with_its_stderr(tmp_path):
 def test_paddock_peers_list_and_path(tmp_path):
     peer = load_pins()["claude"]
     _fake_install(peer, tmp_path)
-    run = lambda *a: subprocess.run([sys.executable, "-m", "runtime.cli", "peers", *a], capture_output=True, text=True)
+    run = lambda *a: subprocess.run([sys.executable, "-m", "paddock.cli", "peers", *a], capture_output=True, text=True)
     listed = run("list", "--dir", str(tmp_path))
     assert listed.returncode == 0
     lines = {line.split()[0]: line for line in listed.stdout.splitlines()}

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from drivers.testing import record
+from paddock.testing import record
 from tests.replay.test_replay import _channels, replay
 
 from .conftest import require_peer
@@ -30,7 +30,7 @@ def test_record_now_and_replay(cli, scenario, tmp_path):
 
 
 def test_paddock_record_rejects_unknown_clis(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "runtime.cli", "record", "--cli", "nope", "--out", str(tmp_path / "x")],
+    done = subprocess.run([sys.executable, "-m", "paddock.cli", "record", "--cli", "nope", "--out", str(tmp_path / "x")],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "unknown CLI 'nope'" in done.stderr
     assert not (tmp_path / "x").exists()

@@ -1,4 +1,4 @@
-"""A minimal raw JSON-RPC client for driving ``python -m drivers.local`` over real pipes.
+"""A minimal raw JSON-RPC client for driving ``python -m paddock.drivers.local`` over real pipes.
 
 A reader thread parses every stdout line into :attr:`RawClient.messages` (non-JSON lines are kept
 as ``bytes``); tests wait on conditions over that list with a timeout, never on sleeps.
@@ -22,7 +22,7 @@ TIMEOUT = 10.0
 class RawClient:
     def __init__(self, *args: str, env: dict[str, str] | None = None, buffered_pipe: bool = False) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "drivers.local", *args],
+            [sys.executable, "-m", "paddock.drivers.local", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

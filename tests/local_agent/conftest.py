@@ -15,7 +15,7 @@ def state_dir(tmp_path):
 
 @pytest.fixture
 def spawn_agent(state_dir, tmp_path):
-    """Factory: start ``python -m drivers.local`` with a private state dir; always reaped."""
+    """Factory: start ``python -m paddock.drivers.local`` with a private state dir; always reaped."""
     clients: list[RawClient] = []
 
     def start(*args: str, env: dict[str, str] | None = None) -> RawClient:

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/local_agent/measure_write_rate.py [--sessions 8] [--chunks 20000] [--unbuffered]
 
-Starts ``python -m drivers.local --buffered``, opens N sessions, sends ``@chunks C`` to all at once
+Starts ``python -m paddock.drivers.local --buffered``, opens N sessions, sends ``@chunks C`` to all at once
 and times from the first prompt to the last result while a reader thread only counts lines.
 Prints one JSON document: lines, seconds, lines_per_s, MiB_per_s, startup_s (spawn → initialize).
 """
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
         env.pop("PADDOCK_LOCAL_BUFFERED", None)
         t_spawn = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "drivers.local", *(["--buffered"] if buffered else [])],
+            [sys.executable, "-m", "paddock.drivers.local", *(["--buffered"] if buffered else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env, bufsize=0,
         )
         out = proc.stdout

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from drivers.local.agent._agent import split_answer
+from paddock.drivers.local.agent._agent import split_answer
 
 from ._client import chunks_text
 

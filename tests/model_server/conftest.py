@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from drivers.testing import ModelServer
+from paddock.testing import ModelServer
 
 
 @pytest.fixture

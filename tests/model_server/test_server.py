@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from drivers.testing import ModelServer, Script, Shell, Text, load_script
-from drivers.testing._reply import split_text
+from paddock.testing import ModelServer, Script, Shell, Text, load_script
+from paddock.testing._reply import split_text
 
 from ._client import connect, post, post_json, post_sse
 from .test_chat import body as chat_body
@@ -124,7 +124,7 @@ def test_script_files_default_scenario_and_unknown_markers(tmp_path):
 
 def test_the_command_prints_its_url_first_and_exits_on_sigterm(tmp_path):
     log = tmp_path / "log.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "mock-model", "--port", "0", "--log", str(log)],
+    proc = subprocess.Popen([sys.executable, "-m", "paddock.cli", "mock-model", "--port", "0", "--log", str(log)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()

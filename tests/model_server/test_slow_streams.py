@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from drivers.testing import ModelServer
+from paddock.testing import ModelServer
 
 from . import test_anthropic, test_chat, test_gemini, test_responses
 from ._client import connect, post_sse

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import socket
 
-from drivers.testing import Recorder, load_transcript
-from drivers.testing._transcript import diff_frames, matches
+from paddock.testing import Recorder, load_transcript
+from paddock.testing._transcript import diff_frames, matches
 
 
 def _frames(rec: Recorder) -> list[dict]:

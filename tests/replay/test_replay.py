@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from drivers.testing import SESSIONS, Recorder, load_transcript
-from runtime.contract import PaddockError
+from paddock.testing import SESSIONS, Recorder, load_transcript
+from paddock.contract import PaddockError
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 ALL = sorted(RECORDINGS.glob("*/*.jsonl"))
-REPLAY = [sys.executable, "-m", "drivers.testing.replay"]
+REPLAY = [sys.executable, "-m", "paddock.testing.replay"]
 
 
 def _env() -> dict[str, str]:

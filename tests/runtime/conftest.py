@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import Runtime
+from paddock import Runtime
 
 TWO_LOCAL = {
     "instances": {

@@ -6,7 +6,7 @@ import asyncio
 import bisect
 import time
 
-from runtime.aio import AsyncRuntime
+from paddock.aio import AsyncRuntime
 
 
 async def _ticker(ticks: list[float], stop: asyncio.Event) -> None:

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from runtime import Runtime
-from runtime.contract import (
+from paddock import Runtime
+from paddock.contract import (
     MAX_PROMPT_CHARS,
     CapabilityUnsupportedError,
     ConfigError,
@@ -259,7 +259,7 @@ def test_stop_mid_turn_stays_stopped(rt, workspace):
 
 
 def test_a_failed_event_log_makes_the_runtime_refuse_work(rt, workspace):
-    from runtime.contract import PersistenceError
+    from paddock.contract import PersistenceError
 
     rt.start_session("t1", instance="local-a", cwd=workspace)
     run_turn(rt, "t1", "@reply before")

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime._config import load_config
-from runtime._isolation import build_env, instance_home
-from runtime.contract import ConfigError
+from paddock._config import load_config
+from paddock._isolation import build_env, instance_home
+from paddock.contract import ConfigError
 
 
 def test_none_gives_the_builtin_local_instance():

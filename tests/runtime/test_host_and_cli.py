@@ -16,11 +16,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runtime import Runtime
+from paddock import Runtime
 from tests.runtime.conftest import TWO_LOCAL, run_turn, text_of
 
 ROOT = Path(__file__).resolve().parents[2]
-PADDOCK = [sys.executable, "-m", "runtime.cli"]
+PADDOCK = [sys.executable, "-m", "paddock.cli"]
 
 
 def _env(**extra):
@@ -70,7 +70,7 @@ def host_process(script: str, tmp_path: Path, ready: bytes):
 HOST = textwrap.dedent(
     """
     import sys, time
-    from runtime import Runtime
+    from paddock import Runtime
     from tests.runtime.conftest import TWO_LOCAL, run_turn
     rt = Runtime.open(TWO_LOCAL, state_dir=sys.argv[1])
     rt.start_session("t1", instance="local-a", cwd=sys.argv[2])
@@ -211,7 +211,7 @@ def test_events_command_reads_the_log(tmp_path):
 SIGTERM_HOST = textwrap.dedent(
     """
     import sys, time
-    from runtime import Runtime
+    from paddock import Runtime
     from tests.runtime.conftest import TWO_LOCAL, run_turn
     with Runtime.open(TWO_LOCAL, state_dir=sys.argv[1]) as rt:
         rt.start_session("t1", instance="local-a", cwd=sys.argv[2])
@@ -229,7 +229,7 @@ def test_sigterm_to_a_with_runtime_host_closes_in_order(tmp_path):
         gone, alive = psutil.wait_procs(agents, timeout=1.0)
         assert not alive
     # close() ran: the session exited in the log and the binding is resumable ("closed").
-    from runtime.store import BindingStore
+    from paddock.store import BindingStore
 
     store = BindingStore(tmp_path / "state" / "paddock.db")
     assert store.get("t1").status == "closed"
@@ -242,7 +242,7 @@ def test_sigterm_to_a_with_runtime_host_closes_in_order(tmp_path):
 NO_CLOSE_HOST = textwrap.dedent(
     """
     import sys
-    from runtime import Runtime
+    from paddock import Runtime
     from tests.runtime.conftest import TWO_LOCAL, run_turn
     rt = Runtime.open(TWO_LOCAL, state_dir=sys.argv[1])
     rt.start_session("t1", instance="local-a", cwd=sys.argv[2])
@@ -257,7 +257,7 @@ def test_a_host_that_never_closes_still_exits_and_leaves_no_agent(tmp_path):
         assert host.wait(15) == 0  # atexit closed the runtime; no actor thread held the interpreter
         gone, alive = psutil.wait_procs(agents, timeout=1.0)
         assert not alive
-    from runtime.store import BindingStore
+    from paddock.store import BindingStore
 
     store = BindingStore(tmp_path / "state" / "paddock.db")
     assert store.get("t1").status == "closed"
@@ -268,8 +268,8 @@ def test_a_config_error_at_open_leaves_no_thread_behind(tmp_path):
     script = textwrap.dedent(
         """
         import sys
-        from runtime import Runtime
-        from runtime.contract import ConfigError
+        from paddock import Runtime
+        from paddock.contract import ConfigError
         try:
             Runtime.open({"instances": {"a": {"driver": "local", "bogus": 1}}}, state_dir=sys.argv[1])
         except ConfigError as exc:

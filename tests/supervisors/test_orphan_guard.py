@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
-from supervisors import Lease, sweep_leases
+from paddock.supervisors import Lease, sweep_leases
 from tests.helpers import SLEEP, helper
 
 

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from runtime.contract import OperationTimeout, ProcessError
-from supervisors import run_command
+from paddock.contract import OperationTimeout, ProcessError
+from paddock.supervisors import run_command
 from tests.helpers import PYTHON, SH
 
 PATH = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}

@@ -11,9 +11,9 @@ import psutil
 import pykka
 import pytest
 
-from actors import JsonRpcConnection, ProcessActor, ProcessHandle, ProcessSpec
-from runtime.contract import ValidationError, ProcessError
-from supervisors import (
+from paddock.actors import JsonRpcConnection, ProcessActor, ProcessHandle, ProcessSpec
+from paddock.contract import ValidationError, ProcessError
+from paddock.supervisors import (
     ChildContext,
     ChildSpec,
     RestartLimitExceeded,

@@ -10,8 +10,8 @@ import time
 
 import psutil
 
-from actors import ProcessActor, ProcessSpec
-from supervisors import ChildSpec, Scope, SpawnRequest, spawn, teardown
+from paddock.actors import ProcessActor, ProcessSpec
+from paddock.supervisors import ChildSpec, Scope, SpawnRequest, spawn, teardown
 from tests.helpers import helper
 
 ROLES = {"root", "mid", "stubborn", "plain"}

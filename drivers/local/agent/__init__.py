@@ -1,6 +1,6 @@
 """The built-in local agent program: a deterministic ACP v1 agent on stdio.
 
-Run it as ``python -m drivers.local [--buffered] [--state-dir DIR]``. One JSON-RPC object per
+Run it as ``python -m paddock.drivers.local [--buffered] [--state-dir DIR]``. One JSON-RPC object per
 line; stdout carries protocol lines only, diagnostics go to stderr.
 
 Directives are prompt lines starting with ``@`` (name up to the first space, argument = rest of

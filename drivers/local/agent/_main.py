@@ -1,4 +1,4 @@
-"""``python -m drivers.local``: argument handling and the stdin loop."""
+"""``python -m paddock.drivers.local``: argument handling and the stdin loop."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 __all__ = ["main"]
 
-USAGE = """usage: python -m drivers.local [--buffered] [--state-dir DIR]
+USAGE = """usage: python -m paddock.drivers.local [--buffered] [--state-dir DIR]
 
 A deterministic ACP v1 agent on stdio (one JSON-RPC object per line).
   --buffered       batch output lines (flush at 64 KiB, after each response, before each

@@ -222,7 +222,7 @@ class Normaliser:
 
 
 class Recorder:
-    """A line tap (``actors.LineTap``) that records a transcript.
+    """A line tap (``paddock.actors.LineTap``) that records a transcript.
 
     ``on_outbound`` is called on the transport's stdin writer thread and ``on_inbound`` on its
     stdout reader thread; a lock keeps the frames in the order the two threads saw them.

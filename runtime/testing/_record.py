@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from ._offline import build_offline_env
-from ._peers import default_peers_dir, load_pins, peer_argv
+from paddock.drivers._peers import default_peers_dir, load_pins, peer_argv
 from ._sessions import SESSIONS
 from ._transcript import Recorder
 from .model_server import ModelServer

@@ -1,5 +1,5 @@
-"""Minimal scripted sessions over OUR transports (``actors.JsonRpcConnection`` and
-``actors.ProcessActor``), used by ``paddock record`` and by the replay tests.
+"""Minimal scripted sessions over OUR transports (``paddock.actors.JsonRpcConnection`` and
+``paddock.actors.ProcessActor``), used by ``paddock record`` and by the replay tests.
 
 Each session runs one prompt and returns the decoded inbound messages. They are deliberately
 small — handshake, one prompt, accept every approval, stop — and are not drivers. They behave
@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from actors import ExitInfo, JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, LineTap, ProcessActor, ProcessSpec
-from runtime.contract import OperationTimeout
+from paddock.actors import ExitInfo, JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, LineTap, ProcessActor, ProcessSpec
+from paddock.contract import OperationTimeout
 
 from ._http import TappedHttp
 

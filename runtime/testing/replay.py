@@ -1,13 +1,13 @@
 """The replayer: a fake CLI process that plays a recorded transcript.
 
-``python -m drivers.testing.replay FILE [--workspace DIR]`` reads lines on stdin and writes
+``python -m paddock.testing.replay FILE [--workspace DIR]`` reads lines on stdin and writes
 lines on stdout. Frames are played in order: each ``expect_outbound`` frame waits for the next
 stdin line and compares it, after the same normalisation the recorder applied (renumbered ids,
 ``<workspace>``, timestamps), with the recorded frame (``"<*>"`` matches anything); each
 ``emit_inbound`` frame is written to stdout (``<workspace>`` replaced by DIR, answers carrying
 the client's own request ids). After the last frame it waits for stdin to close.
 
-HTTP transcripts (OpenCode) are served instead: see :mod:`drivers.testing._replay_http`.
+HTTP transcripts (OpenCode) are served instead: see :mod:`paddock.testing._replay_http`.
 
 Exit status: 0 when the client sent exactly the recorded lines and closed stdin; 3 on a
 mismatch, an unexpected extra line or an early EOF, with a readable diff on stderr; 2 for a
@@ -35,7 +35,7 @@ def _fail(index: int, total: int, message: str, detail: str = "") -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m drivers.testing.replay")
+    parser = argparse.ArgumentParser(prog="python -m paddock.testing.replay")
     parser.add_argument("transcript")
     parser.add_argument("--workspace", default=None, help="the client's workspace (default: the cwd)")
     parser.add_argument("--port", type=int, default=0, help="HTTP transcripts: the port to serve on")

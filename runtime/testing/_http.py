@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from actors import LineTap
+from paddock.actors import LineTap
 
 from ._transcript import dumps_line
 

@@ -1,13 +1,13 @@
-"""Test machinery: the scripted model server (``model_server``), the pinned real CLIs ("peers")
+"""``paddock.testing``: test your own integration offline (as ``trio.testing`` does for trio): the scripted model server (``model_server``), the pinned real CLIs ("peers")
 and their offline environments, and the transcript recorder and replayer (``replay``).
 
 - :class:`ModelServer`: OpenAI Responses, Chat Completions, Anthropic Messages and Gemini on
   127.0.0.1, answering from the scenario language (:class:`Script`, :class:`Text`,
   :class:`Shell`, :class:`Write`, :class:`Patch`, :class:`Fail`);
-- peers: :func:`load_pins` (``tests/peers.toml``), :func:`install_peer`, :func:`peer_argv`;
+- peers: :func:`load_pins` (the pins shipped with the package), :func:`install_peer`, :func:`peer_argv`;
 - :func:`build_offline_env`: private homes, config files and switches that keep a CLI offline;
 - transcripts: :class:`Recorder` (a line tap for our transports), :func:`load_transcript`,
-  :func:`record` (``paddock record``), ``python -m drivers.testing.replay`` (the fake process),
+  :func:`record` (``paddock record``), ``python -m paddock.testing.replay`` (the fake process),
   and the minimal scripted sessions in :data:`SESSIONS`.
 """
 
@@ -15,14 +15,14 @@ from ._offline import MOCK_KEY as MOCK_KEY
 from ._offline import OFFLINE_BUILDERS as OFFLINE_BUILDERS
 from ._offline import OfflineEnv as OfflineEnv
 from ._offline import build_offline_env as build_offline_env
+from paddock.drivers._peers import Peer as Peer
+from paddock.drivers._peers import default_peers_dir as default_peers_dir
+from paddock.drivers._peers import default_pins_file as default_pins_file
+from paddock.drivers._peers import installed_version as installed_version
+from paddock.drivers._peers import load_pins as load_pins
+from paddock.drivers._peers import peer_argv as peer_argv
 from ._peers import InstallResult as InstallResult
-from ._peers import Peer as Peer
-from ._peers import default_peers_dir as default_peers_dir
-from ._peers import default_pins_file as default_pins_file
 from ._peers import install_peer as install_peer
-from ._peers import installed_version as installed_version
-from ._peers import load_pins as load_pins
-from ._peers import peer_argv as peer_argv
 from ._record import RecordResult as RecordResult
 from ._record import record as record
 from ._scenario import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS

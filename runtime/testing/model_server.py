@@ -7,7 +7,7 @@
 - Gemini: ``POST /v1beta/models/<m>:streamGenerateContent?alt=sse``, ``:generateContent``,
   ``:countTokens``.
 
-What each call answers comes from the scenario language in :mod:`drivers.testing._scenario`.
+What each call answers comes from the scenario language in :mod:`paddock.testing._scenario`.
 Side calls (Claude's ``set_model`` probe and title call, the Gemini router, OpenCode's title
 generator) are answered without consulting the scenario and never fail. Every request is kept as
 a :class:`RequestRecord` and, with ``log_path``, appended to a JSONL file.
@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.contract import OperationTimeout
+from paddock.contract import OperationTimeout
 
 from ._anthropic import Anthropic
 from ._chat import Chat

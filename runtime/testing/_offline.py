@@ -249,7 +249,7 @@ OFFLINE_BUILDERS: dict[str, Callable[[Path, str, dict[str, str], list[str]], str
     "claude-acp": _claude_acp,
     "copilot": _copilot,
 }
-"""Peer name (as in ``tests/peers.toml``) -> builder."""
+"""Peer name (as in ``paddock/drivers/peers.toml``) -> builder."""
 
 
 def build_offline_env(
