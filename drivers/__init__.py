@@ -14,15 +14,23 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "BUILT_IN_DRIVERS",
+    "BinaryLocation",
+    "ModelAccess",
     "DriverConfig",
     "DriverSpec",
     "InstanceContext",
     "acp_driver_spec",
     "binary_version",
+    "find_binary",
+    "model_access",
     "resolve_binary",
 ]
 
 if TYPE_CHECKING:
+    from ._access import ModelAccess as ModelAccess
+    from ._access import model_access as model_access
+    from ._binary import BinaryLocation as BinaryLocation
+    from ._binary import find_binary as find_binary
     from ._registry import DriverConfig as DriverConfig
     from ._registry import DriverSpec as DriverSpec
     from ._registry import InstanceContext as InstanceContext
@@ -52,6 +60,14 @@ def __getattr__(name: str) -> Any:
         value = _built_in()
         globals()[name] = value  # built once
         return value
+    if name in ("ModelAccess", "model_access"):
+        from . import _access
+
+        return getattr(_access, name)
+    if name in ("BinaryLocation", "find_binary"):
+        from . import _binary
+
+        return getattr(_binary, name)
     if name in __all__:
         from . import _registry
 

@@ -35,6 +35,8 @@ class Peer(msgspec.Struct, frozen=True, kw_only=True):
     dialect: str
     runner: str | None = None
     """``"node"`` when ``entry`` is a JavaScript file; ``None`` for a native executable."""
+    command: str | None = None
+    """The CLI's command name on ``PATH`` when it is not ``name`` (binary resolution's fallback)."""
 
     def prefix(self, root: Path) -> Path:
         """The npm ``--prefix`` folder of this pin under the peers dir ``root``."""

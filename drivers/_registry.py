@@ -16,12 +16,19 @@ import msgspec
 
 from paddock.contract import Capabilities, PaddockError, ProviderAdapter
 
+from ._access import ModelAccess, check_endpoint
+
 __all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "acp_driver_spec", "binary_version", "resolve_binary"]
 
 
 class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The keys every ``[instances.<id>]`` table may hold. Drivers subclass it to add their own
     keys; unknown keys are errors, so a typo never passes silently.
+
+    ``endpoint``, ``api_key``/``api_key_env`` and ``model`` are the model keys every driver
+    understands; the runtime resolves them into :attr:`InstanceContext.access`
+    (:class:`~paddock.drivers.ModelAccess`) and each driver maps that onto its CLI's own
+    variables or config.
 
     ``env`` is added to the instance's child environment; ``pass_env`` names ambient variables
     passed through unchanged (everything else from the host's environment is stripped by the
@@ -35,6 +42,31 @@ class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     env: dict[str, str] = {}
     args: list[str] = []
     pass_env: list[str] = []
+    endpoint: str | None = None
+    """The model API base URL, with or without its version suffix (``…/v1``)."""
+    api_key: str | None = None
+    """The model API key (a secret: never logged, never in an event, masked in ``doctor``)."""
+    api_key_env: str | None = None
+    """The name of a host variable holding the key, passed on to the agent's own variable."""
+    model: str | None = None
+    """The default model (a session's or turn's own model wins)."""
+
+    def __post_init__(self) -> None:
+        if self.endpoint is not None:
+            check_endpoint(self.endpoint)
+        if self.api_key is not None and self.api_key_env is not None:
+            raise ValueError("keys 'api_key' and 'api_key_env': set one, not both")
+
+    def __repr__(self) -> str:
+        # The key and the configured env values are secrets; a config may be printed in an error.
+        shown = {f: getattr(self, f) for f in self.__struct_fields__}
+        if shown.get("api_key") is not None:
+            shown["api_key"] = "***"
+        if shown.get("env"):
+            shown["env"] = {k: "***" for k in shown["env"]}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    __str__ = __repr__
 
 
 class InstanceContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,6 +85,8 @@ class InstanceContext(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str]
     state_dir: str
     hub: Any
+    access: ModelAccess = ModelAccess()
+    """The resolved model keys (endpoint, key, model)."""
 
 
 class DriverSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -49,6 +49,7 @@ from paddock.contract import (
 from paddock._config import RuntimeConfig, issue_from, load_config
 from paddock._isolation import build_env, instance_home
 from paddock._snapshot import snapshot_from_events
+from paddock.drivers._access import ModelAccess, model_access
 from paddock.store import RESUMABLE, Binding, BindingStore
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class _Instance:
         self.reason: str | None = None
         self.home: Path | None = None
         self.env: dict[str, str] | None = None
+        self.access: ModelAccess = ModelAccess()
         self.adapter: Any = None
         self.lock = threading.Lock()
         self.probe: tuple[float, str | None] | None = None
@@ -203,6 +205,11 @@ class Runtime:
             configured=getattr(inst.config, "env", {}) or {},
             pass_env=getattr(inst.config, "pass_env", ()) or (),
         )
+        try:
+            inst.access = model_access(inst.config, os.environ)
+        except LookupError as exc:
+            inst.reason = str(exc)
+            return inst
         inst.reason = self._probe(inst)
         return inst
 
@@ -236,6 +243,7 @@ class Runtime:
             env=dict(inst.env or {}),
             state_dir=str(self.state_dir),
             hub=self._hub,
+            access=inst.access,
         )
 
     # instances ----------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ class ClaudeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_field
     """
 
     binary: str | None = "claude"
-    model: str | None = None
     permission_modes: dict[str, str] = {}
     max_turns: int | None = None
     system_prompt: str | None = None
