@@ -44,14 +44,17 @@ if TYPE_CHECKING:
 def _built_in() -> dict[str, Any]:
     from ._registry import acp_driver_spec
     from .acp import GENERIC_FLAVOR
+    from .acp.flavors import FLAVORS
     from .claude import claude_driver_spec
     from .local import LOCAL_FLAVOR
 
-    # Every driver shipped with Paddock, by kind. Adding a driver is one line here.
+    # Every driver shipped with Paddock, by kind. Adding a driver is one line here (an ACP
+    # flavor: one entry in paddock.drivers.acp.flavors.FLAVORS).
     return {
         "acp": acp_driver_spec(GENERIC_FLAVOR),
         "claude": claude_driver_spec(),
         "local": acp_driver_spec(LOCAL_FLAVOR),
+        **{kind: acp_driver_spec(flavor) for kind, flavor in FLAVORS.items()},
     }
 
 

@@ -151,22 +151,11 @@ def acp_driver_spec(flavor: Any) -> DriverSpec:
     def create(ctx: InstanceContext) -> ProviderAdapter:
         return AcpAdapter(ctx, flavor)
 
-    def diagnose(ctx: InstanceContext) -> dict[str, Any]:
-        binary = flavor.command(ctx)[0]
-        path, _ = resolve_binary(binary, ctx.env)
-        method = getattr(ctx.config, "auth_method", None) or flavor.auth_method
-        auth = (
-            f"authenticate with method {method!r} at session start"
-            if method
-            else "no authenticate call (the agent advertises its own auth methods at initialize)"
-        )
-        return {"binary": path or binary, "version": binary_version([path or binary], ctx.env), "auth": auth}
-
     return DriverSpec(
         kind=flavor.kind,
         config_type=flavor.config_type,
         create=create,
-        probe=flavor.probe,
+        probe=flavor.check,
         capabilities=caps,
-        diagnose=diagnose,
+        diagnose=flavor.diagnose,
     )

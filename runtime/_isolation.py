@@ -26,6 +26,16 @@ AMBIENT_ALLOW = (
     "NODE_EXTRA_CA_CERTS",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    # The host's proxy settings: an agent behind a proxy needs them, and NO_PROXY keeps loopback
+    # model servers direct (a proxy URL holding user-info is the host's own choice).
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
 )
 """Ambient variables every instance inherits (plus ``LC_*``)."""
 

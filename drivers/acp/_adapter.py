@@ -102,6 +102,8 @@ class AcpAdapter(SessionTable):
             client_terminal=client_terminal,
             terminal_output_limit=config.terminal_output_limit,
             env=dict(ctx.env),
+            cancel_retry=flavor.cancel_retry,
+            failed_text=flavor.failed_text,
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps
@@ -167,10 +169,11 @@ class AcpAdapter(SessionTable):
         """ChildSpec factory (root supervisor thread): spawn the agent, ``initialize`` it and
         ``authenticate`` when configured; the child counts as started only after that."""
         ctx, flavor, config = self._ctx, self._flavor, self._config
-        argv = flavor.command(ctx)
-        env = dict(ctx.env)
-        if flavor.env is not None:
-            env.update(flavor.env(ctx))
+        try:
+            argv = flavor.argv(ctx)
+        except LookupError as exc:
+            raise DriverError(self.driver, self.instance_id, f"cannot start the agent: {exc}") from None
+        env = flavor.child_env(ctx)
         spec = ProcessSpec(
             argv=tuple(argv), env=env, cwd=ctx.home, name=f"{self.instance_id}:{os.path.basename(argv[0])}",
             owner=self.instance_id, lease_dir=ctx.state_dir, shutdown_timeout=5.0,
@@ -202,7 +205,7 @@ class AcpAdapter(SessionTable):
                 timeout=left(),
             ).result(left() + 1.0)
             init = _init_decoder.decode(raw)
-            method = config.auth_method or flavor.auth_method
+            method = flavor.auth_for(ctx)
             if method:
                 conn.request("authenticate", {"methodId": method}, timeout=left()).result(left() + 1.0)
         except BaseException as exc:

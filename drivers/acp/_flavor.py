@@ -1,58 +1,254 @@
 """Flavors: the few hooks that differ between ACP agents, as one plain record each.
 
-A flavor names how to spawn its agent, which ``authenticate`` method to call, which capability
-flags differ from what ``initialize`` negotiates (each with a comment naming the protocol fact),
-what each runtime mode answers without asking the host, which native mode implements each
-runtime mode, and how long to wait for evidence that a turn started before cancelling it.
+A flavor names how to spawn its agent (a pinned peer plus its ACP flags, or a command hook), how
+the common model keys (``endpoint``, ``api_key``, ``model``) reach the agent (its own variables
+and settings files), its telemetry/update/relaunch switches, which ``authenticate`` method to
+call, which capability flags differ from what ``initialize`` negotiates (each with a comment
+naming the protocol fact), what each runtime mode answers without asking the host, which native
+mode implements each runtime mode, how long to wait for evidence that a turn started before
+cancelling it, and how to recognise a failure the agent reports as ordinary text.
+
+:func:`flavor_env` is the whole mapping from a :class:`~paddock.drivers.ModelAccess` to the
+agent's environment and settings files; the runtime uses it for every spawn and
+``paddock.testing``'s offline builders reuse it, so there is one copy of each CLI's variables.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from paddock.contract import Capabilities
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._binary import BinaryLocation, find_binary
 
 from ._config import AcpConfig
 from ._permissions import DEFAULT_AUTO_ALLOW
 
-__all__ = ["AcpFlavor", "GENERIC_FLAVOR"]
+__all__ = ["AcpFlavor", "GENERIC_FLAVOR", "MANAGED_MARKER", "flavor_env", "is_root", "merge_json_file", "write_managed_file"]
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def merge_json_file(path: Path, overlay: Mapping[str, Any]) -> None:
+    """Merge ``overlay`` into the JSON object in ``path`` (created, 0600, with its folders): the
+    agent's own settings survive, ours win where both name a key. An unreadable file is replaced."""
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(current, dict):
+            current = {}
+    except (OSError, ValueError):
+        current = {}
+    merged = _deep_merge(current, overlay)
+    if merged == current and path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(path.name + ".paddock-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(merged, fh, indent=2)
+    os.replace(tmp, path)
 
 
 class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
-    """One kind of ACP agent. Hooks take the instance's ``paddock.drivers.InstanceContext``.
+    """One kind of ACP agent. Hooks taking ``ctx`` get the instance's
+    ``paddock.drivers.InstanceContext``; hooks taking ``access`` get its
+    :class:`~paddock.drivers.ModelAccess` only (pure, also used by ``paddock.testing``).
 
     - ``kind``: the driver kind (also the ``driver`` of its resume cursors);
-    - ``command(ctx) -> argv``: the spawn command (``ctx.config`` holds ``binary`` and ``args``);
-    - ``env(ctx) -> dict``: keys added on top of the runtime-built child environment;
-    - ``probe(ctx) -> reason | None``: why an instance cannot run (``None``: it can);
-    - ``auth_method``: ``authenticate`` method id, or ``None`` for agents that need none;
+    - ``peer`` / ``protocol_args``: the pin (``paddock/drivers/peers.toml``) found when no
+      ``binary`` is configured (peers dir, then ``PATH``), and the flags that start ACP mode;
+    - ``command(ctx) -> argv``: a spawn hook replacing ``peer`` resolution (``local``, generic);
+    - ``env(ctx) -> dict``: extra keys on top of the runtime-built child environment;
+    - ``access_env(access) -> dict``: the agent's own variables for the common model keys;
+    - ``quiet_env``: telemetry, update-check and relaunch switches, always set;
+    - ``root_env``: keys added when Paddock runs as root (``IS_SANDBOX``);
+    - ``settings(access, home) -> {path: overlay}``: settings files relative to ``HOME``: a
+      mapping is merged into the agent's JSON file, a string is a whole managed file
+      (:func:`write_managed_file`);
+    - ``probe(ctx) -> reason | None``: why an instance cannot run (default: binary resolution);
+    - ``auth_method`` / ``auth(ctx)``: the ``authenticate`` method id, or ``None`` (no call);
     - ``capability_overrides(caps) -> caps``: applied after negotiation;
-    - ``auto_allow``: runtime mode -> ACP ToolKinds answered "allow" without asking the host
-      (``"*"``: all); every other permission request is asked;
-    - ``native_modes``: runtime mode or ``plan`` -> the agent's mode id, set with
-      ``session/set_mode`` when the agent advertises that mode;
+    - ``auto_allow``: runtime mode -> ACP ToolKinds answered "allow" without asking the host;
+    - ``native_modes``: runtime mode or ``plan`` -> the agent's mode id (``session/set_mode``);
     - ``cancel_guard``: seconds to wait (at most) for the first update of a turn before sending
-      ``session/cancel``, for agents that drop a cancel arriving right after the prompt;
+      ``session/cancel``; within that bound the cancel is re-sent until the agent ends the turn
+      (``cancel_retry``), for agents that drop a cancel arriving right after the prompt;
+    - ``failed_text(text) -> error | None``: a turn the agent ended ``end_turn`` whose assistant
+      text is really a model failure (the turn then ends ``failed`` with that error);
+    - ``version_args``: arguments before ``--version`` that make the agent print its version
+      (``doctor``, for a binary found on ``PATH`` or configured);
     - ``client_fs`` / ``client_terminal``: whether to advertise them by default.
     """
 
     kind: str
-    command: Callable[[Any], list[str]]
+    command: Callable[[Any], list[str]] | None = None
+    peer: str | None = None
+    protocol_args: tuple[str, ...] = ()
     env: Callable[[Any], dict[str, str]] | None = None
+    access_env: Callable[[ModelAccess], dict[str, str]] | None = None
+    quiet_env: Mapping[str, str] = {}
+    root_env: Mapping[str, str] = {}
+    settings: Callable[[ModelAccess, Path], dict[str, Any]] | None = None
     probe: Callable[[Any], str | None] | None = None
     auth_method: str | None = None
+    auth: Callable[[Any], str | None] | None = None
     capability_overrides: Callable[[Capabilities], Capabilities] | None = None
     auto_allow: Mapping[str, frozenset[str]] = msgspec.field(default_factory=lambda: dict(DEFAULT_AUTO_ALLOW))
     native_modes: Mapping[str, str] = {}
     cancel_guard: float = 1.0
+    cancel_retry: float = 0.25
+    failed_text: Callable[[str], str | None] | None = None
+    version_args: tuple[str, ...] = ()
     client_fs: bool = False
     client_terminal: bool = False
     config_type: type[AcpConfig] = AcpConfig
+
+    # spawn ---------------------------------------------------------------------------------------
+
+    def locate(self, ctx: Any) -> BinaryLocation | str:
+        """Where the agent comes from (configured ``binary``, the pinned peer, ``PATH``), or why
+        it cannot be found. Spawns nothing."""
+        return find_binary(ctx.config.binary, peer=self.peer, env=ctx.env)
+
+    def argv(self, ctx: Any) -> list[str]:
+        """The spawn command: the ``command`` hook, else the located binary + ``args`` + the
+        flavor's ACP flags. Raises ``LookupError`` naming why the binary is missing."""
+        if self.command is not None:
+            return self.command(ctx)
+        where = self.locate(ctx)
+        if isinstance(where, str):
+            raise LookupError(where)
+        return [*where.argv, *ctx.config.args, *self.protocol_args]
+
+    def child_env(self, ctx: Any) -> dict[str, str]:
+        """The complete child environment: the runtime's (whose configured ``env`` wins), plus
+        this flavor's model mapping, switches and ``env`` hook; writes its settings files."""
+        env = dict(ctx.env)
+        mapped = flavor_env(self, ctx.access, Path(env.get("HOME") or ctx.home))
+        for key, value in mapped.items():
+            env.setdefault(key, value)
+        if self.env is not None:
+            env.update(self.env(ctx))
+        return env
+
+    def auth_for(self, ctx: Any) -> str | None:
+        configured = getattr(ctx.config, "auth_method", None)
+        if configured:
+            return configured
+        if self.auth is not None:
+            return self.auth(ctx)
+        return self.auth_method
+
+    # registry hooks ------------------------------------------------------------------------------
+
+    def check(self, ctx: Any) -> str | None:
+        """The registry probe: the flavor's own, else binary resolution. Never raises."""
+        try:
+            if self.probe is not None:
+                return self.probe(ctx)
+            if self.command is not None:
+                return None
+            where = self.locate(ctx)
+            return where if isinstance(where, str) else None
+        except Exception as exc:  # a probe never raises
+            return f"cannot resolve the agent binary: {exc!r}"
+
+    def diagnose(self, ctx: Any) -> dict[str, Any]:
+        """For ``paddock doctor``: the agent's own executable or script, where it was found, its
+        own version (the peer's manifest, else ``<argv> --version``; never node's) and auth."""
+        from paddock.drivers._registry import binary_version
+
+        report: dict[str, Any] = {}
+        if self.command is not None:
+            argv = self.command(ctx)
+            report["binary"] = argv[0]
+            report["version"] = binary_version(argv[:1], ctx.env)
+        else:
+            where = self.locate(ctx)
+            if isinstance(where, str):
+                report["binary"] = None
+                report["reason"] = where
+            else:
+                report["binary"] = where.path
+                report["source"] = where.source
+                # A pinned peer's version is its own manifest's (for a node-run agent,
+                # `--version` of argv[0] would be node's).
+                report["version"] = where.pinned or binary_version([*where.argv, *self.version_args], ctx.env)
+        method = self.auth_for(ctx)
+        access = ctx.access
+        if method:
+            report["auth"] = f"authenticate with method {method!r} at session start"
+        elif access.api_key:
+            report["auth"] = "model key from the config (passed to the agent's own variable)"
+        else:
+            report["auth"] = "no authenticate call (the agent's own login, or its advertised methods)"
+        if access.endpoint:
+            report["endpoint"] = access.endpoint
+        if access.api_key:
+            report["api_key"] = "***"
+        if access.model:
+            report["model"] = access.model
+        return report
+
+
+def flavor_env(flavor: AcpFlavor, access: ModelAccess, home: Path) -> dict[str, str]:
+    """The variables ``flavor`` adds for ``access`` (model mapping, switches, root keys), after
+    merging its settings files under ``home``. Pure apart from those files; never reads
+    ``os.environ``."""
+    env: dict[str, str] = dict(flavor.quiet_env)
+    if flavor.access_env is not None:
+        env.update(flavor.access_env(access))
+    if flavor.root_env and is_root():
+        env.update(flavor.root_env)
+    if flavor.settings is not None:
+        for relative, overlay in flavor.settings(access, home).items():
+            if isinstance(overlay, str):
+                write_managed_file(home / relative, overlay)
+            else:
+                merge_json_file(home / relative, overlay)
+    return env
+
+
+MANAGED_MARKER = "# Written by Paddock from the instance's endpoint/api_key/model keys; edit those instead."
+
+
+def write_managed_file(path: Path, text: str) -> bool:
+    """Write a whole settings file (non-JSON formats) that starts with :data:`MANAGED_MARKER`,
+    unless the file exists without that marker (the user's own file is left alone). True when
+    the file holds ``text`` afterwards."""
+    try:
+        current = path.read_text(encoding="utf-8")
+    except OSError:
+        current = None
+    if current is not None and not current.startswith(MANAGED_MARKER):
+        return False
+    body = MANAGED_MARKER + "\n" + text
+    if current != body:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(path.name + ".paddock-tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body)
+        os.replace(tmp, path)
+    return True
 
 
 def _generic_command(ctx: Any) -> list[str]:
@@ -61,17 +257,8 @@ def _generic_command(ctx: Any) -> list[str]:
 
 
 def _generic_probe(ctx: Any) -> str | None:
-    binary = ctx.config.binary
-    if not binary:
-        return "no `binary` configured"
-    if os.sep in binary:
-        path = os.path.expanduser(binary)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return None
-        return f"binary {binary!r} does not exist or is not executable"
-    if shutil.which(binary, path=ctx.env.get("PATH", os.defpath)) is None:
-        return f"binary {binary!r} not found on PATH"
-    return None
+    where = find_binary(ctx.config.binary, peer=None, env=ctx.env)
+    return where if isinstance(where, str) else None
 
 
 GENERIC_FLAVOR = AcpFlavor(

@@ -12,6 +12,7 @@ from paddock.contract import SendTurnInput
 
 __all__ = [
     "CancelExpired",
+    "CancelRetry",
     "GuardExpired",
     "Incoming",
     "Interrupt",
@@ -99,6 +100,15 @@ class GuardExpired:
 
 
 class CancelExpired:
+    __slots__ = ("turn_id",)
+
+    def __init__(self, turn_id: str) -> None:
+        self.turn_id = turn_id
+
+
+class CancelRetry:
+    """Re-send ``session/cancel`` for a turn the agent has not ended yet (within the guard)."""
+
     __slots__ = ("turn_id",)
 
     def __init__(self, turn_id: str) -> None:

@@ -56,6 +56,7 @@ from . import _wire as w
 from ._capabilities import plan_mode_id
 from ._messages import (
     CancelExpired,
+    CancelRetry,
     GuardExpired,
     Incoming,
     Interrupt,
@@ -134,6 +135,8 @@ class AcpSessionActor(SessionActor):
         self._cancel_pending = False
         self._guard_timer: TimerEntry | None = None
         self._cancel_timer: TimerEntry | None = None
+        self._retry_timer: TimerEntry | None = None
+        self._retry_until = 0.0
         self._replaying = False
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
 
@@ -247,6 +250,8 @@ class AcpSessionActor(SessionActor):
             self.emit([RuntimeWarningEvent(**self._env(), turn_id=self.tr.turn_id, code=message.code,
                                            message=message.message, detail=message.detail)])
             return None
+        if cls is CancelRetry:
+            return self._retry_cancel(message.turn_id)
         if cls is ReplayDone:
             self._replaying = False
             return None
@@ -511,7 +516,14 @@ class AcpSessionActor(SessionActor):
                 events += self.tr.complete_turn("failed", error="malformed session/prompt result")
             else:
                 state = stop_reason_state(result.stopReason, self.tr.interrupt_requested)
-                events += self.tr.complete_turn(state, stop_reason=result.stopReason, usage=result.usage)
+                error = None
+                hook = self.settings.failed_text
+                if state == "completed" and hook is not None:
+                    # The agent reported a model failure as assistant text (copilot).
+                    error = hook(self.tr.last_message_text())
+                    if error is not None:
+                        state = "failed"
+                events += self.tr.complete_turn(state, stop_reason=result.stopReason, usage=result.usage, error=error)
         self.emit(events)
         self._persist()
         self.publish(status="ready", active_turn_id=None)
@@ -551,10 +563,36 @@ class AcpSessionActor(SessionActor):
             pass
 
     def _cancel_guard(self) -> None:
-        for timer in (self._guard_timer, self._cancel_timer):
+        for timer in (self._guard_timer, self._cancel_timer, self._retry_timer):
             if timer is not None:
                 timer.cancel()
-        self._guard_timer = self._cancel_timer = None
+        self._guard_timer = self._cancel_timer = self._retry_timer = None
+
+    def _schedule_retry(self, turn_id: str) -> None:
+        # Some agents drop a cancel that arrives right after the prompt (Kiro; T3 Code re-sends
+        # it): repeat session/cancel every `cancel_retry` s until the turn ends, within the guard.
+        retry = self.settings.cancel_retry
+        at = time.monotonic() + retry
+        if retry > 0 and at < self._retry_until:
+            self._retry_timer = timers.schedule(at, functools.partial(self._tell_later, CancelRetry(turn_id)))
+
+    def _tell_later(self, message: Any) -> None:
+        # Timer thread: only tell.
+        try:
+            self.actor_ref.tell(message)
+        except Exception:
+            pass
+
+    def _retry_cancel(self, turn_id: str) -> None:
+        self._retry_timer = None
+        link = self._link
+        if self.tr.turn_id != turn_id or link is None or not self.tr.native_session_id:
+            return
+        try:
+            link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
+        except PaddockError:
+            return
+        self._schedule_retry(turn_id)
 
     def _cancel_expired(self, turn_id: str) -> None:
         """The agent never answered the cancelled prompt: end the turn ourselves (its late result
@@ -582,6 +620,9 @@ class AcpSessionActor(SessionActor):
         if self.settings.cancel_timeout > 0 and self.tr.turn_id is not None:
             self._cancel_timer = timers.schedule(time.monotonic() + self.settings.cancel_timeout,
                                                  functools.partial(self._cancel_fire, self.tr.turn_id))
+        if self.tr.turn_id is not None:
+            self._retry_until = time.monotonic() + self.settings.cancel_guard
+            self._schedule_retry(self.tr.turn_id)
 
     # incoming updates and requests ---------------------------------------------------------------
 

@@ -26,6 +26,10 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     client_terminal: bool
     terminal_output_limit: int
     env: dict[str, str] = {}
+    cancel_retry: float = 0.0
+    """Seconds between re-sent ``session/cancel`` notifications within the cancel guard."""
+    failed_text: Any = None
+    """The flavor's ``failed_text(text) -> error | None`` hook."""
 
 
 def cursor_for(driver: str, session_id: str) -> ResumeCursor:

@@ -161,6 +161,7 @@ class Translator:
         self._ack_interrupt = False
         self._message: _Stream | None = None
         self._thought: _Stream | None = None
+        self._last_text = ""
         self._tools: dict[str, _Tool] = {}
         self._seq = 0
         self._usage = TokenUsage()
@@ -181,6 +182,7 @@ class Translator:
         self.interrupt_requested = False
         self._ack_interrupt = False
         self._message = self._thought = None
+        self._last_text = ""
         self._tools = {}
         self._turn_usage = None
         return [
@@ -232,6 +234,12 @@ class Translator:
         self.turn_id = None
         self._tools = {}
         return out
+
+    def last_message_text(self) -> str:
+        """The text of the running turn's latest assistant message ("" when none)."""
+        if self._message is not None:
+            return "".join(self._message.parts)
+        return self._last_text
 
     def interrupt_acknowledged(self) -> None:
         """After this, no new item starts in the running turn (grammar rule 6)."""
@@ -334,6 +342,7 @@ class Translator:
                           text="".join(stream.parts))
         )
         if stream is self._message:
+            self._last_text = "".join(stream.parts)
             self._message = None
         if stream is self._thought:
             self._thought = None

@@ -27,7 +27,13 @@ def run(args: argparse.Namespace) -> int:
     for r in reports:
         mark = "ok " if r["status"] == "available" else "!! "
         write(f"{mark}{r['id']} (driver {r['driver']}): {r['status']}\n")
-        write(f"    binary:  {r['binary'] or '-'}\n    version: {r['version'] or '-'}\n    auth:    {r['auth']}\n    home:    {r['home'] or '-'}\n")
+        source = {"peers": " (pinned, from the peers dir)", "path": " (found on PATH)", "config": " (configured)"}.get(
+            r.get("source") or "", "")
+        write(f"    binary:  {r['binary'] or '-'}{source}\n    version: {r['version'] or '-'}\n    auth:    {r['auth']}\n    home:    {r['home'] or '-'}\n")
+        for key in ("endpoint", "api_key", "model"):
+            if r.get(key):
+                # api_key is already masked by the driver's report; never print a raw value.
+                write(f"    {key + ':':10}{'***' if key == 'api_key' else r[key]}\n")
         if r["reason"]:
             write(f"    reason:  {r['reason']}\n")
     return 0 if all(r["status"] == "available" for r in reports) else 1

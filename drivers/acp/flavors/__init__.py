@@ -1,0 +1,18 @@
+"""The per-agent ACP flavors: small records over the shared adapter (:mod:`paddock.drivers.acp`).
+
+Each module documents its agent's spawn command, how the common model keys (``endpoint``,
+``api_key``, ``model``) reach it, its switches, its runtime-mode mapping and its traps.
+A user's whole config for one of them is ``driver = "<kind>"`` plus the model keys (or the
+agent's own login).
+"""
+
+from ._claude_acp import CLAUDE_ACP_FLAVOR as CLAUDE_ACP_FLAVOR
+from ._codex_acp import CODEX_ACP_FLAVOR as CODEX_ACP_FLAVOR
+from ._copilot import COPILOT_FLAVOR as COPILOT_FLAVOR
+from ._gemini import GEMINI_FLAVOR as GEMINI_FLAVOR
+from ._qwen import QWEN_FLAVOR as QWEN_FLAVOR
+
+FLAVORS = {f.kind: f for f in (GEMINI_FLAVOR, QWEN_FLAVOR, CLAUDE_ACP_FLAVOR, COPILOT_FLAVOR, CODEX_ACP_FLAVOR)}
+"""Kind -> flavor, for the registry and for ``paddock.testing``'s offline builders."""
+
+__all__ = ["CLAUDE_ACP_FLAVOR", "CODEX_ACP_FLAVOR", "COPILOT_FLAVOR", "FLAVORS", "GEMINI_FLAVOR", "QWEN_FLAVOR"]

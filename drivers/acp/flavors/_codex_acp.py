@@ -1,0 +1,86 @@
+"""``codex-acp``: Codex through ACP, Zed's adapter ``@zed-industries/codex-acp`` (pinned 0.16.0,
+a native binary run directly), beside the native ``codex`` app-server driver.
+
+Model keys: Codex's own ``$CODEX_HOME/config.toml`` (``CODEX_HOME=$HOME/.codex``), written by
+Paddock as a managed file (a file the user wrote without Paddock's marker line is left alone):
+``endpoint`` -> a ``responses`` provider ``paddock`` at ``<endpoint>/v1`` whose key is read from
+``PADDOCK_CODEX_API_KEY`` (= ``api_key``); ``model`` -> ``model``. With ``api_key`` but no
+endpoint: ``OPENAI_API_KEY``. Switches (in the file): update check, analytics, feedback, OTEL
+and the plugin/app sync features off (without them Codex contacts github.com and chatgpt.com
+at start).
+
+| runtime / interaction mode | native mode | answered without asking the host |
+|---|---|---|
+| approval-required | the agent's own default (``auto``: asks before edits and commands) | read, search, think |
+| auto-accept-edits | same | also edit, delete, move (at the client boundary) |
+| full-access | same | everything |
+| plan interaction | none | as the runtime mode says |
+
+Traps (acp.md §9): its bundled Codex core is older than the app-server pin (no
+``model_catalog_json``); for a model it has no metadata for, the first assistant text of a turn
+begins with the warning "Model metadata for `<model>` not found. …" as ordinary text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from paddock.drivers._access import ModelAccess
+from paddock.drivers.acp import AcpFlavor
+
+from ._common import loads_sessions
+
+__all__ = ["CODEX_ACP_FLAVOR"]
+
+_KEY_VAR = "PADDOCK_CODEX_API_KEY"
+
+
+def _toml(value: str) -> str:
+    return json.dumps(value)  # a JSON string literal is a valid TOML basic string
+
+
+def config_toml(access: ModelAccess) -> str:
+    """Codex's ``config.toml`` for ``access``: the quiet switches, and the provider and model
+    when configured."""
+    lines: list[str] = []
+    if access.model:
+        lines.append(f"model = {_toml(access.model)}")
+    base = access.base_url("/v1")
+    if base is not None:
+        lines.append('model_provider = "paddock"')
+    lines.append("check_for_update_on_startup = false")
+    if base is not None:
+        lines += ["", "[model_providers.paddock]", 'name = "paddock"', f"base_url = {_toml(base)}",
+                  'wire_api = "responses"', f'env_key = "{_KEY_VAR}"', "requires_openai_auth = false"]
+    lines += ["", "[features]", "plugins = false", "remote_plugin = false", "apps = false",
+              "shell_snapshot = false", "", "[analytics]", "enabled = false", "", "[feedback]", "enabled = false",
+              "", "[otel]", 'exporter = "none"', 'trace_exporter = "none"', 'metrics_exporter = "none"']
+    return "\n".join(lines) + "\n"
+
+
+def _access_env(access: ModelAccess) -> dict[str, str]:
+    if not access.api_key:
+        return {}
+    return {_KEY_VAR: access.api_key} if access.endpoint else {"OPENAI_API_KEY": access.api_key}
+
+
+def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
+    return {".codex/config.toml": config_toml(access)}
+
+
+def _env(ctx: Any) -> dict[str, str]:
+    return {"CODEX_HOME": str(Path(ctx.env.get("HOME") or ctx.home) / ".codex")}
+
+
+CODEX_ACP_FLAVOR = AcpFlavor(
+    kind="codex-acp",
+    peer="codex-acp",
+    access_env=_access_env,
+    quiet_env={"RUST_LOG": "warn", "NO_BROWSER": "1"},
+    settings=_settings,
+    env=_env,
+    # initialize answers loadSession: true.
+    capability_overrides=loads_sessions,
+)

@@ -1,0 +1,40 @@
+"""What several flavors share: capability edits and the settings overlay of the Gemini CLI
+family (Qwen Code is a fork of it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from paddock.contract import Capabilities
+
+__all__ = ["gemini_family_settings", "loads_sessions", "reports_usage"]
+
+
+def loads_sessions(caps: Capabilities) -> Capabilities:
+    """``sessions.load``/``resume`` on before the first start (the agent answers ``initialize``
+    with ``loadSession: true``), so the runtime can plan a resume in a fresh process."""
+    return msgspec.structs.replace(caps, sessions=msgspec.structs.replace(caps.sessions, load=True, resume=True))
+
+
+def reports_usage(caps: Capabilities) -> Capabilities:
+    """``streaming.token_usage`` on: the agent sends ``usage_update`` and ``PromptResponse.usage``."""
+    return msgspec.structs.replace(caps, streaming=msgspec.structs.replace(caps.streaming, token_usage=True))
+
+
+def gemini_family_settings(selected_type: str | None) -> dict[str, Any]:
+    """``settings.json`` switches: usage statistics, telemetry, auto-update (and its notice), IDE
+    integration and folder trust off; ``selectedType`` only when Paddock supplies the key."""
+    settings: dict[str, Any] = {
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "security": {"folderTrust": {"enabled": False}},
+        "ide": {"enabled": False},
+        # The bundled ripgrep download is a network fetch.
+        "tools": {"useRipgrep": False},
+    }
+    if selected_type is not None:
+        settings["security"]["auth"] = {"selectedType": selected_type}
+    return settings

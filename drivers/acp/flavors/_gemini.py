@@ -1,0 +1,73 @@
+"""``gemini``: Gemini CLI (pinned 0.61.0) in ACP mode: ``node <gemini.js> --acp``.
+
+Model keys: ``endpoint`` -> ``GOOGLE_GEMINI_BASE_URL`` (without ``/v1beta``: the SDK appends
+it; plain http is accepted only for localhost/127.0.0.1), ``api_key`` -> ``GEMINI_API_KEY``
+plus ``authenticate{methodId:"gemini-api-key"}`` and ``selectedType`` in
+``~/.gemini/settings.json``, ``model`` -> ``GEMINI_MODEL``. Without a key: the CLI's own login,
+no ``authenticate`` call. Switches: ``GEMINI_TELEMETRY_ENABLED=false``,
+``GEMINI_CLI_NO_RELAUNCH=true`` (no self-relaunch with a bigger heap), settings with usage
+statistics, telemetry and auto-update off.
+
+| runtime / interaction mode | native mode (``session/set_mode``) | answered without asking the host |
+|---|---|---|
+| approval-required | ``default`` | read, search, think |
+| auto-accept-edits | ``autoEdit`` | also edit, delete, move |
+| full-access | ``yolo`` | everything |
+| plan interaction | ``plan`` | as the runtime mode says |
+
+Traps (acp.md): ``request_permission`` names tool calls never announced (the item is created on
+first sight, generically); gemini with ``fs.readTextFile`` advertised cannot create a NEW file
+(it reads first and maps the client's -32002 to "Error checking existing file"), so this flavor
+advertises no fs by default; it skips permission for safe-list commands (``echo``, ``ls``);
+HTTP 5xx means ≈70 s of silent retries (cancel ends it); a session cannot be loaded in a fresh
+process until the CLI has saved it (see :data:`RESUME_HINT`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from paddock.drivers._access import ModelAccess
+from paddock.drivers.acp import AcpFlavor
+
+from ._common import gemini_family_settings, loads_sessions
+
+__all__ = ["GEMINI_FLAVOR"]
+
+
+def _access_env(access: ModelAccess) -> dict[str, str]:
+    env: dict[str, str] = {}
+    base = access.base_url("")
+    if base is not None:
+        env["GOOGLE_GEMINI_BASE_URL"] = base
+    if access.api_key:
+        env["GEMINI_API_KEY"] = access.api_key
+    if access.model:
+        env["GEMINI_MODEL"] = access.model
+    return env
+
+
+def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
+    return {".gemini/settings.json": gemini_family_settings("gemini-api-key" if access.api_key else None)}
+
+
+def _auth(ctx: Any) -> str | None:
+    return "gemini-api-key" if ctx.access.api_key or ctx.env.get("GEMINI_API_KEY") else None
+
+
+GEMINI_FLAVOR = AcpFlavor(
+    kind="gemini",
+    peer="gemini",
+    protocol_args=("--acp",),
+    access_env=_access_env,
+    quiet_env={"GEMINI_TELEMETRY_ENABLED": "false", "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "1"},
+    settings=_settings,
+    auth=_auth,
+    # initialize answers loadSession: true. Usage arrives only as PromptResponse._meta.quota, so
+    # streaming.token_usage stays off.
+    capability_overrides=loads_sessions,
+    native_modes={"approval-required": "default", "auto-accept-edits": "autoEdit", "full-access": "yolo", "plan": "plan"},
+    # acp.md pitfall 1: with fs advertised, creating a new file fails.
+    client_fs=False,
+)
