@@ -77,6 +77,23 @@ class _ErrorObject(msgspec.Struct, gc=False):
     data: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
+def _error_text(error: _ErrorObject) -> str:
+    """The error's message plus its ``data`` detail when that is a short text: agents put the
+    real cause there (qwen and codex-acp: ``message:"Internal error", data:{details:"400 …"}``)."""
+    message = error.message or "no message"
+    if error.data is msgspec.UNSET:
+        return message
+    try:
+        data = msgspec.json.decode(error.data)
+    except msgspec.DecodeError:
+        return message
+    if isinstance(data, dict):
+        data = next((data[k] for k in ("details", "detail", "message", "error") if isinstance(data.get(k), str)), None)
+    if isinstance(data, str) and data.strip() and data not in message:
+        return f"{message}: {data.strip()[:500]}"
+    return message
+
+
 class _Envelope(msgspec.Struct, gc=False):
     id: int | str | None = None
     method: str | None = None
@@ -363,7 +380,7 @@ class JsonRpcConnection:
         if timer is not None:
             timer.cancel()
         if env.error is not None:
-            _settle(future, error=RequestError(method, env.error.code, env.error.message or "no message"))
+            _settle(future, error=RequestError(method, env.error.code, _error_text(env.error)))
         else:
             _settle(future, result=_NULL if env.result is msgspec.UNSET else env.result)
 

@@ -104,6 +104,7 @@ class AcpAdapter(SessionTable):
             env=dict(ctx.env),
             cancel_retry=flavor.cancel_retry,
             failed_text=flavor.failed_text,
+            resume_hint=flavor.resume_hint,
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps

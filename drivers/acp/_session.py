@@ -68,7 +68,7 @@ from ._messages import (
     SendTurn,
     WarningNotice,
 )
-from ._settings import SessionSettings, cursor_for, session_id_of
+from ._settings import SessionSettings, created_at_of, cursor_for, session_id_of
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
@@ -282,7 +282,7 @@ class AcpSessionActor(SessionActor):
 
     def _cursor(self) -> ResumeCursor | None:
         sid = self.tr.native_session_id
-        return cursor_for(self.settings.cursor_driver, sid) if sid else None
+        return cursor_for(self.settings.cursor_driver, sid, self.record.extra.get("created_at")) if sid else None
 
     # open, resume, modes -------------------------------------------------------------------------
 
@@ -305,6 +305,11 @@ class AcpSessionActor(SessionActor):
             except PaddockError as exc:
                 resume_failed = True
                 detail = f"resume failed, started a new session: {exc}"
+                hint = self.settings.resume_hint
+                created = created_at_of(inp.resume_cursor)
+                why = hint(str(exc), None if created is None else time.time() - created) if hint is not None else None
+                if why:
+                    detail = f"{detail}. {why}"
                 events.append(RuntimeWarningEvent(**self._env(), code="acp.resume_failed", message=detail))
         if not resumed:
             raw = self._call(link, "session/new", {"cwd": inp.cwd, "mcpServers": []})
@@ -312,6 +317,7 @@ class AcpSessionActor(SessionActor):
             if not result.sessionId:
                 raise RequestError("session/new", None, "the agent answered without a sessionId", **self._where())
             self.tr.native_session_id = result.sessionId
+            self.record.extra["created_at"] = time.time()
             link.register(result.sessionId, self.actor_ref)
         self._link = link
         self.record.extra["generation"] = link.generation

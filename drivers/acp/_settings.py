@@ -8,7 +8,7 @@ import msgspec
 
 from paddock.contract import ResumeCursor, ValidationError
 
-__all__ = ["SessionSettings", "cursor_for", "session_id_of"]
+__all__ = ["SessionSettings", "created_at_of", "cursor_for", "session_id_of"]
 
 
 class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,14 +30,29 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds between re-sent ``session/cancel`` notifications within the cancel guard."""
     failed_text: Any = None
     """The flavor's ``failed_text(text) -> error | None`` hook."""
+    resume_hint: Any = None
+    """The flavor's ``resume_hint(error, age_seconds | None) -> sentence | None`` hook."""
 
 
-def cursor_for(driver: str, session_id: str) -> ResumeCursor:
-    return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode({"sessionId": session_id}).decode())
+def cursor_for(driver: str, session_id: str, created_at: float | None = None) -> ResumeCursor:
+    """``createdAt`` (epoch seconds of ``session/new``) lets a flavor explain a failed load of a
+    session too young to be saved (gemini); readers of older cursors see it missing."""
+    payload: dict[str, Any] = {"sessionId": session_id}
+    if created_at is not None:
+        payload["createdAt"] = round(created_at, 3)
+    return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode(payload).decode())
 
 
 class _CursorPayload(msgspec.Struct):
     sessionId: str
+    createdAt: float | None = None
+
+
+def created_at_of(cursor: ResumeCursor) -> float | None:
+    try:
+        return msgspec.json.decode(cursor.payload, type=_CursorPayload).createdAt
+    except msgspec.DecodeError:
+        return None
 
 
 def session_id_of(cursor: ResumeCursor, driver: str) -> str:

@@ -20,7 +20,7 @@ first sight, generically); gemini with ``fs.readTextFile`` advertised cannot cre
 (it reads first and maps the client's -32002 to "Error checking existing file"), so this flavor
 advertises no fs by default; it skips permission for safe-list commands (``echo``, ``ls``);
 HTTP 5xx means ≈70 s of silent retries (cancel ends it); a session cannot be loaded in a fresh
-process until the CLI has saved it (see :data:`RESUME_HINT`).
+process in its first minute (:func:`resume_hint` says so instead of a bare "Internal error").
 """
 
 from __future__ import annotations
@@ -33,7 +33,11 @@ from paddock.drivers.acp import AcpFlavor
 
 from ._common import gemini_family_settings, loads_sessions
 
-__all__ = ["GEMINI_FLAVOR"]
+__all__ = ["GEMINI_FLAVOR", "resume_hint"]
+
+# Observed with 0.61.0: `session/load` in a fresh process fails with -32603 "Internal error" for a
+# session created less than a minute before; after 60 s the same load replays the history.
+_SAVE_DELAY = 60.0
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
@@ -56,6 +60,15 @@ def _auth(ctx: Any) -> str | None:
     return "gemini-api-key" if ctx.access.api_key or ctx.env.get("GEMINI_API_KEY") else None
 
 
+def resume_hint(error: str, age: float | None) -> str | None:
+    """Explain a failed ``session/load`` of a session younger than a minute."""
+    if "-32603" not in error or (age is not None and age >= _SAVE_DELAY):
+        return None
+    when = f" (it was created {age:.0f} s ago)" if age is not None else ""
+    return (f"Gemini CLI 0.61 cannot load a session in the first minute after it was created{when}; "
+            "resume it after that minute to keep its history")
+
+
 GEMINI_FLAVOR = AcpFlavor(
     kind="gemini",
     peer="gemini",
@@ -64,6 +77,7 @@ GEMINI_FLAVOR = AcpFlavor(
     quiet_env={"GEMINI_TELEMETRY_ENABLED": "false", "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "1"},
     settings=_settings,
     auth=_auth,
+    resume_hint=resume_hint,
     # initialize answers loadSession: true. Usage arrives only as PromptResponse._meta.quota, so
     # streaming.token_usage stays off.
     capability_overrides=loads_sessions,
