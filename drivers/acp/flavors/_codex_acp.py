@@ -9,16 +9,19 @@ endpoint: ``OPENAI_API_KEY``. Switches (in the file): update check, analytics, f
 and the plugin/app sync features off (without them Codex contacts github.com and chatgpt.com
 at start).
 
-| runtime / interaction mode | native mode | answered without asking the host |
+| runtime / interaction mode | native mode (``session/set_mode``) | answered without asking the host |
 |---|---|---|
-| approval-required | the agent's own default (``auto``: asks before edits and commands) | read, search, think |
-| auto-accept-edits | same | also edit, delete, move (at the client boundary) |
-| full-access | same | everything |
-| plan interaction | none | as the runtime mode says |
+| approval-required | ``read-only`` (asks before edits, commands, network) | read, search, think |
+| auto-accept-edits | ``auto`` (edits and commands in the workspace run unasked) | also edit, delete, move |
+| full-access | ``full-access`` | everything |
+| plan interaction | none (it offers no plan mode) | as the runtime mode says |
 
 Traps (acp.md §9): its bundled Codex core is older than the app-server pin (no
 ``model_catalog_json``); for a model it has no metadata for, the first assistant text of a turn
-begins with the warning "Model metadata for `<model>` not found. …" as ordinary text.
+begins with the warning "Model metadata for `<model>` not found. …" as ordinary text (its
+bundled catalog knows gpt-5.2 … gpt-5.5); it offers ``apply_patch``, not a write-file tool; its
+reject option is ``abort`` ("No, provide feedback"): a declined edit ends the turn with
+``stopReason: cancelled`` (state ``cancelled``, the agent's own), not a model follow-up.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 from paddock.drivers._access import ModelAccess
 from paddock.drivers.acp import AcpFlavor
 
-from ._common import loads_sessions
+from ._common import loads_sessions, reports_usage
 
 __all__ = ["CODEX_ACP_FLAVOR"]
 
@@ -81,6 +84,7 @@ CODEX_ACP_FLAVOR = AcpFlavor(
     quiet_env={"RUST_LOG": "warn", "NO_BROWSER": "1"},
     settings=_settings,
     env=_env,
-    # initialize answers loadSession: true.
-    capability_overrides=loads_sessions,
+    # initialize answers loadSession: true; usage_update arrives on every turn.
+    capability_overrides=lambda caps: reports_usage(loads_sessions(caps)),
+    native_modes={"approval-required": "read-only", "auto-accept-edits": "auto", "full-access": "full-access"},
 )
