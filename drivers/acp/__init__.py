@@ -38,6 +38,7 @@ from ._capabilities import base_capabilities as base_capabilities
 from ._config import AcpConfig as AcpConfig
 from ._flavor import GENERIC_FLAVOR as GENERIC_FLAVOR
 from ._flavor import AcpFlavor as AcpFlavor
+from ._flavor import flavor_env as flavor_env
 from ._permissions import DEFAULT_AUTO_ALLOW as DEFAULT_AUTO_ALLOW
 
 __all__ = [
@@ -47,4 +48,5 @@ __all__ = [
     "AcpConfig",
     "AcpFlavor",
     "base_capabilities",
+    "flavor_env",
 ]

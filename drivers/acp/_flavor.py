@@ -212,10 +212,10 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
         return report
 
 
-def flavor_env(flavor: AcpFlavor, access: ModelAccess, home: Path) -> dict[str, str]:
+def flavor_env(flavor: AcpFlavor, access: ModelAccess, home: Path, written: list[str] | None = None) -> dict[str, str]:
     """The variables ``flavor`` adds for ``access`` (model mapping, switches, root keys), after
-    merging its settings files under ``home``. Pure apart from those files; never reads
-    ``os.environ``."""
+    merging its settings files under ``home`` (their paths are appended to ``written``). Pure
+    apart from those files; never reads ``os.environ``."""
     env: dict[str, str] = dict(flavor.quiet_env)
     if flavor.access_env is not None:
         env.update(flavor.access_env(access))
@@ -227,6 +227,8 @@ def flavor_env(flavor: AcpFlavor, access: ModelAccess, home: Path) -> dict[str, 
                 write_managed_file(home / relative, overlay)
             else:
                 merge_json_file(home / relative, overlay)
+            if written is not None:
+                written.append(str(home / relative))
     return env
 
 

@@ -302,6 +302,7 @@ class AcpSessionActor(SessionActor):
                 sid = session_id_of(inp.resume_cursor, self.settings.cursor_driver)
                 result = self._load(link, sid)
                 resumed = True
+                self.record.extra["created_at"] = created_at_of(inp.resume_cursor)
             except PaddockError as exc:
                 resume_failed = True
                 detail = f"resume failed, started a new session: {exc}"

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--only", action="append", metavar="NAME", help="only this peer (repeatable)")
-        p.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR or .paddock/peers)")
+        p.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR, else ~/.cache/paddock/peers)")
         p.add_argument("--pins", type=Path, help="pins file (default: the shipped pins (paddock/drivers/peers.toml))")
     p = sub.add_parser("path", help="print the command line that starts one installed peer")
     p.add_argument("name")

@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cli", required=True, help="peer name from paddock/drivers/peers.toml (codex, claude, gemini, ...)")
     parser.add_argument("--scenario", default="text", help="model scenario (text, tool_shell, tool_write, http400, ...)")
     parser.add_argument("--out", required=True, type=Path, help="transcript file to write")
-    parser.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR or .paddock/peers)")
+    parser.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR, else ~/.cache/paddock/peers)")
     parser.add_argument("--timeout", type=float, default=60.0)
 
 

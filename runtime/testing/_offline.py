@@ -17,6 +17,10 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._claude_code import CLAUDE_CODE_QUIET, claude_code_env
+from paddock.drivers.acp._flavor import is_root
+
 __all__ = ["OFFLINE_BUILDERS", "MOCK_KEY", "OfflineEnv", "build_offline_env"]
 
 MOCK_KEY = "paddock-mock-key"
@@ -164,21 +168,34 @@ def _opencode(root: Path, url: str, env: dict[str, str], files: list[str]) -> st
     return "mock/mock-model"
 
 
-def _claude_vars(root: Path, url: str, env: dict[str, str]) -> None:
+def _flavor(kind: str, root: Path, url: str, env: dict[str, str], files: list[str], model: str) -> str:
+    """The flavor's own mapping of the common model keys (one copy, in paddock.drivers)."""
+    from paddock.drivers.acp import flavor_env
+    from paddock.drivers.acp.flavors import FLAVORS
+
+    access = ModelAccess(endpoint=url, api_key=MOCK_KEY, model=model)
+    flavor = FLAVORS[kind]
+    env.update(flavor_env(flavor, access, Path(env["HOME"]), files))
+    if flavor.env is not None:
+        env.update(flavor.env(_Ctx(env, env["HOME"])))
+    return model
+
+
+class _Ctx:
+    """The two fields of an InstanceContext a flavor's ``env`` hook reads."""
+
+    def __init__(self, env: dict[str, str], home: str) -> None:
+        self.env = env
+        self.home = home
+
+
+def _claude_vars(root: Path, url: str, env: dict[str, str], model: str | None = None) -> None:
     config_dir = root / "claude-config"
     config_dir.mkdir(parents=True, exist_ok=True)
-    env.update(
-        CLAUDE_CONFIG_DIR=str(config_dir),
-        ANTHROPIC_BASE_URL=url,
-        ANTHROPIC_API_KEY=MOCK_KEY,
-        # Without these it looks up api.anthropic.com and queues telemetry files.
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_TELEMETRY="1",
-        DISABLE_AUTOUPDATER="1",
-        DISABLE_ERROR_REPORTING="1",
-        CLAUDE_CODE_MAX_RETRIES="0",
-    )
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
+    env.update(claude_code_env(ModelAccess(endpoint=url, api_key=MOCK_KEY, model=model)), **CLAUDE_CODE_QUIET)
+    # Error tests want one request per model failure, and a config dir the test can inspect.
+    env.update(CLAUDE_CONFIG_DIR=str(config_dir), CLAUDE_CODE_MAX_RETRIES="0")
+    if is_root():
         env["IS_SANDBOX"] = "1"  # else bypassPermissions (and claude-agent-acp) refuse to run as root
 
 
@@ -189,55 +206,23 @@ def _claude(root: Path, url: str, env: dict[str, str], files: list[str]) -> str:
 
 def _claude_acp(root: Path, url: str, env: dict[str, str], files: list[str]) -> str:
     _claude_vars(root, url, env)
-    env["ANTHROPIC_MODEL"] = "claude-sonnet-4-5"
-    return "claude-sonnet-4-5"
-
-
-def _gemini_settings(selected_type: str) -> dict:
-    return {
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-        "security": {"auth": {"selectedType": selected_type}, "folderTrust": {"enabled": False}},
-        "ide": {"enabled": False},
-        "tools": {"useRipgrep": False},
-    }
+    return _flavor("claude-acp", root, url, env, files, "claude-sonnet-4-5")
 
 
 def _gemini(root: Path, url: str, env: dict[str, str], files: list[str]) -> str:
-    _write(Path(env["HOME"]) / ".gemini" / "settings.json", json.dumps(_gemini_settings("gemini-api-key"), indent=2), files)
-    env.update(
-        GEMINI_API_KEY=MOCK_KEY,
-        GOOGLE_GEMINI_BASE_URL=url,  # plain http is accepted only for localhost/127.0.0.1
-        GEMINI_TELEMETRY_ENABLED="false",
-        GEMINI_CLI_NO_RELAUNCH="true",
-    )
-    return "gemini-mock"
+    return _flavor("gemini", root, url, env, files, "gemini-mock")
 
 
 def _qwen(root: Path, url: str, env: dict[str, str], files: list[str]) -> str:
-    settings = _gemini_settings("openai")
-    settings["general"]["disableAutoUpdate"] = True
-    _write(Path(env["HOME"]) / ".qwen" / "settings.json", json.dumps(settings, indent=2), files)
-    env.update(
-        OPENAI_API_KEY=MOCK_KEY,
-        OPENAI_BASE_URL=f"{url}/v1",
-        OPENAI_MODEL="mock-model",
-        QWEN_TELEMETRY_ENABLED="false",
-        QWEN_CODE_NO_RELAUNCH="true",
-    )
-    return "mock-model"
+    return _flavor("qwen", root, url, env, files, "mock-model")
 
 
 def _copilot(root: Path, url: str, env: dict[str, str], files: list[str]) -> str:
-    env.update(
-        COPILOT_OFFLINE="true",  # no GitHub auth, telemetry, MCP server or auto-update
-        COPILOT_PROVIDER_BASE_URL=f"{url}/v1",
-        COPILOT_PROVIDER_TYPE="openai",
-        COPILOT_PROVIDER_API_KEY=MOCK_KEY,
-        COPILOT_MODEL="gpt-4.1",
-    )
-    return "gpt-4.1"
+    return _flavor("copilot", root, url, env, files, "gpt-4.1")
+
+
+def _codex_acp(root: Path, url: str, env: dict[str, str], files: list[str]) -> str:
+    return _flavor("codex-acp", root, url, env, files, "gpt-5.4-mini")
 
 
 OFFLINE_BUILDERS: dict[str, Callable[[Path, str, dict[str, str], list[str]], str]] = {
@@ -248,6 +233,7 @@ OFFLINE_BUILDERS: dict[str, Callable[[Path, str, dict[str, str], list[str]], str
     "qwen": _qwen,
     "claude-acp": _claude_acp,
     "copilot": _copilot,
+    "codex-acp": _codex_acp,
 }
 """Peer name (as in ``paddock/drivers/peers.toml``) -> builder."""
 

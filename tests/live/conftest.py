@@ -1,8 +1,8 @@
 """Helpers for live tests: find a pinned CLI (skip with the install command when it is missing),
 a scripted model server, and the network tripwire.
 
-Live tests are marked ``@pytest.mark.live``. The peers folder is ``$PADDOCK_PEERS_DIR`` or
-``.paddock/peers`` (``.ci/run`` installs into ``$HOME/.cache/paddock/peers``). With
+Live tests are marked ``@pytest.mark.live``. The peers folder is ``$PADDOCK_PEERS_DIR``, else
+``~/.cache/paddock/peers`` (the one default of ``paddock peers`` and the drivers). With
 ``PADDOCK_REQUIRE_PEERS=1`` a missing peer fails the test instead of skipping it.
 """
 

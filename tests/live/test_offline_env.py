@@ -26,6 +26,7 @@ REQUIRED = {
                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY"},
     "copilot": {"COPILOT_OFFLINE", "COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
                 "COPILOT_MODEL"},
+    "codex-acp": {"CODEX_HOME", "PADDOCK_CODEX_API_KEY"},
 }
 AMBIENT = {
     "OPENAI_API_KEY": "sk-ambient", "OPENAI_BASE_URL": "https://ambient.invalid/v1", "ANTHROPIC_API_KEY": "ambient",

@@ -21,6 +21,7 @@ PINNED = {
     "qwen": ("@qwen-code/qwen-code", "0.15.10"),
     "claude-acp": ("@agentclientprotocol/claude-agent-acp", "0.49.0"),
     "copilot": ("@github/copilot", "1.0.102"),
+    "codex-acp": ("@zed-industries/codex-acp", "0.16.0"),
 }
 
 
