@@ -121,16 +121,21 @@ class ClaudeAdapter(SessionTable):
             return scope
 
     def _binary(self) -> str:
-        from paddock.drivers._registry import resolve_binary
+        from ._spec import locate
 
-        path, reason = resolve_binary(self._config.binary, self._ctx.env)
-        if path is None:
-            raise DriverError(DRIVER, self.instance_id, f"cannot start Claude Code: {reason}")
-        return path
+        where = locate(self._ctx)
+        if isinstance(where, str):
+            raise DriverError(DRIVER, self.instance_id, f"cannot start Claude Code: {where}")
+        return where.path
 
     def _env(self) -> dict[str, str]:
+        from paddock.drivers._claude_code import CLAUDE_CODE_QUIET, claude_code_env
+
         env = dict(self._ctx.env)
         env.pop("CLAUDECODE", None)  # set inside a Claude Code shell; the child must not see it
+        # The common model keys and the quiet switches; the instance's own `env` wins.
+        for key, value in {**CLAUDE_CODE_QUIET, **claude_code_env(self._ctx.access)}.items():
+            env.setdefault(key, value)
         env.setdefault("CLAUDE_CONFIG_DIR", os.path.join(self._ctx.home, "claude"))
         os.makedirs(env["CLAUDE_CONFIG_DIR"], exist_ok=True)
         return env

@@ -17,8 +17,11 @@ DEFAULT_PERMISSION_MODES: dict[str, str] = {
 
 
 class ClaudeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The common keys (``driver``, ``binary``, ``home``, ``env``, ``args``, ``pass_env``; ``binary``
-    defaults to ``claude`` on the child's ``PATH``; ``args`` go right after the binary) plus:
+    """The common keys (``driver``, ``binary``, ``home``, ``env``, ``args``, ``pass_env``; with no
+    ``binary`` the pinned Claude Code in the peers dir, else ``claude`` on the child's ``PATH``;
+    ``args`` go right after the binary; ``endpoint``/``api_key``/``model`` become
+    ``ANTHROPIC_BASE_URL`` (without ``/v1``), ``ANTHROPIC_API_KEY`` and the default ``--model``)
+    plus:
 
     - ``model``: the default ``--model`` (a session's or turn's own model wins);
     - ``permission_modes``: runtime mode or ``plan`` -> ``--permission-mode`` value, on top of
@@ -33,7 +36,7 @@ class ClaudeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_field
     - ``shutdown_timeout``: seconds between closing stdin and SIGKILL when a session stops.
     """
 
-    binary: str | None = "claude"
+    binary: str | None = None
     permission_modes: dict[str, str] = {}
     max_turns: int | None = None
     system_prompt: str | None = None

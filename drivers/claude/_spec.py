@@ -4,34 +4,52 @@ from __future__ import annotations
 
 from typing import Any
 
-from paddock.drivers._registry import DriverSpec, binary_version, resolve_binary
+from paddock.drivers._binary import BinaryLocation, find_binary
+from paddock.drivers._registry import DriverSpec, binary_version
 
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import ClaudeConfig
 
-__all__ = ["claude_driver_spec", "probe"]
+__all__ = ["claude_driver_spec", "locate", "probe"]
+
+
+def locate(ctx: Any) -> BinaryLocation | str:
+    """The configured ``binary``, else the pinned Claude Code in the peers dir, else ``claude``
+    on the child's ``PATH``; or why none was found. Spawns nothing."""
+    return find_binary(ctx.config.binary, peer="claude", env=ctx.env)
 
 
 def probe(ctx: Any) -> str | None:
-    """``None`` when the configured binary resolves on the child's PATH (or as a path), else why
-    not. Cheap: spawns nothing."""
+    """``None`` when the binary resolves, else why not. Cheap: spawns nothing."""
     try:
-        _, reason = resolve_binary(ctx.config.binary, ctx.env)
+        where = locate(ctx)
     except Exception as exc:  # a probe never raises
         return f"cannot resolve the Claude Code binary: {exc!r}"
-    return reason
+    return where if isinstance(where, str) else None
 
 
 def diagnose(ctx: Any) -> dict[str, Any]:
-    """Binary, version and where credentials come from (never their values)."""
-    path, _ = resolve_binary(ctx.config.binary, ctx.env)
+    """Binary (and where it was found), version and where credentials come from (never their values)."""
+    where = locate(ctx)
     keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN") if ctx.env.get(k)]
-    auth = (
-        f"credentials from the instance env ({', '.join(keys)})"
-        if keys
-        else "no key in the instance env; relies on a login stored under its CLAUDE_CONFIG_DIR"
-    )
-    return {"binary": path or ctx.config.binary, "version": path and binary_version([path], ctx.env), "auth": auth}
+    if ctx.access.api_key:
+        auth = "model key from the config (ANTHROPIC_API_KEY)"
+    elif keys:
+        auth = f"credentials from the instance env ({', '.join(keys)})"
+    else:
+        auth = "no key in the instance env; relies on a login stored under its CLAUDE_CONFIG_DIR"
+    report: dict[str, Any] = {"auth": auth}
+    if isinstance(where, str):
+        report.update(binary=None, reason=where)
+    else:
+        report.update(binary=where.path, source=where.source,
+                      version=where.pinned or binary_version(list(where.argv), ctx.env))
+    for key in ("endpoint", "model"):
+        if getattr(ctx.access, key):
+            report[key] = getattr(ctx.access, key)
+    if ctx.access.api_key:
+        report["api_key"] = "***"
+    return report
 
 
 def _create(ctx: Any) -> Any:

@@ -9,6 +9,11 @@ Runtime modes (the agent's own modes are ``default`` and ``plan``; it asks befor
 | auto-accept-edits | default | also edit, delete, move (@write) |
 | full-access | default | everything (allow_always) |
 | plan interaction | plan | as the runtime mode says |
+
+Model keys: the local agent calls no model; ``endpoint``, ``api_key`` and ``model`` are passed on
+as ``PADDOCK_MODEL_ENDPOINT``, ``PADDOCK_MODEL_API_KEY`` and ``PADDOCK_MODEL`` so that a prompt
+like ``@env PADDOCK_MODEL_ENDPOINT`` shows what an instance was given (``@env`` of a key answers
+only that it is set and its length).
 """
 
 from __future__ import annotations
@@ -29,6 +34,12 @@ class LocalConfig(AcpConfig, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     (default: the runtime's own); ``args`` are appended (e.g. ``["--buffered"]``)."""
 
     client_fs: bool | None = True
+
+
+def _access_env(access: Any) -> dict[str, str]:
+    values = {"PADDOCK_MODEL_ENDPOINT": access.endpoint, "PADDOCK_MODEL_API_KEY": access.api_key,
+              "PADDOCK_MODEL": access.model}
+    return {k: v for k, v in values.items() if v}
 
 
 def _command(ctx: Any) -> list[str]:
@@ -67,6 +78,7 @@ LOCAL_FLAVOR = AcpFlavor(
     kind="local",
     command=_command,
     env=_env,
+    access_env=_access_env,
     probe=_probe,
     capability_overrides=_capabilities,
     native_modes={

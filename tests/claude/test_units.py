@@ -21,7 +21,7 @@ def test_registry_record():
 
 def test_config_defaults_and_typos():
     cfg = msgspec.convert({"driver": "claude"}, ClaudeConfig)
-    assert cfg.binary == "claude" and cfg.permission_modes == {}
+    assert cfg.binary is None and cfg.permission_modes == {}  # None: the pinned peer, else PATH
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"driver": "claude", "max_turn": 3}, ClaudeConfig)
 
@@ -32,9 +32,10 @@ def _ctx(tmp_path, **config):
                            state_dir=str(tmp_path), hub=None)
 
 
-def test_probe(tmp_path):
+def test_probe(tmp_path, monkeypatch):
+    monkeypatch.setenv("PADDOCK_PEERS_DIR", str(tmp_path / "no-peers"))
     probe = BUILT_IN_DRIVERS["claude"].probe
-    assert "not found on PATH" in probe(_ctx(tmp_path))
+    assert "nor on PATH" in probe(_ctx(tmp_path)) and "paddock peers install --only claude" in probe(_ctx(tmp_path))
     exe = tmp_path / "claude"
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)

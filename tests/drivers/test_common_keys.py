@@ -92,3 +92,36 @@ def test_a_node_run_peer_resolves_to_node_plus_its_script(tmp_path):
     _, entry = _fake_peer(tmp_path / "peers", "gemini")
     found = find_binary(None, peer="gemini", env={"PATH": str(node.parent)}, peers_dir=tmp_path / "peers")
     assert not isinstance(found, str) and found.argv == (str(node), str(entry)) and found.path == str(entry)
+
+
+def test_the_local_agent_is_given_the_model_keys_and_never_shows_the_key(tmp_path):
+    from paddock.contract import ContentDelta  # noqa: F401  (event type names below)
+
+    config = {"instances": {"a": {"driver": "local", "endpoint": "http://127.0.0.1:9/v1", "api_key": "sk-hidden-123",
+                                  "model": "m-1"}}}
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with Runtime.open(config, state_dir=tmp_path / "s") as rt:
+        rt.start_session("t", instance="a", cwd=str(ws))
+        answers = {}
+        for name in ("PADDOCK_MODEL_ENDPOINT", "PADDOCK_MODEL", "PADDOCK_MODEL_API_KEY"):
+            with rt.subscribe(thread_id="t") as events:
+                turn = rt.send_turn("t", f"@env {name}")
+                text = []
+                for event in events:
+                    if event.type == "content.delta":
+                        text.append(event.delta)
+                    if event.type == "turn.completed" and event.turn_id == turn.turn_id:
+                        break
+            answers[name] = "".join(text)
+    assert answers == {"PADDOCK_MODEL_ENDPOINT": "http://127.0.0.1:9/v1", "PADDOCK_MODEL": "m-1",
+                       "PADDOCK_MODEL_API_KEY": "<set, 13 characters>"}
+
+
+def test_claude_gets_anthropic_variables_and_the_switches(tmp_path, monkeypatch):
+    from paddock.drivers._claude_code import CLAUDE_CODE_QUIET, claude_code_env
+
+    env = claude_code_env(ModelAccess(endpoint="http://127.0.0.1:9/v1", api_key="k", model="claude-x"))
+    assert env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": "k", "ANTHROPIC_MODEL": "claude-x"}
+    assert CLAUDE_CODE_QUIET["DISABLE_TELEMETRY"] == "1" and CLAUDE_CODE_QUIET["DISABLE_AUTOUPDATER"] == "1"
+    assert claude_code_env(ModelAccess()) == {}
