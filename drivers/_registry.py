@@ -109,6 +109,9 @@ class DriverSpec(msgspec.Struct, frozen=True, kw_only=True):
     diagnose: Callable[[InstanceContext], dict[str, Any]] | None = None
     """For ``paddock doctor``: any of ``binary``, ``version`` and ``auth`` (a sentence). It may
     run ``<binary> --version`` but never starts a session."""
+    command: Callable[[InstanceContext], list[str]] | None = None
+    """For ``paddock config check``: the command line an instance's agent would start with
+    (spawns and writes nothing; raises ``LookupError`` naming a missing binary)."""
 
 
 def resolve_binary(binary: str | None, env: Mapping[str, str]) -> tuple[str | None, str | None]:
@@ -158,4 +161,5 @@ def acp_driver_spec(flavor: Any) -> DriverSpec:
         probe=flavor.check,
         capabilities=caps,
         diagnose=flavor.diagnose,
+        command=flavor.argv,
     )

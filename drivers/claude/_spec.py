@@ -52,6 +52,18 @@ def diagnose(ctx: Any) -> dict[str, Any]:
     return report
 
 
+def command(ctx: Any) -> list[str]:
+    """The command line of a new session in approval-required mode (``<session>``: the id the
+    driver picks per session)."""
+    from ._adapter import build_argv
+
+    where = locate(ctx)
+    if isinstance(where, str):
+        raise LookupError(where)
+    return build_argv(where.path, ctx.config, permission_mode="default", model=ctx.config.model,
+                      session_id="<session>", resume=False)
+
+
 def _create(ctx: Any) -> Any:
     from ._adapter import ClaudeAdapter
 
@@ -61,4 +73,4 @@ def _create(ctx: Any) -> Any:
 def claude_driver_spec() -> DriverSpec:
     """The ``claude`` driver: Claude Code in stream-json mode, one process per session."""
     return DriverSpec(kind="claude", config_type=ClaudeConfig, create=_create, probe=probe,
-                      capabilities=CLAUDE_CAPABILITIES, diagnose=diagnose)
+                      capabilities=CLAUDE_CAPABILITIES, diagnose=diagnose, command=command)

@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "run": "paddock.cli._run",
     "events": "paddock.cli._events",
     "doctor": "paddock.cli._doctor",
+    "init": "paddock.cli._init",
+    "config": "paddock.cli._config_cmd",
     "sessions": "paddock.cli._sessions",
     "stop": "paddock.cli._stop",
     "version": "paddock.cli._version",

@@ -1,0 +1,97 @@
+"""What an instance config resolves to, without a Runtime: its driver, decoded config, home,
+child environment, binary and command line. Used by ``paddock config check`` and
+``paddock init``; spawns nothing, writes nothing, never returns a secret."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from paddock._config import RuntimeConfig, issue_from, load_config
+from paddock._isolation import build_env
+from paddock.contract import ConfigError
+
+__all__ = ["InstanceCheck", "check_config"]
+
+
+class InstanceCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """One instance as configured: ``ok`` when it can run; ``reason`` otherwise. ``command``
+    and ``binary`` are what its agent would start with; ``model`` shows the common model keys
+    with the key masked."""
+
+    id: str
+    driver: str
+    ok: bool
+    reason: str | None = None
+    home: str | None = None
+    binary: str | None = None
+    source: str | None = None
+    command: list[str] | None = None
+    model: dict[str, str] = {}
+
+
+def _home(state_dir: Path, instance_id: str, configured: str | None) -> Path:
+    return (Path(configured).expanduser() if configured else state_dir / "instances" / instance_id).resolve()
+
+
+def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.PathLike[str] | None = None) -> list[InstanceCheck]:
+    """Validate ``config`` (a TOML path, or ``None`` for the built-in ``local`` instance) and
+    resolve every instance. Raises :class:`ConfigError` for a malformed file or table."""
+    from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
+    from paddock.drivers._access import model_access
+
+    cfg: RuntimeConfig = load_config(None if config is None else Path(config))
+    root = Path(state_dir if state_dir is not None else os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
+    out: list[InstanceCheck] = []
+    for entry in cfg.instances:
+        spec = BUILT_IN_DRIVERS.get(entry.driver)
+        if spec is None:
+            out.append(InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=False,
+                                     reason=f"unknown driver {entry.driver!r}; known drivers: {', '.join(sorted(BUILT_IN_DRIVERS))}"))
+            continue
+        try:
+            decoded = msgspec.convert(entry.table, spec.config_type)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(cfg.path, issue_from(exc, entry.instance_id)) from None
+        home = _home(root, entry.instance_id, getattr(decoded, "home", None))
+        with tempfile.TemporaryDirectory(prefix="paddock-check-") as scratch:
+            env = build_env(home=Path(scratch), configured=decoded.env, pass_env=decoded.pass_env)
+        env.update(HOME=str(home), TMPDIR=str(home / "tmp"), XDG_CONFIG_HOME=str(home / ".config"),
+                   XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".local" / "state"),
+                   XDG_CACHE_HOME=str(home / ".cache"))
+        env.update(decoded.env)
+        shown: dict[str, str] = {}
+        reason: str | None = None
+        try:
+            access = model_access(decoded, os.environ)
+        except LookupError as exc:
+            access = None
+            reason = str(exc)
+        if access is not None:
+            shown = {k: v for k, v in (("endpoint", access.endpoint), ("model", access.model)) if v}
+            if access.api_key:
+                shown["api_key"] = "***"
+        ctx = InstanceContext(instance_id=entry.instance_id, driver=entry.driver, config=decoded, home=str(home),
+                              env=env, state_dir=str(root), hub=None, **({"access": access} if access else {}))
+        if reason is None and spec.probe is not None:
+            reason = spec.probe(ctx)
+        report: dict[str, Any] = {}
+        if spec.diagnose is not None and reason is None:
+            try:
+                report = spec.diagnose(ctx)
+            except Exception as exc:  # a report, never a crash
+                reason = f"cannot inspect the binary: {exc!r}"
+        command = None
+        if spec.command is not None and reason is None:
+            try:
+                command = spec.command(ctx)
+            except LookupError as exc:
+                reason = str(exc)
+        out.append(InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=reason is None, reason=reason,
+                                 home=str(home), binary=report.get("binary"), source=report.get("source"),
+                                 command=command, model=shown))
+    return out

@@ -1,0 +1,56 @@
+"""``paddock config check``: validate a config and show what each instance resolves to."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+import msgspec
+
+from paddock.cli._common import write
+
+HELP = "check a config: each instance's resolved command, home and binary (no secrets)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    p = sub.add_parser("check", help="validate the config and print each instance's command, home and binary")
+    p.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else ./paddock.toml if present, "
+                                    "else the built-in 'local' instance)")
+    p.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per instance")
+
+
+_SOURCES = {"peers": "pinned, from the peers dir", "path": "found on PATH", "config": "configured"}
+
+
+def run(args: argparse.Namespace) -> int:
+    from paddock._inspect import check_config
+    from paddock.contract import ConfigError
+
+    config = args.config or os.environ.get("PADDOCK_CONFIG") or ("paddock.toml" if os.path.exists("paddock.toml") else None)
+    try:
+        checks = check_config(config, state_dir=args.state_dir)
+    except ConfigError as exc:
+        print(f"paddock config check: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        for c in checks:
+            write(json.dumps(msgspec.to_builtins(c)) + "\n")
+    else:
+        write(f"config: {config or '(built-in local instance)'}\n")
+        for c in checks:
+            write(f"{'ok ' if c.ok else '!! '}{c.id} (driver {c.driver})\n")
+            if c.command:
+                write(f"    command: {shlex.join(c.command)}\n")
+            where = f" ({_SOURCES[c.source]})" if c.source in _SOURCES else ""
+            write(f"    binary:  {c.binary or '-'}{where}\n    home:    {c.home or '-'}\n")
+            for key in ("endpoint", "api_key", "model"):
+                if key in c.model:
+                    write(f"    {key + ':':9}{c.model[key]}\n")
+            if c.reason:
+                write(f"    reason:  {c.reason}\n")
+    return 0 if all(c.ok for c in checks) else 1
