@@ -119,6 +119,9 @@ class AcpAdapter(SessionTable):
         self._sessions_ref: Any = None
         self._closed = False
         self._where = {"driver": flavor.kind, "instance_id": ctx.instance_id}
+        self.tap: Any = None
+        """A line tap (``paddock.actors.LineTap``, e.g. ``paddock.testing.Recorder``) for the
+        agent's next process; set it before the first session (the transcript recorder does)."""
 
     # capabilities --------------------------------------------------------------------------------
 
@@ -184,7 +187,7 @@ class AcpAdapter(SessionTable):
         deadline = time.monotonic() + self._handshake_timeout
         conn = JsonRpcConnection.open(
             spec, handler=router.on_batch, on_warning=lambda c, m, d: self._on_warning(router, c, m, d),
-            context=cctx, timeout=self._handshake_timeout,
+            context=cctx, timeout=self._handshake_timeout, tap=self.tap,
         )
         holder["conn"] = conn
 

@@ -23,6 +23,11 @@ from paddock.drivers._peers import load_pins as load_pins
 from paddock.drivers._peers import peer_argv as peer_argv
 from ._peers import InstallResult as InstallResult
 from ._peers import install_peer as install_peer
+from ._flavor_session import FLAVOR_MODELS as FLAVOR_MODELS
+from ._flavor_session import FLAVOR_SCRIPT as FLAVOR_SCRIPT
+from ._flavor_session import FlavorTurn as FlavorTurn
+from ._flavor_session import drive_flavor as drive_flavor
+from ._flavor_session import record_flavor as record_flavor
 from ._record import RecordResult as RecordResult
 from ._record import record as record
 from ._scenario import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS
@@ -44,10 +49,13 @@ from .model_server import RequestRecord as RequestRecord
 
 __all__ = [
     "BUILTIN_SCENARIOS",
+    "FLAVOR_MODELS",
+    "FLAVOR_SCRIPT",
     "MOCK_KEY",
     "OFFLINE_BUILDERS",
     "SESSIONS",
     "Fail",
+    "FlavorTurn",
     "InstallResult",
     "ModelServer",
     "OfflineEnv",
@@ -65,6 +73,7 @@ __all__ = [
     "build_offline_env",
     "default_peers_dir",
     "default_pins_file",
+    "drive_flavor",
     "install_peer",
     "installed_version",
     "load_pins",
@@ -73,4 +82,5 @@ __all__ = [
     "parse_script",
     "peer_argv",
     "record",
+    "record_flavor",
 ]

@@ -175,7 +175,8 @@ _HOST = socket.gethostname()
 
 def _walk(value: Any, paths: _Paths, key: str | None = None) -> Any:
     if isinstance(value, dict):
-        return {k: _walk(v, paths, k) for k, v in value.items()}
+        # Keys too: agents key file changes by path (codex-acp's ``changes``).
+        return {paths.apply(k): _walk(v, paths, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_walk(v, paths) for v in value]
     if isinstance(value, str) and value == _HOST and len(_HOST) > 1:

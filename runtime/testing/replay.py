@@ -39,7 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("transcript")
     parser.add_argument("--workspace", default=None, help="the client's workspace (default: the cwd)")
     parser.add_argument("--port", type=int, default=0, help="HTTP transcripts: the port to serve on")
-    args, _ = parser.parse_known_args(argv)  # the CLI's own flags (app-server, --acp, ...) are ignored
+    parser.add_argument("--verdict", default=None,
+                        help="also write the exit status and any mismatch to this file (for clients that hide "
+                             "the replayer's exit, like a driver under test)")
+    args, _ = parser.parse_known_args(argv)
+    if args.verdict:
+        return _with_verdict(args, argv)  # the CLI's own flags (app-server, --acp, ...) are ignored
     try:
         transcript = load_transcript(args.transcript)
     except (OSError, ValueError) as exc:
@@ -75,6 +80,33 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(total + 1, total, "the client sent a line after the end of the recording:",
                      diff_frames(None, got.get("msg", got.get("line"))))
     return 0
+
+
+def _with_verdict(args: argparse.Namespace, argv: list[str] | None) -> int:
+    import io
+
+    rest = list(sys.argv[1:] if argv is None else argv)
+    i = rest.index("--verdict")
+    del rest[i:i + 2]
+    captured = io.StringIO()
+    real = sys.stderr
+
+    class _Tee(io.TextIOBase):
+        def write(self, text: str) -> int:
+            captured.write(text)
+            return real.write(text)
+
+        def flush(self) -> None:
+            real.flush()
+
+    sys.stderr = _Tee()  # type: ignore[assignment]
+    try:
+        status = main(rest)
+    finally:
+        sys.stderr = real
+    with open(args.verdict, "w", encoding="utf-8") as fh:
+        fh.write(f"{status}\n{captured.getvalue()}")
+    return status
 
 
 if __name__ == "__main__":
