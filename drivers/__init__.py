@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 def _built_in() -> dict[str, Any]:
     from ._registry import acp_driver_spec
     from .acp import GENERIC_FLAVOR
-    from .acp.flavors import FLAVORS
+    from .acp.flavors import FLAVORS, OTHER_FLAVORS
     from .claude import claude_driver_spec
     from .local import LOCAL_FLAVOR
 
@@ -54,7 +54,7 @@ def _built_in() -> dict[str, Any]:
         "acp": acp_driver_spec(GENERIC_FLAVOR),
         "claude": claude_driver_spec(),
         "local": acp_driver_spec(LOCAL_FLAVOR),
-        **{kind: acp_driver_spec(flavor) for kind, flavor in FLAVORS.items()},
+        **{kind: acp_driver_spec(flavor) for kind, flavor in {**FLAVORS, **OTHER_FLAVORS}.items()},
     }
 
 

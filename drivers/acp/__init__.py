@@ -34,6 +34,11 @@ Conventions (what hosts and other drivers can rely on):
 """
 
 from ._adapter import AcpAdapter as AcpAdapter
+from ._catalog import RegistryAgent as RegistryAgent
+from ._catalog import RegistryDocument as RegistryDocument
+from ._catalog import load_registry as load_registry
+from ._catalog import registry_command as registry_command
+from ._catalog import registry_peer as registry_peer
 from ._capabilities import base_capabilities as base_capabilities
 from ._config import AcpConfig as AcpConfig
 from ._flavor import GENERIC_FLAVOR as GENERIC_FLAVOR
@@ -47,6 +52,11 @@ __all__ = [
     "AcpAdapter",
     "AcpConfig",
     "AcpFlavor",
+    "RegistryAgent",
+    "RegistryDocument",
     "base_capabilities",
     "flavor_env",
+    "load_registry",
+    "registry_command",
+    "registry_peer",
 ]

@@ -21,6 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--only", action="append", metavar="NAME", help="only this peer (repeatable)")
         p.add_argument("--dir", type=Path, help="peers folder (default: $PADDOCK_PEERS_DIR, else ~/.cache/paddock/peers)")
         p.add_argument("--pins", type=Path, help="pins file (default: the shipped pins (paddock/drivers/peers.toml))")
+        if name == "install":
+            p.add_argument("--registry", action="append", metavar="ID",
+                           help="install this ACP registry agent's npx distribution at its pinned version (repeatable)")
+            p.add_argument("--registry-file", metavar="FILE_OR_URL",
+                           help="registry document (default: the snapshot shipped with Paddock)")
     p = sub.add_parser("path", help="print the command line that starts one installed peer")
     p.add_argument("name")
     p.add_argument("--dir", type=Path)
@@ -41,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(" ".join(argv))
         return 0
+    if args.peers_command == "install" and args.registry:
+        return _install_registry(args, root)
     only = args.only or list(pins)
     unknown = [n for n in only if n not in pins]
     if unknown:
@@ -68,4 +75,35 @@ def run(args: argparse.Namespace) -> int:
             continue
         how = "cached" if result.skipped else f"installed in {result.seconds:.1f} s"
         print(f"{name}: {how} -> {result.prefix}", flush=True)
+    return 1 if failed else 0
+
+
+def _install_registry(args: argparse.Namespace, root: Path) -> int:
+    from paddock.drivers.acp import load_registry, registry_peer
+
+    try:
+        doc = load_registry(args.registry_file)
+    except ValueError as exc:
+        print(f"paddock peers: {exc}", file=sys.stderr)
+        return 2
+    failed = 0
+    for agent_id in args.registry:
+        try:
+            peer = registry_peer(doc.agent(agent_id))
+        except KeyError as exc:
+            print(f"paddock peers: {exc.args[0]}", file=sys.stderr)
+            return 2
+        except ValueError as exc:
+            failed += 1
+            print(f"{agent_id}: unavailable: {exc} (only npx distributions install from npm)", file=sys.stderr)
+            continue
+        print(f"{agent_id}: {peer.package}@{peer.version} ...", flush=True)
+        try:
+            result = install_peer(peer, root)
+        except Exception as exc:
+            failed += 1
+            print(f"{agent_id}: FAILED: {exc}", file=sys.stderr, flush=True)
+            continue
+        how = "cached" if result.skipped else f"installed in {result.seconds:.1f} s"
+        print(f"{agent_id}: {how} -> {result.prefix}", flush=True)
     return 1 if failed else 0

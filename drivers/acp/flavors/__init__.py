@@ -11,8 +11,24 @@ from ._codex_acp import CODEX_ACP_FLAVOR as CODEX_ACP_FLAVOR
 from ._copilot import COPILOT_FLAVOR as COPILOT_FLAVOR
 from ._gemini import GEMINI_FLAVOR as GEMINI_FLAVOR
 from ._qwen import QWEN_FLAVOR as QWEN_FLAVOR
+from ._registry import REGISTRY_FLAVOR as REGISTRY_FLAVOR
+from ._registry import RegistryConfig as RegistryConfig
 
 FLAVORS = {f.kind: f for f in (GEMINI_FLAVOR, QWEN_FLAVOR, CLAUDE_ACP_FLAVOR, COPILOT_FLAVOR, CODEX_ACP_FLAVOR)}
-"""Kind -> flavor, for the registry and for ``paddock.testing``'s offline builders."""
+"""Kind -> pinned flavor (each has a peer in peers.toml), for the registry and for
+``paddock.testing``'s offline builders."""
 
-__all__ = ["CLAUDE_ACP_FLAVOR", "CODEX_ACP_FLAVOR", "COPILOT_FLAVOR", "FLAVORS", "GEMINI_FLAVOR", "QWEN_FLAVOR"]
+OTHER_FLAVORS = {f.kind: f for f in (REGISTRY_FLAVOR,)}
+"""Flavors without a pinned peer (registry agents; agents that cannot be installed here)."""
+
+__all__ = [
+    "CLAUDE_ACP_FLAVOR",
+    "CODEX_ACP_FLAVOR",
+    "COPILOT_FLAVOR",
+    "FLAVORS",
+    "GEMINI_FLAVOR",
+    "OTHER_FLAVORS",
+    "QWEN_FLAVOR",
+    "REGISTRY_FLAVOR",
+    "RegistryConfig",
+]
