@@ -142,16 +142,13 @@ def _bin_script(prefix: Path, package: str, cmd: str | None) -> Path | None:
         bins = json.loads(manifest.read_text(encoding="utf-8")).get("bin")
     except (OSError, ValueError):
         return None
+    found: object = None
     if isinstance(bins, str):
-        rel = bins
+        found = bins
     elif isinstance(bins, Mapping) and bins:
         short = package.rsplit("/", 1)[-1]
-        rel = bins.get(cmd or short) or (next(iter(bins.values())) if len(bins) == 1 or cmd is None else None)
-        if not isinstance(rel, str):
-            return None
-    else:
-        return None
-    return manifest.parent / rel
+        found = bins.get(cmd or short) or (next(iter(bins.values())) if len(bins) == 1 or cmd is None else None)
+    return manifest.parent / found if isinstance(found, str) else None
 
 
 def registry_command(agent: RegistryAgent, env: Mapping[str, str], *, peers_dir: Path | None = None,
