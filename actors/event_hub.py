@@ -38,10 +38,10 @@ import pykka
 from paddock.contract import (
     EVENT_TYPES,
     EventBase,
-    OperationTimeout,
     PaddockError,
     ValidationError,
 )
+from paddock.supervisors import map_exceptions
 
 from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
@@ -225,19 +225,14 @@ class HubHandle:
         """Process what is already queued, stop the hub, end every subscription (each still
         delivers what was published) and close the log. Idempotent."""
         try:
-            self._ref.stop(block=True, timeout=timeout)
-        except pykka.Timeout:
-            raise OperationTimeout("EventHub.close", timeout) from None
+            with map_exceptions("EventHub.close", timeout):
+                self._ref.stop(block=True, timeout=timeout)
         except pykka.ActorDeadError:
             pass
 
     def _ask(self, message: _Control, operation: str, timeout: float):
-        try:
+        with map_exceptions(operation, timeout, dead=PaddockError(f"{operation} failed: the event hub is not running")):
             return self._ref.ask(message, timeout=timeout)
-        except pykka.Timeout:
-            raise OperationTimeout(operation, timeout) from None
-        except pykka.ActorDeadError:
-            raise PaddockError(f"{operation} failed: the event hub is not running") from None
 
     def __enter__(self) -> HubHandle:
         return self
