@@ -45,10 +45,10 @@ from paddock.contract import (
     ValidationError,
     decide_steering,
     decode_event,
+    fold_thread,
 )
 from paddock._config import RuntimeConfig, issue_from, load_config
 from paddock._isolation import build_env, instance_home
-from paddock._snapshot import snapshot_from_events
 from paddock.drivers._access import ModelAccess, model_access
 from paddock.store import RESUMABLE, Binding, BindingStore
 
@@ -560,7 +560,7 @@ class Runtime:
             rows = reader.read(0, last, 10_000_000)
         finally:
             reader.close()
-        return snapshot_from_events(thread_id, (decode_event(body) for _, body in rows))
+        return fold_thread(thread_id, (decode_event(body) for _, body in rows))
 
     def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
         """Drop the last ``num_turns`` turns, where the agent supports it
