@@ -8,7 +8,9 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Exited", "Lines", "ProcessLink", "TransportWarning"]
+from paddock.actors import ExitInfo, TransportWarning
+
+__all__ = ["Exited", "Lines", "ProcessLink"]
 
 _decode = msgspec.json.Decoder().decode
 
@@ -24,21 +26,12 @@ class Lines:
 
 
 class Exited:
-    """The CLI process ended (``info`` is an ``paddock.actors.ExitInfo``)."""
+    """The CLI process ended."""
 
     __slots__ = ("info",)
 
-    def __init__(self, info: Any) -> None:
+    def __init__(self, info: ExitInfo) -> None:
         self.info = info
-
-
-class TransportWarning:
-    __slots__ = ("code", "message", "detail")
-
-    def __init__(self, code: str, message: str, detail: dict[str, Any]) -> None:
-        self.code = code
-        self.message = message
-        self.detail = detail
 
 
 class ProcessLink:
@@ -54,7 +47,7 @@ class ProcessLink:
         self.init_done = threading.Event()
         self.init_response: dict[str, Any] | None = None
         self.handle: Any = None  # paddock.actors.ProcessHandle, set by the process child's start factory
-        self.exit_info: Any = None
+        self.exit_info: ExitInfo | None = None
         self._lock = threading.Lock()
         self._ref: Any = None
         self._buffer: list[Any] = []
@@ -94,7 +87,7 @@ class ProcessLink:
 
     # exit watcher thread ---------------------------------------------------------------------
 
-    def on_exit(self, info: Any) -> None:
+    def on_exit(self, info: ExitInfo) -> None:
         self.exit_info = info
         self.init_done.set()
         self._deliver(Exited(info))
