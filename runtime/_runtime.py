@@ -34,6 +34,7 @@ from paddock.contract import (
     OperationTimeout,
     PaddockError,
     PersistenceError,
+    ProviderAdapter,
     RuntimeMode,
     SendTurnInput,
     Session,
@@ -54,6 +55,7 @@ from paddock.store import RESUMABLE, Binding, BindingStore
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription
+    from paddock.drivers import DriverConfig, DriverSpec, InstanceContext
 
 __all__ = ["InstanceInfo", "Runtime"]
 
@@ -78,19 +80,19 @@ class _Instance:
     def __init__(self, instance_id: str, driver: str) -> None:
         self.id = instance_id
         self.driver = driver
-        self.spec: Any = None
-        self.config: Any = None
+        self.spec: DriverSpec | None = None
+        self.config: DriverConfig | None = None
         self.reason: str | None = None
         self.home: Path | None = None
         self.env: dict[str, str] | None = None
         self.access: ModelAccess = ModelAccess()
-        self.adapter: Any = None
+        self.adapter: ProviderAdapter | None = None
         self.lock = threading.Lock()
         self.probe: tuple[float, str | None] | None = None
 
 
 _PROBE_TTL = 300.0
-_probe_cache: dict[tuple[str, str], tuple[float, Any]] = {}
+_probe_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
 _probe_lock = threading.Lock()
 
 
@@ -232,9 +234,10 @@ class Runtime:
             _probe_cache[key] = (time.monotonic(), reason)
         return reason
 
-    def _context(self, inst: _Instance):
+    def _context(self, inst: _Instance) -> InstanceContext:
         from paddock.drivers import InstanceContext
 
+        assert inst.config is not None  # _prepare decoded it before any probe or create
         return InstanceContext(
             instance_id=inst.id,
             driver=inst.driver,
@@ -312,6 +315,7 @@ class Runtime:
             raise InstanceNotFoundError(instance_id, inst.reason, driver=inst.driver)
         with inst.lock:
             if inst.adapter is None:
+                assert inst.spec is not None  # an instance without a reason has a known driver
                 try:
                     inst.adapter = inst.spec.create(self._context(inst))
                 except PaddockError:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import msgspec
 
 from paddock.contract import Capabilities
+from paddock.drivers._registry import InstanceContext
 
 from ._config import AcpConfig
 from ._permissions import DEFAULT_AUTO_ALLOW
@@ -24,7 +24,8 @@ __all__ = ["AcpFlavor", "GENERIC_FLAVOR"]
 
 
 class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
-    """One kind of ACP agent. Hooks take the instance's ``paddock.drivers.InstanceContext``.
+    """One kind of ACP agent. Hooks take the instance's :class:`~paddock.drivers.InstanceContext`
+    and run on the caller's thread (``command``/``env`` on the instance's root supervisor thread).
 
     - ``kind``: the driver kind (also the ``driver`` of its resume cursors);
     - ``command(ctx) -> argv``: the spawn command (``ctx.config`` holds ``binary`` and ``args``);
@@ -42,9 +43,9 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     kind: str
-    command: Callable[[Any], list[str]]
-    env: Callable[[Any], dict[str, str]] | None = None
-    probe: Callable[[Any], str | None] | None = None
+    command: Callable[[InstanceContext], list[str]]
+    env: Callable[[InstanceContext], dict[str, str]] | None = None
+    probe: Callable[[InstanceContext], str | None] | None = None
     auth_method: str | None = None
     capability_overrides: Callable[[Capabilities], Capabilities] | None = None
     auto_allow: Mapping[str, frozenset[str]] = msgspec.field(default_factory=lambda: dict(DEFAULT_AUTO_ALLOW))
@@ -55,12 +56,12 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     config_type: type[AcpConfig] = AcpConfig
 
 
-def _generic_command(ctx: Any) -> list[str]:
+def _generic_command(ctx: InstanceContext) -> list[str]:
     config = ctx.config
     return [config.binary or "", *config.args]
 
 
-def _generic_probe(ctx: Any) -> str | None:
+def _generic_probe(ctx: InstanceContext) -> str | None:
     binary = ctx.config.binary
     if not binary:
         return "no `binary` configured"

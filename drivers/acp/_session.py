@@ -37,6 +37,7 @@ from paddock.contract import (
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
+    SessionClosedError,
     SessionConfigured,
     SessionStarted,
     SessionStateChanged,
@@ -48,6 +49,7 @@ from paddock.contract import (
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
+from ._agent import AgentLink
 from ._capabilities import plan_mode_id
 from ._messages import Incoming, PromptDone, ReplayDone, Req
 from ._settings import SessionSettings, cursor_for, session_id_of
@@ -95,7 +97,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         record: SessionRecord,
         emitter: Emitter,
         settings: SessionSettings,
-        get_link: Callable[[], Any],
+        get_link: Callable[[], AgentLink | None],
         *,
         report_modes: Callable[[list[str]], None] | None = None,
         context: ChildContext | None = None,
@@ -104,7 +106,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         self.settings = settings
         self._get_link = get_link
         self._report_modes = report_modes
-        self._link: Any = None
+        self._link: AgentLink | None = None
         self._terminals: Terminals | None = None
         x = record.extra
         self.start_input: StartSessionInput = x["input"]
@@ -148,11 +150,10 @@ class AcpSessionActor(SessionActor[_Pending]):
         self.record.extra["finished_incarnation"] = self
         self.cancel_turn_timers()
         link = self._link or self._get_link()
-        dead = link is not None and link.exit_info is not None
+        info = link.exit_info if link is not None else None
         events: list[EventBase] = []
-        if dead or failed:
-            info = link.exit_info if dead else None
-            detail = link.exit_detail() if info is not None else "the session actor failed"
+        if info is not None or failed:
+            detail = link.exit_detail() if link is not None and info is not None else "the session actor failed"
             self.end_turn(events, "failed", error=detail, requests="expired")
             recoverable = bool(link is not None and link.init.agentCapabilities.loadSession) or self._can_resume(link)
             events.append(self.session_exited(detail, recoverable=recoverable, info=info))
@@ -203,16 +204,16 @@ class AcpSessionActor(SessionActor[_Pending]):
 
     # helpers -------------------------------------------------------------------------------------
 
-    def _current_link(self) -> Any:
+    def _current_link(self) -> AgentLink:
         link = self._get_link()
         if link is None or link.exit_info is not None:
             raise self.closed_error("the agent process is restarting")
         return link
 
-    def _can_resume(self, link: Any) -> bool:
+    def _can_resume(self, link: AgentLink | None) -> bool:
         return link is not None and link.init.agentCapabilities.sessionCapabilities.resume is not None
 
-    def _call(self, link: Any, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+    def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
         return link.call(method, params, timeout=timeout or self.settings.request_timeout, thread_id=self.thread_id)
 
     def _cursor(self) -> ResumeCursor | None:
@@ -263,7 +264,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         self.emit(events)
         return self.publish(status="ready", resume_cursor=self._cursor(), resumed=resumed)
 
-    def _load(self, link: Any, sid: str) -> w.SessionResult:
+    def _load(self, link: AgentLink, sid: str) -> w.SessionResult:
         """``session/load`` (or ``session/resume``) ``sid`` on ``link``; replayed history is
         swallowed (it is not a turn)."""
         caps = link.init.agentCapabilities
@@ -290,7 +291,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         self.tr.native_session_id = sid
         return _session_result_decoder.decode(raw)
 
-    def _configure(self, link: Any, result: w.SessionResult, interaction_mode: str, model: str | None) -> list:
+    def _configure(self, link: AgentLink, result: w.SessionResult, interaction_mode: str, model: str | None) -> list[EventBase]:
         events: list = []
         x = self.record.extra
         config: dict[str, Any] = {}
@@ -319,7 +320,7 @@ class AcpSessionActor(SessionActor[_Pending]):
             return plan_mode_id(self.record.extra.get("modes") or (), modes.get("plan")) or modes.get("plan")
         return modes.get(self.start_input.runtime_mode)
 
-    def _apply_mode(self, link: Any, interaction_mode: str) -> list:
+    def _apply_mode(self, link: AgentLink, interaction_mode: str) -> list[EventBase]:
         x = self.record.extra
         target = self._native_mode_for(interaction_mode)
         x["interaction_mode"] = interaction_mode
@@ -332,7 +333,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         x["current_mode"] = target
         return [SessionConfigured(**self.identity, config={"current_mode": target})]
 
-    def _apply_model(self, link: Any, model: str) -> list:
+    def _apply_model(self, link: AgentLink, model: str) -> list[EventBase]:
         x = self.record.extra
         if x.get("model") == model:
             return []
@@ -348,7 +349,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         x["model"] = model
         return [SessionConfigured(**self.identity, config={"model": model})]
 
-    def _ensure_native(self) -> tuple[Any, list]:
+    def _ensure_native(self) -> tuple[AgentLink, list[EventBase]]:
         """The link to prompt on; reloads the native session if the agent process restarted."""
         link = self._current_link()
         if self.record.extra.get("generation") == link.generation:
@@ -525,7 +526,7 @@ class AcpSessionActor(SessionActor[_Pending]):
             return
         try:
             if method == "session/request_permission":
-                self._permission(req, events)
+                self._permission(req, link, events)
             elif method == "fs/read_text_file" and self.settings.client_fs:
                 p = _read_decoder.decode(req.params)
                 link.respond(req.id, {"content": read_text_file(self._roots, self.start_input.cwd, p.path, p.line, p.limit)})
@@ -545,8 +546,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         except PaddockError as exc:
             log.debug("could not answer %r on thread %s: %s", method, self.thread_id, exc)
 
-    def _permission(self, req: Req, events: list[EventBase]) -> None:
-        link = self._link or self._get_link()
+    def _permission(self, req: Req, link: AgentLink, events: list[EventBase]) -> None:
         p = _permission_decoder.decode(req.params)
         p = msgspec.structs.replace(p, options=normalize_options(p.options))
         tr = self.tr
@@ -579,9 +579,12 @@ class AcpSessionActor(SessionActor[_Pending]):
         """Hook: answer ``session/request_permission`` with the option the decision picks."""
         if decision in ("decline", "cancel"):
             self.tr.mark_declined(native.tool_call_id)
+        link = self._link or self._get_link()
         try:
-            (self._link or self._get_link()).respond(native.rpc_id, outcome_for(decision, native.options))
-        except (PaddockError, AttributeError) as exc:
+            if link is None:
+                raise SessionClosedError(self.thread_id, "the agent process is restarting")
+            link.respond(native.rpc_id, outcome_for(decision, native.options))
+        except PaddockError as exc:
             log.debug("permission answer not delivered on thread %s: %s", self.thread_id, exc)
 
     def cancel_request(self, native: _Pending) -> None:

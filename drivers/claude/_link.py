@@ -7,8 +7,9 @@ import threading
 from typing import Any
 
 import msgspec
+import pykka
 
-from paddock.actors import ExitInfo, TransportWarning
+from paddock.actors import ExitInfo, ProcessHandle, TransportWarning
 
 __all__ = ["Exited", "Lines", "ProcessLink"]
 
@@ -46,10 +47,10 @@ class ProcessLink:
         self.init_request_id = init_request_id
         self.init_done = threading.Event()
         self.init_response: dict[str, Any] | None = None
-        self.handle: Any = None  # paddock.actors.ProcessHandle, set by the process child's start factory
+        self.handle: ProcessHandle | None = None  # set by the process child's start factory
         self.exit_info: ExitInfo | None = None
         self._lock = threading.Lock()
-        self._ref: Any = None
+        self._ref: pykka.ActorRef[Any] | None = None
         self._buffer: list[Any] = []
 
     # reader thread ---------------------------------------------------------------------------
@@ -94,7 +95,7 @@ class ProcessLink:
 
     # session actor thread --------------------------------------------------------------------
 
-    def attach(self, ref: Any) -> None:
+    def attach(self, ref: pykka.ActorRef[Any]) -> None:
         with self._lock:
             self._ref = ref
             pending, self._buffer = self._buffer, []

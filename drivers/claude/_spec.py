@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from paddock.drivers._registry import DriverSpec, binary_version, resolve_binary
+from paddock.contract import ProviderAdapter
+from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version, resolve_binary
 
+from ._adapter import ClaudeAdapter
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import ClaudeConfig
 
 __all__ = ["claude_driver_spec", "probe"]
 
 
-def probe(ctx: Any) -> str | None:
+def probe(ctx: InstanceContext) -> str | None:
     """``None`` when the configured binary resolves on the child's PATH (or as a path), else why
     not. Cheap: spawns nothing."""
     try:
@@ -22,7 +24,7 @@ def probe(ctx: Any) -> str | None:
     return reason
 
 
-def diagnose(ctx: Any) -> dict[str, Any]:
+def diagnose(ctx: InstanceContext) -> dict[str, Any]:
     """Binary, version and where credentials come from (never their values)."""
     path, _ = resolve_binary(ctx.config.binary, ctx.env)
     keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN") if ctx.env.get(k)]
@@ -34,9 +36,7 @@ def diagnose(ctx: Any) -> dict[str, Any]:
     return {"binary": path or ctx.config.binary, "version": path and binary_version([path], ctx.env), "auth": auth}
 
 
-def _create(ctx: Any) -> Any:
-    from ._adapter import ClaudeAdapter
-
+def _create(ctx: InstanceContext) -> ProviderAdapter:
     return ClaudeAdapter(ctx)
 
 
