@@ -48,6 +48,7 @@ from paddock.contract import (
     decode_event,
     fold_thread,
 )
+from paddock.contract._construct import NoPublicConstructor
 from paddock._config import RuntimeConfig, issue_from, load_config
 from paddock._isolation import build_env, instance_home
 from paddock.drivers._access import ModelAccess, model_access
@@ -96,16 +97,16 @@ _probe_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
 _probe_lock = threading.Lock()
 
 
-class Runtime:
+class Runtime(metaclass=NoPublicConstructor):
     """Run agent sessions and publish what they do as one canonical event stream.
 
     Build one with :meth:`open`; use it as a context manager or call :meth:`close`. Closing stops
     every session (each emits ``session.exited``) and every process the runtime started.
     """
 
-    def __init__(self, *, config: RuntimeConfig, state_dir: Path, _token: object = None) -> None:
-        if _token is not _OPEN_TOKEN:
-            raise TypeError("use Runtime.open(...) to create a Runtime")
+    _public_factory = "Runtime.open(...)"
+
+    def __init__(self, *, config: RuntimeConfig, state_dir: Path) -> None:
         from paddock.actors import EventHub  # the hub lives in the actor layer
 
         self._config = config
@@ -184,7 +185,7 @@ class Runtime:
         from paddock.supervisors import exit_on_signals
 
         exit_on_signals(keep_custom=True)
-        return cls(config=cfg, state_dir=folder, _token=_OPEN_TOKEN)
+        return cls._create(config=cfg, state_dir=folder)
 
     def _prepare(self, entry) -> _Instance:
         from paddock.drivers import BUILT_IN_DRIVERS
@@ -611,7 +612,7 @@ class Runtime:
 
     # closing ------------------------------------------------------------------------------------
 
-    def close(self, timeout: float = 10.0) -> None:
+    def close(self, *, timeout: float = 10.0) -> None:
         """Stop every session and process, flush the event log, and release the state directory.
 
         After it returns no process the runtime started is alive and every live session has
@@ -763,7 +764,6 @@ class Runtime:
                     lock.release()
 
 
-_OPEN_TOKEN = object()
 _open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
 
