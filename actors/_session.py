@@ -134,6 +134,26 @@ class SessionActor(SupervisedActor, Generic[N]):
     A driver's ``on_receive`` handles its own (transport) messages first and passes the rest to
     ``super().on_receive``. ``on_start`` records the actor's ref in the record; a subclass that
     overrides it must call ``super().on_start()``.
+
+    Threads: every hook and helper runs on this actor's thread, and only there. Other threads
+    (a transport's reader, an exit watcher, the timer thread) only ``tell`` the actor; the
+    adapter (:class:`SessionTable`, on the host's thread) only asks it the control messages.
+    A hook may block the actor on its own agent's answer (an ACP ``session/new``) but never on
+    another actor.
+
+    Writing a driver on this base:
+
+    - a permission request from the agent: build its ``RequestOpened`` with
+      ``request_id=self.requests.new_id(self.turn.turn_id)``, then
+      ``self.open_request(events, opened, native, auto=<decision or None>)``; the host's answer
+      reaches :meth:`answer_request` exactly once (a second one is a :class:`RequestError`);
+    - the end of a turn, whatever ends it (the agent's result, a timeout, process death, a stop):
+      ``self.end_turn(events, state, ...)``; it resolves what is still open (``requests=``
+      ``"expired"`` when the process died, with ``answer=True`` to tell a living agent), and a
+      second call for the same turn adds nothing;
+    - the end of the session: ``self.session_exited(reason, recoverable=..., info=exit_info)``;
+    - a deadline within a turn: ``self.schedule_turn_timer(name, seconds)`` ->
+      :meth:`on_turn_timer`; ``end_turn`` cancels the turn's timers.
     """
 
     def __init__(self, record: SessionRecord, emitter: Emitter, *, context: ChildContext | None = None) -> None:

@@ -551,8 +551,10 @@ class Runtime(metaclass=NoPublicConstructor):
         return adapter is not None and adapter.has_session(thread_id)
 
     def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        """The thread's turns and their items, built from the event log (works for every driver,
-        live or not). Raises :class:`SessionNotFoundError` for a thread never started."""
+        """The thread's turns and their items, folded from the event log by
+        :func:`paddock.contract.fold_thread` (works for every driver, live or not; an item not
+        completed yet shows its last status and the text streamed so far). Raises
+        :class:`SessionNotFoundError` for a thread never started."""
         if self._store.get(thread_id) is None and thread_id not in self._live:
             raise SessionNotFoundError(thread_id)
         last = self._hub.flush(timeout=_t(timeout))
