@@ -14,6 +14,16 @@ from ._jsonrpc import (
     JsonRpcRequest as JsonRpcRequest,
     LineTap as LineTap,
 )
+from ._control import (
+    Interrupt as Interrupt,
+    Open as Open,
+    Respond as Respond,
+    SendTurn as SendTurn,
+    TransportWarning as TransportWarning,
+    TurnTimerExpired as TurnTimerExpired,
+)
+from ._requests import PendingRequests as PendingRequests
+from ._turns import TurnTracker as TurnTracker
 from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord, SessionTable as SessionTable, StoppedSnapshots as StoppedSnapshots
 from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
 from .process import (
@@ -30,6 +40,14 @@ __all__ = [
     "INVALID_PARAMS",
     "METHOD_NOT_FOUND",
     "ExitInfo",
+    "Interrupt",
+    "Open",
+    "PendingRequests",
+    "Respond",
+    "SendTurn",
+    "TransportWarning",
+    "TurnTimerExpired",
+    "TurnTracker",
     "JsonRpcConnection",
     "JsonRpcNotification",
     "JsonRpcRequest",

@@ -1,75 +1,171 @@
-"""The SessionActor base: one actor per live session (thread), under a session supervisor.
+"""The session base every driver builds on: :class:`SessionActor` (one actor per live session,
+under a session supervisor) and :class:`SessionTable` (the adapter's table of sessions).
 
-A driver subclasses :class:`SessionActor` and keeps its protocol state in it. What must outlive
-one actor incarnation (the supervisor restarts a session after its agent process restarts) lives
-in a :class:`SessionRecord` that the driver hands to every incarnation: the public
-:class:`Session` snapshot, the thread's turn history, and driver-private fields.
+What must outlive one actor incarnation (the supervisor restarts a session after its agent
+process restarts) lives in a :class:`SessionRecord` that the driver hands to every incarnation:
+the public :class:`Session` snapshot, the thread's turn history, and driver-private fields.
+
+The base owns, once for every driver: the event identity, the control messages
+(:mod:`._control`), the pending-request table (ids, ``request.opened``/``request.resolved``
+pairing, answer-once, resolve-all at turn end and process death), the turn tracker (exactly one
+``turn.completed`` per turn), turn timers and the ``session.exited`` builder. A driver implements
+only the protocol hooks listed on :class:`SessionActor`.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 import pykka
 
 from paddock.contract import (
+    DECISIONS,
     INTERACTION_MODES,
     MAX_PROMPT_CHARS,
-    ContentDelta,
+    OperationTimeout,
+    RUNTIME_MODES,
     EventBase,
-    ItemCompleted,
-    ItemSnapshot,
+    EventIdentity,
+    RequestError,
+    RequestOpened,
+    RequestResolved,
+    RuntimeWarningEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
+    SessionExited,
     SessionNotFoundError,
+    StartSessionInput,
+    ThreadFold,
     ThreadSnapshot,
-    TurnCompleted,
-    TurnSnapshot,
-    TurnStarted,
+    TokenUsage,
+    TurnStartResult,
+    TurnState,
     ValidationError,
 )
-from paddock.supervisors import ChildContext, SupervisedActor
+from paddock.supervisors import ChildContext, SupervisedActor, map_exceptions
+
+from ._control import Interrupt, Open, Respond, SendTurn, TransportWarning, TurnTimerExpired
+from ._requests import PendingRequests
+from ._timers import TimerEntry, timers
+from ._turns import TurnTracker
+from .event_hub import Emitter
+from .process import ExitInfo
 
 __all__ = ["SessionActor", "SessionRecord", "SessionTable", "StoppedSnapshots"]
 
 _MAX_TURNS = 500
+_STDERR_TAIL = 4096
+
+N = TypeVar("N")
 
 
 class SessionRecord:
     """The durable part of one session, shared by its successive actor incarnations.
 
     Only the current incarnation writes it, on its actor thread. Any thread may read
-    :attr:`session`, :attr:`thread` and :attr:`ref`: each is replaced whole (an immutable value),
-    never mutated. ``extra`` is the driver's own durable state (written on the actor thread only).
+    :attr:`session`, :attr:`thread` and :attr:`ref`: ``session`` and ``ref`` are replaced whole
+    (immutable values), ``thread`` is folded under a lock. ``extra`` is the driver's own durable
+    state (written on the actor thread only).
     """
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.thread = ThreadSnapshot(thread_id=session.thread_id)
         self.ref: pykka.ActorRef[Any] | None = None
         self.closed = False
         self.extra: dict[str, Any] = {}
+        self._fold = ThreadFold(session.thread_id, max_turns=_MAX_TURNS)
+        self._thread: ThreadSnapshot | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def thread(self) -> ThreadSnapshot:
+        """The thread's turns as this session saw them (:func:`paddock.contract.fold_thread`)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = self._fold.snapshot()
+            return self._thread
+
+    def fold(self, events: Sequence[EventBase]) -> None:
+        """Fold emitted events into :attr:`thread` (thread: the session actor's)."""
+        with self._lock:
+            if self._fold.add(events):
+                self._thread = None
+
+    def forget_turns(self, num_turns: int) -> ThreadSnapshot:
+        """Drop the last ``num_turns`` completed turns (rollback)."""
+        with self._lock:
+            self._fold.drop_last(num_turns)
+            self._thread = None
+        return self.thread
 
 
-class SessionActor(SupervisedActor):
-    """Base of every driver's session actor.
+class SessionActor(SupervisedActor, Generic[N]):
+    """Base of every driver's session actor. ``N`` is the driver's native handle of an open
+    request (what it needs to answer it on the wire).
 
-    :meth:`emit` sends a batch of canonical events to the hub (one ``tell``) and folds it into
-    the thread's turn history; :meth:`publish` replaces the public :class:`Session` snapshot.
-    Both run on the actor thread. ``on_start`` records the actor's ref in the record; a subclass
-    that overrides it must call ``super().on_start()``.
+    Every method runs on the actor's own thread. Attributes for the driver: ``record``,
+    ``identity`` (``Event(**self.identity, ...)``), ``owner`` (``driver``/``instance_id`` for
+    errors), ``turn`` (:class:`TurnTracker`), ``requests`` (:class:`PendingRequests`).
+
+    The base answers the control messages (:mod:`paddock.actors` ``Open``, ``SendTurn``,
+    ``Interrupt``, ``Respond``, ``TransportWarning``, ``TurnTimerExpired``) and calls the
+    driver's hooks:
+
+    - :meth:`open_session` -> ``Session``: create or resume the native session (``Open``);
+    - :meth:`start_turn` ``(input, turn_id)`` -> ``TurnStartResult``: send the prompt; the base has
+      refused a closed session and a running turn already; use ``self.turn.start`` for the
+      ``turn.started``;
+    - :meth:`cancel_turn` ``(events)``: ask the agent to stop the running turn (the base has set
+      ``turn.interrupt_requested`` and cancelled the open requests, answering them natively);
+    - :meth:`answer_request` ``(native, decision)``: deliver a host decision on the wire;
+    - :meth:`cancel_request` ``(native)``: tell the agent an open request is cancelled (only
+      called with ``answer=True``; must not raise when the process is gone);
+    - :meth:`close_turn` ``(events, state, usage)`` -> ``TokenUsage | None``: close the turn's open
+      items before ``turn.completed``; returns the turn's usage for it;
+    - :meth:`on_turn_timer` ``(name, turn_id)``: a timer of the running turn fired.
+
+    A driver's ``on_receive`` handles its own (transport) messages first and passes the rest to
+    ``super().on_receive``. ``on_start`` records the actor's ref in the record; a subclass that
+    overrides it must call ``super().on_start()``.
+
+    Threads: every hook and helper runs on this actor's thread, and only there. Other threads
+    (a transport's reader, an exit watcher, the timer thread) only ``tell`` the actor; the
+    adapter (:class:`SessionTable`, on the host's thread) only asks it the control messages.
+    A hook may block the actor on its own agent's answer (an ACP ``session/new``) but never on
+    another actor.
+
+    Writing a driver on this base:
+
+    - a permission request from the agent: build its ``RequestOpened`` with
+      ``request_id=self.requests.new_id(self.turn.turn_id)``, then
+      ``self.open_request(events, opened, native, auto=<decision or None>)``; the host's answer
+      reaches :meth:`answer_request` exactly once (a second one is a :class:`RequestError`);
+    - the end of a turn, whatever ends it (the agent's result, a timeout, process death, a stop):
+      ``self.end_turn(events, state, ...)``; it resolves what is still open (``requests=``
+      ``"expired"`` when the process died, with ``answer=True`` to tell a living agent), and a
+      second call for the same turn adds nothing;
+    - the end of the session: ``self.session_exited(reason, recoverable=..., info=exit_info)``;
+    - a deadline within a turn: ``self.schedule_turn_timer(name, seconds)`` ->
+      :meth:`on_turn_timer`; ``end_turn`` cancels the turn's timers.
     """
 
-    def __init__(self, record: SessionRecord, emitter: Any, *, context: ChildContext | None = None) -> None:
+    def __init__(self, record: SessionRecord, emitter: Emitter, *, context: ChildContext | None = None) -> None:
         super().__init__(context=context)
         self.record = record
         self.emitter = emitter
-        self._turns: list[TurnSnapshot] = list(record.thread.turns)
-        self._open_turn: dict[str, Any] | None = None
+        s = record.session
+        self.owner: dict[str, str] = {"driver": s.driver, "instance_id": s.instance_id}
+        self.identity = EventIdentity(driver=s.driver, instance_id=s.instance_id, thread_id=s.thread_id)
+        self.turn = TurnTracker(self.identity)
+        self.requests: PendingRequests[N] = PendingRequests()
+        self._turn_timers: dict[str, TimerEntry] = {}
 
     @property
     def thread_id(self) -> str:
@@ -78,6 +174,8 @@ class SessionActor(SupervisedActor):
     def on_start(self) -> None:
         self.record.ref = self.actor_ref
 
+    # events and the public snapshot ---------------------------------------------------------------
+
     def publish(self, **changes: Any) -> Session:
         """Replace the public Session snapshot with ``changes`` applied (and ``updated_at``)."""
         session = msgspec.structs.replace(self.record.session, updated_at=time.time(), **changes)
@@ -85,50 +183,190 @@ class SessionActor(SupervisedActor):
         return session
 
     def emit(self, events: Sequence[EventBase]) -> None:
-        """Send ``events`` (in order) to the hub in one tell and update the turn history."""
+        """Send ``events`` (in order) to the hub in one tell and fold them into the thread."""
         if not events:
             return
         self.emitter.emit(events)
-        self._observe(events)
-
-    def _observe(self, events: Sequence[EventBase]) -> None:
-        changed = False
-        ev: Any  # dispatched on its exact class below
-        for ev in events:
-            cls = type(ev)
-            if cls is ContentDelta:
-                continue
-            if cls is TurnStarted:
-                self._open_turn = {"turn_id": ev.turn_id, "user_text": ev.input_text, "items": []}
-                changed = True
-            elif cls is ItemCompleted and self._open_turn is not None and ev.turn_id == self._open_turn["turn_id"]:
-                self._open_turn["items"].append(
-                    ItemSnapshot(item_id=ev.item_id or "", kind=ev.kind, status=ev.status, title=ev.title, text=ev.text)
-                )
-            elif cls is TurnCompleted and self._open_turn is not None and ev.turn_id == self._open_turn["turn_id"]:
-                self._turns.append(self._snapshot(ev.state))
-                del self._turns[:-_MAX_TURNS]
-                self._open_turn = None
-                changed = True
-        if changed:
-            turns = list(self._turns)
-            if self._open_turn is not None:
-                turns.append(self._snapshot("running"))
-            self.record.thread = ThreadSnapshot(thread_id=self.thread_id, turns=tuple(turns))
-
-    def _snapshot(self, state: str) -> TurnSnapshot:
-        assert self._open_turn is not None
-        return TurnSnapshot(
-            turn_id=self._open_turn["turn_id"], state=state, user_text=self._open_turn["user_text"],  # type: ignore[arg-type]
-            items=tuple(self._open_turn["items"]),
-        )
+        self.record.fold(events)
 
     def forget_turns(self, num_turns: int) -> ThreadSnapshot:
         """Drop the last ``num_turns`` completed turns from the history (rollback)."""
-        if num_turns > 0:
-            del self._turns[-num_turns:]
-        self.record.thread = ThreadSnapshot(thread_id=self.thread_id, turns=tuple(self._turns))
-        return self.record.thread
+        return self.record.forget_turns(num_turns)
+
+    def closed_error(self, detail: str | None = None) -> SessionClosedError:
+        return SessionClosedError(self.thread_id, detail, **self.owner)
+
+    def where(self) -> dict[str, str]:
+        """``driver``, ``instance_id`` and ``thread_id``, for the errors this session raises."""
+        return {**self.owner, "thread_id": self.thread_id}
+
+    def session_exited(self, reason: str, *, recoverable: bool, info: ExitInfo | None = None) -> SessionExited:
+        """``session.exited``; with the process's ``info`` it carries its exit code (or signal)
+        and the end of its stderr."""
+        if info is None:
+            return SessionExited(**self.identity, reason=reason, recoverable=recoverable)
+        return SessionExited(
+            **self.identity, reason=reason, recoverable=recoverable,
+            exit_code=info.returncode if info.returncode >= 0 else None, signal=info.signal,
+            stderr_tail=info.stderr_tail[-_STDERR_TAIL:] or None,
+        )
+
+    # control messages -----------------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        cls = type(message)
+        if cls is SendTurn:
+            return self._send_turn(message.input)
+        if cls is Respond:
+            return self.respond(message.request_id, message.decision)
+        if cls is Interrupt:
+            return self._interrupt(message.turn_id)
+        if cls is Open:
+            return self.open_session()
+        if cls is TransportWarning:
+            code = "transport." + message.code.rsplit(".", 1)[-1]
+            self.emit([RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code=code,
+                                           message=message.message, detail=message.detail)])
+            return None
+        if cls is TurnTimerExpired:
+            if self._turn_timers.get(message.name) is not None and message.turn_id == self.turn.turn_id:
+                del self._turn_timers[message.name]
+                return self.on_turn_timer(message.name, message.turn_id)
+            return None
+        return super().on_receive(message)
+
+    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
+        if self.record.closed:
+            raise self.closed_error()
+        if self.turn.in_turn:
+            raise ValidationError(
+                "send_turn", f"a turn is already running on this thread (turn {self.turn.turn_id!r} is still "
+                             "running); wait for its turn.completed or interrupt it", **self.where(),
+            )
+        return self.start_turn(inp, self.turn.new_id(inp.turn_id))
+
+    def _interrupt(self, turn_id: str | None) -> None:
+        current = self.turn.turn_id
+        if current is None or (turn_id is not None and turn_id != current) or self.turn.interrupt_requested:
+            return None
+        self.turn.interrupt_requested = True
+        events: list[EventBase] = []
+        self.resolve_requests(events, "cancelled", answer=True)
+        self.cancel_turn(events)
+        self.emit(events)
+        return None
+
+    # requests -------------------------------------------------------------------------------------
+
+    def open_request(self, events: list[EventBase], opened: RequestOpened, native: N, *,
+                     auto: str | None = None) -> None:
+        """Append ``opened`` (its ``request_id`` from ``self.requests.new_id``); with ``auto`` (a
+        decision the runtime mode takes by itself) answer it at once and append its
+        ``request.resolved``, else keep it open until the host responds or the turn ends."""
+        request_id = opened.request_id
+        assert request_id is not None, "RequestOpened.request_id comes from self.requests.new_id"
+        events.append(opened)
+        if auto is not None:
+            self.answer_request(native, auto)
+            events.append(self.resolved(request_id, "answered", auto))
+        else:
+            self.requests.add(request_id, native)
+            self.publish(status="running")
+
+    def respond(self, request_id: str, decision: str) -> None:
+        """The host's answer (``Respond``): once per request, else :class:`RequestError`."""
+        if decision not in DECISIONS:
+            raise ValidationError("respond_to_request", f"unknown decision {decision!r}; use one of "
+                                  f"{', '.join(DECISIONS)}", **self.where())
+        native = self.requests.take(request_id)
+        if native is None:
+            raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already "
+                               "resolved)", **self.where())
+        self.answer_request(native, decision)
+        self.emit([self.resolved(request_id, "answered", decision)])
+        self.publish(status="running")
+        return None
+
+    def resolved(self, request_id: str, resolution: str, decision: str | None = None) -> RequestResolved:
+        return RequestResolved(**self.identity, turn_id=self.turn.turn_id, request_id=request_id,
+                               resolution=resolution, decision=decision)  # type: ignore[arg-type]
+
+    def resolve_requests(self, events: list[EventBase], resolution: str, *, answer: bool = False) -> None:
+        """Resolve every open request with ``resolution`` (``cancelled``, ``expired``); with
+        ``answer`` tell the agent each is cancelled (:meth:`cancel_request`)."""
+        for request_id, native in self.requests.take_all():
+            if answer:
+                self.cancel_request(native)
+            events.append(self.resolved(request_id, resolution))
+
+    # turns ----------------------------------------------------------------------------------------
+
+    def end_turn(self, events: list[EventBase], state: TurnState, *, stop_reason: str | None = None,
+                 error: str | None = None, usage: Any = None, requests: str = "cancelled",
+                 answer: bool = False) -> None:
+        """End the running turn, once: resolve its open requests (``requests``: the resolution;
+        ``answer``: tell the agent), stop its timers, let the driver close its items
+        (:meth:`close_turn`), then ``turn.completed``. A no-op for the turn when none runs."""
+        self.resolve_requests(events, requests, answer=answer)
+        self.cancel_turn_timers()
+        if not self.turn.in_turn:
+            return
+        turn_usage = self.close_turn(events, state, usage)
+        done = self.turn.complete(state, stop_reason=stop_reason, error=error, usage=turn_usage)
+        if done is not None:
+            events.append(done)
+
+    def schedule_turn_timer(self, name: str, delay: float) -> None:
+        """In ``delay`` seconds call :meth:`on_turn_timer` ``(name, turn_id)``, unless the turn
+        ended or the timer was cancelled first. One timer per name (a new one replaces it)."""
+        turn_id = self.turn.turn_id
+        if turn_id is None:
+            return
+        self.cancel_turn_timer(name)
+        self._turn_timers[name] = timers.schedule(
+            time.monotonic() + delay, functools.partial(_tell_quietly, self.actor_ref, TurnTimerExpired(name, turn_id))
+        )
+
+    def cancel_turn_timer(self, name: str) -> None:
+        timer = self._turn_timers.pop(name, None)
+        if timer is not None:
+            timer.cancel()
+
+    def cancel_turn_timers(self) -> None:
+        for name in list(self._turn_timers):
+            self.cancel_turn_timer(name)
+
+    # hooks (a driver overrides them; all run on this actor's thread) -------------------------------
+
+    def open_session(self) -> Session:
+        raise NotImplementedError
+
+    def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:
+        raise NotImplementedError
+
+    def cancel_turn(self, events: list[EventBase]) -> None:
+        raise NotImplementedError
+
+    def answer_request(self, native: N, decision: str) -> None:
+        raise NotImplementedError
+
+    def cancel_request(self, native: N) -> None:
+        """Default: nothing to send."""
+
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+        """Default: no items to close; ``usage`` is already the turn's TokenUsage (or ``None``)."""
+        return usage
+
+    def on_turn_timer(self, name: str, turn_id: str) -> None:
+        """Default: ignore."""
+
+
+def _tell_quietly(ref: pykka.ActorRef[Any], message: object) -> None:
+    # Timer thread: only tell; the actor may have stopped meanwhile.
+    try:
+        ref.tell(message)
+    except pykka.ActorDeadError:
+        pass
 
 
 class StoppedSnapshots(dict):
@@ -148,16 +386,36 @@ class StoppedSnapshots(dict):
 
 class SessionTable:
     """The adapter-side table of an instance's sessions: what every driver's adapter answers the
-    same way. A subclass sets ``_records`` (thread id -> :class:`SessionRecord`), ``_stopped``
+    same way. A subclass calls ``SessionTable.__init__(driver, instance_id)`` and implements
+    ``stop_session``; it holds ``_records`` (thread id -> :class:`SessionRecord`), ``_stopped``
     (thread id -> the last snapshot of a stopped session), ``_where`` (the ``driver`` and
-    ``instance_id`` its errors name), and implements ``stop_session``. Thread-safe reads."""
+    ``instance_id`` its errors name) and ``_lock`` (guards changes to both tables). Reads are
+    thread-safe.
+    """
 
-    _records: dict[str, SessionRecord]
-    _stopped: StoppedSnapshots
-    _where: dict[str, Any]
+    _user_input_note = ""
+    """Appended to the ``respond_to_user_input`` refusal (why the driver opens no such request)."""
+
+    def __init__(self, driver: str, instance_id: str) -> None:
+        self.driver = driver
+        self.instance_id = instance_id
+        self._records: dict[str, SessionRecord] = {}
+        self._stopped = StoppedSnapshots()
+        self._where: dict[str, str] = {"driver": driver, "instance_id": instance_id}
+        self._lock = threading.RLock()
 
     def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
         raise NotImplementedError
+
+    def check_start_input(self, input: StartSessionInput) -> None:
+        """Refuse an unknown runtime or interaction mode, or a cwd that is not an existing
+        absolute directory (:class:`ValidationError`)."""
+        if input.runtime_mode not in RUNTIME_MODES:
+            raise ValidationError("start_session", f"unknown runtime mode {input.runtime_mode!r}", **self._where)
+        if input.interaction_mode not in INTERACTION_MODES:
+            raise ValidationError("start_session", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+        if not os.path.isabs(input.cwd) or not os.path.isdir(input.cwd):
+            raise ValidationError("start_session", f"cwd {input.cwd!r} is not an existing absolute directory", **self._where)
 
     def check_turn_input(self, input: SendTurnInput) -> None:
         """Refuse an empty or oversized prompt, or an unknown interaction mode, before anything
@@ -171,6 +429,63 @@ class SessionTable:
             )
         if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
             raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+
+    def _claim(self, thread_id: str) -> tuple[Session | None, SessionRecord | None]:
+        """For ``start_session``: ``(session, None)`` when the thread has a live session here
+        (returned unchanged), else ``(None, closed)``: the record a session that ended on its own
+        left (taken out of the table), or ``None``."""
+        with self._lock:
+            existing = self._records.get(thread_id)
+            if existing is not None and not existing.closed:
+                return existing.session, None
+            if existing is not None:
+                self._records.pop(thread_id, None)
+            return None, existing
+
+    def _record(self, thread_id: str) -> SessionRecord:
+        """The live record of ``thread_id``: :class:`SessionClosedError` when it stopped,
+        :class:`SessionNotFoundError` when this instance never had it."""
+        record = self._records.get(thread_id)
+        if record is None or record.closed:
+            if record is not None or thread_id in self._stopped:
+                raise SessionClosedError(thread_id, **self._where)
+            raise SessionNotFoundError(thread_id, **self._where)
+        return record
+
+    def _ask(self, record: SessionRecord, message: object, operation: str, limit: float, *,
+             await_restart: bool = False) -> Any:
+        """Ask the session actor, waiting at most ``limit`` seconds (:class:`OperationTimeout`).
+        A dead actor means :class:`SessionClosedError`, unless ``await_restart``: then (the
+        session restarts with its agent process) wait for the next incarnation until the
+        deadline. Thread: any (the caller's)."""
+        thread_id = record.session.thread_id
+        where = {**self._where, "thread_id": thread_id}
+        deadline = time.monotonic() + limit
+        while True:
+            ref = record.ref
+            if record.closed:
+                raise SessionClosedError(thread_id, **self._where)
+            if ref is not None and ref.is_alive():
+                dead = None if await_restart else SessionClosedError(thread_id, **self._where)
+                try:
+                    with map_exceptions(operation, limit, dead=dead, where=where):
+                        return ref.ask(message, timeout=max(0.0, deadline - time.monotonic()))
+                except pykka.ActorDeadError:
+                    pass  # await_restart: the next incarnation is on its way
+            elif not await_restart:
+                raise SessionClosedError(thread_id, **self._where)
+            if time.monotonic() >= deadline:
+                raise OperationTimeout(operation, limit, **where)
+            time.sleep(0.01)
+
+    def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
+                              timeout: float | None = None) -> None:
+        """No driver on this base opens user-input requests yet: always :class:`RequestError`
+        (after :class:`SessionNotFoundError`/:class:`SessionClosedError` for a bad thread)."""
+        self._record(thread_id)
+        raise RequestError("respond_to_user_input", None,
+                           f"no open user-input request {request_id!r}{self._user_input_note}",
+                           **self._where, thread_id=thread_id)
 
     def stop_all(self, *, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout if timeout is not None else 15.0)

@@ -25,6 +25,8 @@ from paddock.contract import (
     ValidationError,
 )
 
+from paddock.contract._construct import NoPublicConstructor
+
 from ._event_log import LogReader
 
 __all__ = ["BUFFERED_TEXT_LIMIT", "Subscription"]
@@ -54,10 +56,10 @@ class _Gap:
         self.count = count
 
 
-class Subscription:
+class Subscription(metaclass=NoPublicConstructor):
     """An iterator (and context manager) over the hub's events that match its filters.
 
-    Built only by ``HubHandle.subscribe``. Events arrive in ``seq`` order, each once.
+    Built only by ``HubHandle.subscribe`` (or ``Runtime.subscribe``). Events arrive in ``seq`` order, each once.
 
     - :meth:`get` (any one consumer thread at a time) returns the next event, or ``None`` when
       ``timeout`` passed or the subscription has ended; :attr:`ended` tells which.
@@ -81,6 +83,8 @@ class Subscription:
     resumes after it) and is delivered as soon as any other event follows it (request, item,
     turn boundaries and anything else) or the limit is reached.
     """
+
+    _public_factory = "HubHandle.subscribe(...) or Runtime.subscribe(...)"
 
     def __init__(
         self,

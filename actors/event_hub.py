@@ -38,10 +38,11 @@ import pykka
 from paddock.contract import (
     EVENT_TYPES,
     EventBase,
-    OperationTimeout,
     PaddockError,
     ValidationError,
 )
+from paddock.contract._construct import NoPublicConstructor
+from paddock.supervisors import map_exceptions
 
 from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
@@ -96,8 +97,8 @@ class _State:
         self.dropped = 0
 
 
-class Emitter:
-    """Sends one identity's events to the hub. Thread-safe; build it with ``HubHandle.emitter``.
+class Emitter(metaclass=NoPublicConstructor):
+    """Sends one identity's events to the hub. Thread-safe; built only by ``HubHandle.emitter``.
 
     ``emit`` runs in the caller's thread, does one ``tell`` per call, never blocks and never
     raises: when the hub is not running the batch is dropped and counted in
@@ -105,6 +106,7 @@ class Emitter:
     """
 
     __slots__ = ("_key", "_state", "_tell", "driver", "instance_id", "thread_id")
+    _public_factory = "HubHandle.emitter(...)"
 
     def __init__(self, tell, state: _State, driver: str, instance_id: str, thread_id: str) -> None:
         self._tell = tell
@@ -127,9 +129,12 @@ class Emitter:
         return f"<Emitter {self.driver}/{self.instance_id}/{self.thread_id}>"
 
 
-class HubHandle:
+class HubHandle(metaclass=NoPublicConstructor):
     """The thread-safe face of a running :class:`EventHub`. Every method may be called from any
-    thread; the ones that ``ask`` the hub take a keyword-only ``timeout`` in seconds."""
+    thread; the ones that ``ask`` the hub take a keyword-only ``timeout`` in seconds. Built only by
+    :meth:`EventHub.start`."""
+
+    _public_factory = "EventHub.start(...)"
 
     def __init__(self, ref: pykka.ActorRef, state: _State, max_buffered: int) -> None:
         self._ref = ref
@@ -166,7 +171,7 @@ class HubHandle:
 
     def emitter(self, driver: str, instance_id: str, thread_id: str) -> Emitter:
         """An :class:`Emitter` bound to this identity; the hub labels its events with it."""
-        return Emitter(self._ref.tell, self._state, driver, instance_id, thread_id)
+        return Emitter._create(self._ref.tell, self._state, driver, instance_id, thread_id)
 
     def subscribe(
         self,
@@ -189,7 +194,7 @@ class HubHandle:
         """
         if from_seq is not None and self._state.log_path is None:
             raise ValidationError("subscribe", "from_seq needs the event log (log_path is None)")
-        sub = Subscription(
+        sub = Subscription._create(
             thread_id=thread_id,
             instance_id=instance_id,
             types=types,
@@ -225,19 +230,14 @@ class HubHandle:
         """Process what is already queued, stop the hub, end every subscription (each still
         delivers what was published) and close the log. Idempotent."""
         try:
-            self._ref.stop(block=True, timeout=timeout)
-        except pykka.Timeout:
-            raise OperationTimeout("EventHub.close", timeout) from None
+            with map_exceptions("EventHub.close", timeout):
+                self._ref.stop(block=True, timeout=timeout)
         except pykka.ActorDeadError:
             pass
 
     def _ask(self, message: _Control, operation: str, timeout: float):
-        try:
+        with map_exceptions(operation, timeout, dead=PaddockError(f"{operation} failed: the event hub is not running")):
             return self._ref.ask(message, timeout=timeout)
-        except pykka.Timeout:
-            raise OperationTimeout(operation, timeout) from None
-        except pykka.ActorDeadError:
-            raise PaddockError(f"{operation} failed: the event hub is not running") from None
 
     def __enter__(self) -> HubHandle:
         return self
@@ -479,7 +479,7 @@ class EventHub(pykka.ThreadingActor):
         if log is not None:
             state.last_seq = log.last_seq
         ref = super().start(state, log=log, max_batch_events=max_batch_events)
-        return HubHandle(ref, state, max_buffered)
+        return HubHandle._create(ref, state, max_buffered)
 
     def on_start(self) -> None:
         if self._log is not None:

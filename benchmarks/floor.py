@@ -71,7 +71,7 @@ def one_round(data: bytes, sessions: int) -> dict:
     from paddock.drivers.acp._agent import Router
 
     hub = EventHub(_State(None), log=None, max_batch_events=8192)  # constructed, never started
-    sub = Subscription(thread_id=None, instance_id=None, types=None, assistant_delivery="streaming",
+    sub = Subscription._create(thread_id=None, instance_id=None, types=None, assistant_delivery="streaming",
                        log_path=None, max_buffered=1 << 30, on_close=lambda s: None)
     hub._publisher.subs.append(sub)
     router = Router(lambda request: None)

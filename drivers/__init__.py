@@ -19,7 +19,6 @@ __all__ = [
     "DriverConfig",
     "DriverSpec",
     "InstanceContext",
-    "acp_driver_spec",
     "binary_version",
     "find_binary",
     "model_access",
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
     from ._registry import DriverConfig as DriverConfig
     from ._registry import DriverSpec as DriverSpec
     from ._registry import InstanceContext as InstanceContext
-    from ._registry import acp_driver_spec as acp_driver_spec
     from ._registry import binary_version as binary_version
     from ._registry import resolve_binary as resolve_binary
 
@@ -42,8 +40,7 @@ if TYPE_CHECKING:
 
 
 def _built_in() -> dict[str, Any]:
-    from ._registry import acp_driver_spec
-    from .acp import GENERIC_FLAVOR
+    from .acp import GENERIC_FLAVOR, acp_driver_spec
     from .acp.flavors import FLAVORS, OTHER_FLAVORS
     from .claude import claude_driver_spec
     from .local import LOCAL_FLAVOR

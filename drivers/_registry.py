@@ -14,11 +14,13 @@ from typing import Any
 
 import msgspec
 
+from paddock.actors import HubHandle
 from paddock.contract import Capabilities, PaddockError, ProviderAdapter
+from paddock.supervisors import run_command
 
 from ._access import ModelAccess, check_endpoint
 
-__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "acp_driver_spec", "binary_version", "resolve_binary"]
+__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "binary_version", "resolve_binary"]
 
 
 class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -84,15 +86,15 @@ class InstanceContext(msgspec.Struct, frozen=True, kw_only=True):
     home: str
     env: dict[str, str]
     state_dir: str
-    hub: Any
+    hub: HubHandle
     access: ModelAccess = ModelAccess()
     """The resolved model keys (endpoint, key, model)."""
 
 
 class DriverSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A driver: ``kind``; ``config_type``, the Struct decoding its ``[instances.<id>]`` table;
-    ``create(ctx) -> adapter`` (a :class:`paddock.contract.ProviderAdapter` plus
-    ``close(*, timeout)``); ``probe(ctx) -> reason | None``, ``None`` when the instance can run,
+    ``create(ctx) -> adapter`` (a :class:`paddock.contract.ProviderAdapter`);
+    ``probe(ctx) -> reason | None``, ``None`` when the instance can run,
     else a sentence saying why not; and ``capabilities``, what an instance can do before its agent
     says more at start-up.
 
@@ -132,34 +134,9 @@ def resolve_binary(binary: str | None, env: Mapping[str, str]) -> tuple[str | No
 
 def binary_version(argv: list[str], env: Mapping[str, str], *, timeout: float = 10.0) -> str | None:
     """The first line ``argv + ["--version"]`` prints, or ``None`` when it fails."""
-    from paddock.supervisors import run_command
-
     try:
         result = run_command([*argv, "--version"], env=env, timeout=timeout)
     except PaddockError:
         return None
     text = (result.stdout or result.stderr).strip()
     return text.splitlines()[0][:200] if result.returncode == 0 and text else None
-
-
-def acp_driver_spec(flavor: Any) -> DriverSpec:
-    """The registry record of an ACP flavor (``paddock.drivers.acp.AcpFlavor``): its config type, an
-    :class:`~paddock.drivers.acp.AcpAdapter` factory, its probe and its capabilities before start-up."""
-    from paddock.drivers.acp import AcpAdapter, base_capabilities
-
-    caps = base_capabilities(client_fs=flavor.client_fs, client_terminal=flavor.client_terminal)
-    if flavor.capability_overrides is not None:
-        caps = flavor.capability_overrides(caps)
-
-    def create(ctx: InstanceContext) -> ProviderAdapter:
-        return AcpAdapter(ctx, flavor)
-
-    return DriverSpec(
-        kind=flavor.kind,
-        config_type=flavor.config_type,
-        create=create,
-        probe=flavor.check,
-        capabilities=caps,
-        diagnose=flavor.diagnose,
-        command=flavor.argv,
-    )

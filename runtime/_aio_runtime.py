@@ -128,9 +128,9 @@ class AsyncRuntime:
                                      max_buffered=max_buffered)
         return aiter_subscription(sub)
 
-    async def close(self, timeout: float = 10.0) -> None:
+    async def close(self, *, timeout: float = 10.0) -> None:
         try:
-            await self._call(self.runtime.close, timeout)
+            await self._call(self.runtime.close, timeout=timeout)
         finally:
             self._executor.shutdown(wait=False)
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
 from paddock._config import RuntimeConfig, issue_from, load_config
 from paddock._isolation import build_env
 from paddock.contract import ConfigError
+
+if TYPE_CHECKING:
+    from paddock.actors import HubHandle
 
 __all__ = ["InstanceCheck", "check_config"]
 
@@ -76,7 +79,9 @@ def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.P
             if access.api_key:
                 shown["api_key"] = "***"
         ctx = InstanceContext(instance_id=entry.instance_id, driver=entry.driver, config=decoded, home=str(home),
-                              env=env, state_dir=str(root), hub=None, **({"access": access} if access else {}))
+                              env=env, state_dir=str(root),
+                              # No adapter is built from this context: nothing emits.
+                              hub=cast("HubHandle", None), **({"access": access} if access else {}))
         if reason is None and spec.probe is not None:
             reason = spec.probe(ctx)
         report: dict[str, Any] = {}

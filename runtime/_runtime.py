@@ -34,6 +34,7 @@ from paddock.contract import (
     OperationTimeout,
     PaddockError,
     PersistenceError,
+    ProviderAdapter,
     RuntimeMode,
     SendTurnInput,
     Session,
@@ -45,15 +46,17 @@ from paddock.contract import (
     ValidationError,
     decide_steering,
     decode_event,
+    fold_thread,
 )
+from paddock.contract._construct import NoPublicConstructor
 from paddock._config import RuntimeConfig, issue_from, load_config
 from paddock._isolation import build_env, instance_home
-from paddock._snapshot import snapshot_from_events
 from paddock.drivers._access import ModelAccess, model_access
 from paddock.store import RESUMABLE, Binding, BindingStore
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription
+    from paddock.drivers import DriverConfig, DriverSpec, InstanceContext
 
 __all__ = ["InstanceInfo", "Runtime"]
 
@@ -78,32 +81,32 @@ class _Instance:
     def __init__(self, instance_id: str, driver: str) -> None:
         self.id = instance_id
         self.driver = driver
-        self.spec: Any = None
-        self.config: Any = None
+        self.spec: DriverSpec | None = None
+        self.config: DriverConfig | None = None
         self.reason: str | None = None
         self.home: Path | None = None
         self.env: dict[str, str] | None = None
         self.access: ModelAccess = ModelAccess()
-        self.adapter: Any = None
+        self.adapter: ProviderAdapter | None = None
         self.lock = threading.Lock()
         self.probe: tuple[float, str | None] | None = None
 
 
 _PROBE_TTL = 300.0
-_probe_cache: dict[tuple[str, str], tuple[float, Any]] = {}
+_probe_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
 _probe_lock = threading.Lock()
 
 
-class Runtime:
+class Runtime(metaclass=NoPublicConstructor):
     """Run agent sessions and publish what they do as one canonical event stream.
 
     Build one with :meth:`open`; use it as a context manager or call :meth:`close`. Closing stops
     every session (each emits ``session.exited``) and every process the runtime started.
     """
 
-    def __init__(self, *, config: RuntimeConfig, state_dir: Path, _token: object = None) -> None:
-        if _token is not _OPEN_TOKEN:
-            raise TypeError("use Runtime.open(...) to create a Runtime")
+    _public_factory = "Runtime.open(...)"
+
+    def __init__(self, *, config: RuntimeConfig, state_dir: Path) -> None:
         from paddock.actors import EventHub  # the hub lives in the actor layer
 
         self._config = config
@@ -182,7 +185,7 @@ class Runtime:
         from paddock.supervisors import exit_on_signals
 
         exit_on_signals(keep_custom=True)
-        return cls(config=cfg, state_dir=folder, _token=_OPEN_TOKEN)
+        return cls._create(config=cfg, state_dir=folder)
 
     def _prepare(self, entry) -> _Instance:
         from paddock.drivers import BUILT_IN_DRIVERS
@@ -232,9 +235,10 @@ class Runtime:
             _probe_cache[key] = (time.monotonic(), reason)
         return reason
 
-    def _context(self, inst: _Instance):
+    def _context(self, inst: _Instance) -> InstanceContext:
         from paddock.drivers import InstanceContext
 
+        assert inst.config is not None  # _prepare decoded it before any probe or create
         return InstanceContext(
             instance_id=inst.id,
             driver=inst.driver,
@@ -312,6 +316,7 @@ class Runtime:
             raise InstanceNotFoundError(instance_id, inst.reason, driver=inst.driver)
         with inst.lock:
             if inst.adapter is None:
+                assert inst.spec is not None  # an instance without a reason has a known driver
                 try:
                     inst.adapter = inst.spec.create(self._context(inst))
                 except PaddockError:
@@ -546,8 +551,10 @@ class Runtime:
         return adapter is not None and adapter.has_session(thread_id)
 
     def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        """The thread's turns and their items, built from the event log (works for every driver,
-        live or not). Raises :class:`SessionNotFoundError` for a thread never started."""
+        """The thread's turns and their items, folded from the event log by
+        :func:`paddock.contract.fold_thread` (works for every driver, live or not; an item not
+        completed yet shows its last status and the text streamed so far). Raises
+        :class:`SessionNotFoundError` for a thread never started."""
         if self._store.get(thread_id) is None and thread_id not in self._live:
             raise SessionNotFoundError(thread_id)
         last = self._hub.flush(timeout=_t(timeout))
@@ -560,7 +567,7 @@ class Runtime:
             rows = reader.read(0, last, 10_000_000)
         finally:
             reader.close()
-        return snapshot_from_events(thread_id, (decode_event(body) for _, body in rows))
+        return fold_thread(thread_id, (decode_event(body) for _, body in rows))
 
     def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
         """Drop the last ``num_turns`` turns, where the agent supports it
@@ -607,7 +614,7 @@ class Runtime:
 
     # closing ------------------------------------------------------------------------------------
 
-    def close(self, timeout: float = 10.0) -> None:
+    def close(self, *, timeout: float = 10.0) -> None:
         """Stop every session and process, flush the event log, and release the state directory.
 
         After it returns no process the runtime started is alive and every live session has
@@ -759,7 +766,6 @@ class Runtime:
                     lock.release()
 
 
-_OPEN_TOKEN = object()
 _open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
 

@@ -14,6 +14,7 @@ from ._child import RestartType as RestartType
 from ._child import SupervisedActor as SupervisedActor
 from ._child import request_shutdown as request_shutdown
 from ._child import tell_urgent as tell_urgent
+from ._errors import map_exceptions as map_exceptions
 from ._leases import Lease as Lease
 from ._leases import LeaseStore as LeaseStore
 from ._leases import SweepReport as SweepReport
@@ -57,6 +58,7 @@ __all__ = [
     "close_all_scopes",
     "exit_on_signals",
     "kill_tree",
+    "map_exceptions",
     "request_shutdown",
     "resolve_executable",
     "run_command",

@@ -16,6 +16,7 @@ import pykka
 from paddock.contract import OperationTimeout, PaddockError, SessionClosedError, ValidationError
 
 from ._child import ChildContext, ChildSpec, ExitReason, request_shutdown
+from ._errors import map_exceptions
 from ._supervisor import ChildInfo, Strategy, Supervisor
 
 __all__ = ["Scope", "close_all_scopes", "exit_on_signals"]
@@ -166,11 +167,8 @@ class Scope:
         """Ask the root supervisor, mapping pykka and stdlib failures into the PaddockError family."""
         operation = f"Scope({self.name}).{method}"
         try:
-            return getattr(self.supervisor.proxy(), method)(*args).get(timeout=timeout)
-        except pykka.Timeout:
-            raise OperationTimeout(operation, timeout or 0.0) from None
-        except pykka.ActorDeadError:
-            raise SessionClosedError(None, f"scope {self.name!r} is closed") from None
+            with map_exceptions(operation, timeout, dead=SessionClosedError(None, f"scope {self.name!r} is closed")):
+                return getattr(self.supervisor.proxy(), method)(*args).get(timeout=timeout)
         except ValueError as exc:
             raise ValidationError(operation, str(exc)) from None
 

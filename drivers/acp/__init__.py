@@ -1,7 +1,7 @@
 """The shared ACP (Agent Client Protocol v1) adapter and its small per-agent flavors.
 
 An instance is an :class:`AcpAdapter` built by the registry from a flavor
-(``paddock.drivers.acp_driver_spec(flavor)``); a flavor (:class:`AcpFlavor`) holds only what differs
+(``paddock.drivers.acp.acp_driver_spec(flavor)``); a flavor (:class:`AcpFlavor`) holds only what differs
 between agents. ``GENERIC_FLAVOR`` runs any ACP agent from ``binary`` + ``args``.
 
 Conventions (what hosts and other drivers can rely on):
@@ -45,6 +45,7 @@ from ._flavor import GENERIC_FLAVOR as GENERIC_FLAVOR
 from ._flavor import AcpFlavor as AcpFlavor
 from ._flavor import flavor_env as flavor_env
 from ._permissions import DEFAULT_AUTO_ALLOW as DEFAULT_AUTO_ALLOW
+from ._spec import acp_driver_spec as acp_driver_spec
 
 __all__ = [
     "DEFAULT_AUTO_ALLOW",
@@ -54,6 +55,7 @@ __all__ = [
     "AcpFlavor",
     "RegistryAgent",
     "RegistryDocument",
+    "acp_driver_spec",
     "base_capabilities",
     "flavor_env",
     "load_registry",

@@ -31,34 +31,37 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import JsonRpcConnection, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
+from paddock.actors import (
+    Interrupt,
+    JsonRpcConnection,
+    Open,
+    ProcessSpec,
+    Respond,
+    SendTurn,
+    SessionRecord,
+    SessionTable,
+    TransportWarning,
+)
 from paddock.contract import (
-    INTERACTION_MODES,
-    RUNTIME_MODES,
     Capabilities,
     CapabilityUnsupportedError,
     DriverError,
-    OperationTimeout,
     PaddockError,
-    RequestError,
     RuntimeErrorEvent,
     SendTurnInput,
     Session,
-    SessionClosedError,
-    SessionNotFoundError,
     StartSessionInput,
     ThreadSnapshot,
     TurnStartResult,
-    ValidationError,
 )
-from paddock.supervisors import ChildSpec, Scope, Supervisor
+from paddock.drivers._registry import InstanceContext
+from paddock.supervisors import ChildContext, ChildSpec, Scope, Supervisor, map_exceptions
 
 from . import _wire as w
 from ._agent import AgentLink, Router
 from ._capabilities import base_capabilities, negotiate, with_modes
 from ._config import AcpConfig
 from ._flavor import AcpFlavor
-from ._messages import Interrupt, Open, Respond, SendTurn, WarningNotice
 from ._session import AcpSessionActor
 from ._settings import SessionSettings
 
@@ -79,14 +82,14 @@ def _client_version() -> str:
 class AcpAdapter(SessionTable):
     """One instance of an ACP flavor. Build it with the flavor's ``DriverSpec.create``."""
 
-    def __init__(self, ctx: Any, flavor: AcpFlavor) -> None:
-        """``ctx`` is the instance's ``paddock.drivers.InstanceContext``."""
+    _user_input_note = " (ACP agents ask none)"
+
+    def __init__(self, ctx: InstanceContext, flavor: AcpFlavor) -> None:
+        super().__init__(flavor.kind, ctx.instance_id)
         config: AcpConfig = ctx.config  # type: ignore[assignment]
         self._ctx = ctx
         self._flavor = flavor
         self._config = config
-        self.instance_id = ctx.instance_id
-        self.driver = flavor.kind
         client_fs = flavor.client_fs if config.client_fs is None else config.client_fs
         client_terminal = flavor.client_terminal if config.client_terminal is None else config.client_terminal
         self._settings = SessionSettings(
@@ -108,17 +111,13 @@ class AcpAdapter(SessionTable):
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps
-        self._lock = threading.RLock()
         self._start_lock = threading.Lock()
         self._handshake_timeout = config.start_timeout
         self._scope: Scope | None = None
         self._link: AgentLink | None = None
         self._generation = 0
-        self._records: dict[str, SessionRecord] = {}
-        self._stopped = StoppedSnapshots()
-        self._sessions_ref: Any = None
+        self._sessions_ref: pykka.ActorRef[Any] | None = None
         self._closed = False
-        self._where = {"driver": flavor.kind, "instance_id": ctx.instance_id}
         self.tap: Any = None
         """A line tap (``paddock.actors.LineTap``, e.g. ``paddock.testing.Recorder``) for the
         agent's next process; set it before the first session (the transcript recorder does)."""
@@ -169,7 +168,7 @@ class AcpAdapter(SessionTable):
                 self._handshake_timeout = self._config.start_timeout
             self._scope = scope
 
-    def _start_agent(self, cctx: Any) -> Any:
+    def _start_agent(self, cctx: ChildContext) -> pykka.ActorRef[Any]:
         """ChildSpec factory (root supervisor thread): spawn the agent, ``initialize`` it and
         ``authenticate`` when configured; the child counts as started only after that."""
         ctx, flavor, config = self._ctx, self._flavor, self._config
@@ -225,7 +224,7 @@ class AcpAdapter(SessionTable):
             self._caps = self._override(negotiate(self._base_caps, init))
         return conn.actor_ref
 
-    def _start_sessions(self, cctx: Any) -> Any:
+    def _start_sessions(self, cctx: ChildContext) -> pykka.ActorRef[Any]:
         """ChildSpec factory (root supervisor thread): a session supervisor holding one actor
         per live session, so a restart brings every live session back."""
         with self._lock:
@@ -238,7 +237,7 @@ class AcpAdapter(SessionTable):
         emitter = record.extra["emitter"]
         settings = self._settings
 
-        def start(cctx: Any) -> Any:
+        def start(cctx: ChildContext) -> pykka.ActorRef[Any]:
             return AcpSessionActor.start(
                 record, emitter, settings, self._get_link, report_modes=self._report_modes, context=cctx
             )
@@ -255,7 +254,7 @@ class AcpAdapter(SessionTable):
 
     def _on_warning(self, router: Router, code: str, message: str, detail: dict[str, Any]) -> None:
         # Reader thread: tell every session of this process.
-        notice = WarningNotice("transport." + code.rsplit(".", 1)[-1], message, detail)
+        notice = TransportWarning(code, message, detail)
         for ref in router.refs():
             ref.tell(notice)
 
@@ -268,7 +267,8 @@ class AcpAdapter(SessionTable):
                 self._stopped[record.session.thread_id] = record.thread
                 record.extra["emitter"].emit([
                     RuntimeErrorEvent(
-                        **self._where, thread_id=record.session.thread_id, code="acp.restart_limit",
+                        driver=self.driver, instance_id=self.instance_id, thread_id=record.session.thread_id,
+                        code="acp.restart_limit",
                         message=f"the agent process failed too often ({error}); the session is closed",
                     )
                 ])
@@ -277,33 +277,10 @@ class AcpAdapter(SessionTable):
 
     # routing helpers -----------------------------------------------------------------------------
 
-    def _record(self, thread_id: str) -> SessionRecord:
-        record = self._records.get(thread_id)
-        if record is None or record.closed:
-            if record is not None or thread_id in self._stopped:
-                raise SessionClosedError(thread_id, **self._where)
-            raise SessionNotFoundError(thread_id, **self._where)
-        return record
-
-    def _ask(self, record: SessionRecord, message: Any, operation: str, timeout: float | None) -> Any:
-        thread_id = record.session.thread_id
+    def _ask_session(self, record: SessionRecord, message: object, operation: str, timeout: float | None) -> Any:
+        # A session actor restarts with its agent process: wait for the next incarnation.
         limit = timeout if timeout is not None else self._config.request_timeout + 5.0
-        deadline = time.monotonic() + limit
-        while True:
-            ref = record.ref
-            if record.closed:
-                raise SessionClosedError(thread_id, **self._where)
-            if ref is not None and ref.is_alive():
-                try:
-                    return ref.ask(message, timeout=max(0.0, deadline - time.monotonic()))
-                except pykka.Timeout:
-                    raise OperationTimeout(operation, limit, **self._where, thread_id=thread_id) from None
-                except pykka.ActorDeadError:
-                    pass
-            if time.monotonic() >= deadline:
-                raise OperationTimeout(operation, limit, **self._where, thread_id=thread_id)
-            # The session actor is being restarted with its agent; wait for the new incarnation.
-            time.sleep(0.01)
+        return self._ask(record, message, operation, limit, await_restart=True)
 
     # ProviderAdapter -----------------------------------------------------------------------------
 
@@ -311,18 +288,10 @@ class AcpAdapter(SessionTable):
         """Start (or resume, from ``input.resume_cursor``) the thread's native session. Returns
         the thread's live session unchanged when it already has one on this instance."""
         thread_id = input.thread_id
-        if input.runtime_mode not in RUNTIME_MODES:
-            raise ValidationError("start_session", f"unknown runtime mode {input.runtime_mode!r}", **self._where)
-        if input.interaction_mode not in INTERACTION_MODES:
-            raise ValidationError("start_session", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
-        if not os.path.isdir(input.cwd) or not os.path.isabs(input.cwd):
-            raise ValidationError("start_session", f"cwd {input.cwd!r} is not an existing absolute directory", **self._where)
-        with self._lock:
-            existing = self._records.get(thread_id)
-            if existing is not None and not existing.closed:
-                return existing.session
-            if existing is not None:
-                self._records.pop(thread_id, None)
+        self.check_start_input(input)
+        live, existing = self._claim(thread_id)
+        if live is not None:
+            return live
         if existing is not None:
             self._terminate_child(thread_id, 5.0)  # a session closed from inside (failed reload)
         self._ensure_started(timeout)
@@ -343,13 +312,13 @@ class AcpAdapter(SessionTable):
             self._stopped.pop(thread_id, None)
         limit = timeout if timeout is not None else self._config.request_timeout + 5.0
         try:
+            assert self._sessions_ref is not None  # _ensure_started started the tree
             try:
-                self._sessions_ref.proxy().start_child(self._session_spec(record)).get(timeout=limit)
+                with map_exceptions("start_session", limit, where={**self._where, "thread_id": thread_id}):
+                    self._sessions_ref.proxy().start_child(self._session_spec(record)).get(timeout=limit)
             except ValueError:
                 pass  # a concurrent restart of the session supervisor already started it
-            except pykka.Timeout:
-                raise OperationTimeout("start_session", limit, **self._where, thread_id=thread_id) from None
-            return self._ask(record, Open(), "start_session", timeout)
+            return self._ask_session(record, Open(), "start_session", timeout)
         except BaseException as exc:
             with self._lock:
                 self._records.pop(thread_id, None)
@@ -364,13 +333,13 @@ class AcpAdapter(SessionTable):
         first); the turn's progress and its ``turn.completed`` arrive as events."""
         self.check_turn_input(input)
         record = self._record(input.thread_id)
-        return self._ask(record, SendTurn(input), "send_turn", timeout)
+        return self._ask_session(record, SendTurn(input), "send_turn", timeout)
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         """Cancel the running turn (``session/cancel``, after the flavor's start-evidence guard).
         Returns once the cancel is under way; the turn then ends ``interrupted``. A no-op when
         no turn (or not ``turn_id``) is running."""
-        self._ask(self._record(thread_id), Interrupt(turn_id), "interrupt_turn", timeout)
+        self._ask_session(self._record(thread_id), Interrupt(turn_id), "interrupt_turn", timeout)
 
     def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         raise CapabilityUnsupportedError(
@@ -382,14 +351,7 @@ class AcpAdapter(SessionTable):
         """Answer a ``request.opened`` permission request; the option is chosen by kind
         (accept -> allow_once, accept_for_session -> allow_always, decline -> reject_once,
         cancel -> the cancelled outcome)."""
-        self._ask(self._record(thread_id), Respond(request_id, decision), "respond_to_request", timeout)
-
-    def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
-                              timeout: float | None = None) -> None:
-        self._record(thread_id)
-        raise RequestError("respond_to_user_input", None,
-                           f"no open user-input request {request_id!r} (ACP agents ask none)",
-                           **self._where, thread_id=thread_id)
+        self._ask_session(self._record(thread_id), Respond(request_id, decision), "respond_to_request", timeout)
 
     def _terminate_child(self, thread_id: str, timeout: float) -> None:
         ref = self._sessions_ref
@@ -398,7 +360,7 @@ class AcpAdapter(SessionTable):
         try:
             ref.proxy().terminate_child(thread_id).get(timeout=timeout)
         except (pykka.ActorDeadError, pykka.Timeout):
-            pass
+            pass  # best effort: the session is closed either way
 
     def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
         """Stop the session: a running turn is cancelled, open requests are cancelled and

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import JsonRpcConnection, JsonRpcRequest
+from paddock.actors import ExitInfo, JsonRpcConnection, JsonRpcRequest
 from paddock.contract import OperationTimeout, PaddockError, ProcessError, RequestError
 
 from . import _wire as w
@@ -56,7 +56,7 @@ class Router:
         self._sessions: dict[str, Any] = {}
         self._unclaimed: dict[str, list[Any]] = {}
 
-    def register(self, session_id: str, ref: Any) -> None:
+    def register(self, session_id: str, ref: pykka.ActorRef[Any]) -> None:
         with self._lock:
             self._sessions[session_id] = ref
             held = self._unclaimed.pop(session_id, None)
@@ -158,7 +158,7 @@ class AgentLink:
         self._where = where
 
     @property
-    def exit_info(self) -> Any:
+    def exit_info(self) -> ExitInfo | None:
         """The agent's ExitInfo once it exited (set before its pending requests fail)."""
         return self.conn.process.exit_info
 

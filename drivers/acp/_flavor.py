@@ -26,6 +26,7 @@ import msgspec
 from paddock.contract import Capabilities
 from paddock.drivers._access import ModelAccess
 from paddock.drivers._binary import BinaryLocation, find_binary
+from paddock.drivers._registry import InstanceContext
 
 from ._config import AcpConfig
 from ._permissions import DEFAULT_AUTO_ALLOW
@@ -69,7 +70,8 @@ def merge_json_file(path: Path, overlay: Mapping[str, Any]) -> None:
 
 class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     """One kind of ACP agent. Hooks taking ``ctx`` get the instance's
-    ``paddock.drivers.InstanceContext``; hooks taking ``access`` get its
+    :class:`~paddock.drivers.InstanceContext` and run on the caller's thread (``command``/``env``
+    on the instance's root supervisor thread); hooks taking ``access`` get its
     :class:`~paddock.drivers.ModelAccess` only (pure, also used by ``paddock.testing``).
 
     - ``kind``: the driver kind (also the ``driver`` of its resume cursors);
@@ -83,6 +85,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     - ``settings(access, home) -> {path: overlay}``: settings files relative to ``HOME``: a
       mapping is merged into the agent's JSON file, a string is a whole managed file
       (:func:`write_managed_file`);
+    - ``home_env(home) -> dict``: variables naming folders under the agent's ``HOME``;
     - ``probe(ctx) -> reason | None``: why an instance cannot run (default: binary resolution);
     - ``auth_method`` / ``auth(ctx)``: the ``authenticate`` method id, or ``None`` (no call);
     - ``capability_overrides(caps) -> caps``: applied after negotiation;
@@ -101,17 +104,18 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     kind: str
-    command: Callable[[Any], list[str]] | None = None
+    command: Callable[[InstanceContext], list[str]] | None = None
     peer: str | None = None
     protocol_args: tuple[str, ...] = ()
-    env: Callable[[Any], dict[str, str]] | None = None
+    env: Callable[[InstanceContext], dict[str, str]] | None = None
     access_env: Callable[[ModelAccess], dict[str, str]] | None = None
     quiet_env: Mapping[str, str] = {}
     root_env: Mapping[str, str] = {}
     settings: Callable[[ModelAccess, Path], dict[str, Any]] | None = None
-    probe: Callable[[Any], str | None] | None = None
+    home_env: Callable[[Path], dict[str, str]] | None = None
+    probe: Callable[[InstanceContext], str | None] | None = None
     auth_method: str | None = None
-    auth: Callable[[Any], str | None] | None = None
+    auth: Callable[[InstanceContext], str | None] | None = None
     capability_overrides: Callable[[Capabilities], Capabilities] | None = None
     auto_allow: Mapping[str, frozenset[str]] = msgspec.field(default_factory=lambda: dict(DEFAULT_AUTO_ALLOW))
     native_modes: Mapping[str, str] = {}
@@ -126,12 +130,12 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
 
     # spawn ---------------------------------------------------------------------------------------
 
-    def locate(self, ctx: Any) -> BinaryLocation | str:
+    def locate(self, ctx: InstanceContext) -> BinaryLocation | str:
         """Where the agent comes from (configured ``binary``, the pinned peer, ``PATH``), or why
         it cannot be found. Spawns nothing."""
         return find_binary(ctx.config.binary, peer=self.peer, env=ctx.env)
 
-    def argv(self, ctx: Any) -> list[str]:
+    def argv(self, ctx: InstanceContext) -> list[str]:
         """The spawn command: the ``command`` hook, else the located binary + ``args`` + the
         flavor's ACP flags. Raises ``LookupError`` naming why the binary is missing."""
         if self.command is not None:
@@ -141,7 +145,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
             raise LookupError(where)
         return [*where.argv, *ctx.config.args, *self.protocol_args]
 
-    def child_env(self, ctx: Any) -> dict[str, str]:
+    def child_env(self, ctx: InstanceContext) -> dict[str, str]:
         """The complete child environment: the runtime's (whose configured ``env`` wins), plus
         this flavor's model mapping, switches and ``env`` hook; writes its settings files."""
         env = dict(ctx.env)
@@ -152,7 +156,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
             env.update(self.env(ctx))
         return env
 
-    def auth_for(self, ctx: Any) -> str | None:
+    def auth_for(self, ctx: InstanceContext) -> str | None:
         configured = getattr(ctx.config, "auth_method", None)
         if configured:
             return configured
@@ -162,7 +166,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
 
     # registry hooks ------------------------------------------------------------------------------
 
-    def check(self, ctx: Any) -> str | None:
+    def check(self, ctx: InstanceContext) -> str | None:
         """The registry probe: the flavor's own, else binary resolution. Never raises."""
         try:
             if self.probe is not None:
@@ -174,7 +178,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
         except Exception as exc:  # a probe never raises
             return f"cannot resolve the agent binary: {exc!r}"
 
-    def diagnose(self, ctx: Any) -> dict[str, Any]:
+    def diagnose(self, ctx: InstanceContext) -> dict[str, Any]:
         """For ``paddock doctor``: the agent's own executable or script, where it was found, its
         own version (the peer's manifest, else ``<argv> --version``; never node's) and auth."""
         from paddock.drivers._registry import binary_version
@@ -221,6 +225,8 @@ def flavor_env(flavor: AcpFlavor, access: ModelAccess, home: Path, written: list
         env.update(flavor.access_env(access))
     if flavor.root_env and is_root():
         env.update(flavor.root_env)
+    if flavor.home_env is not None:
+        env.update(flavor.home_env(home))
     if flavor.settings is not None:
         for relative, overlay in flavor.settings(access, home).items():
             if isinstance(overlay, str):
@@ -256,12 +262,12 @@ def write_managed_file(path: Path, text: str) -> bool:
     return True
 
 
-def _generic_command(ctx: Any) -> list[str]:
+def _generic_command(ctx: InstanceContext) -> list[str]:
     config = ctx.config
     return [config.binary or "", *config.args]
 
 
-def _generic_probe(ctx: Any) -> str | None:
+def _generic_probe(ctx: InstanceContext) -> str | None:
     where = find_binary(ctx.config.binary, peer=None, env=ctx.env)
     return where if isinstance(where, str) else None
 

@@ -16,12 +16,12 @@ import os
 import stat
 from collections.abc import Sequence
 
-__all__ = ["FsError", "MAX_READ_BYTES", "read_text_file", "write_text_file"]
+from paddock.actors import INTERNAL_ERROR, INVALID_PARAMS
+
+__all__ = ["FsError", "MAX_READ_BYTES", "RESOURCE_NOT_FOUND", "read_text_file", "write_text_file"]
 
 MAX_READ_BYTES = 16 * 1024 * 1024
-RESOURCE_NOT_FOUND = -32002
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002  # ACP's "Resource not found" (not a JSON-RPC 2.0 code)
 _FORBIDDEN_TREES = ("/proc", "/sys", "/dev")
 
 

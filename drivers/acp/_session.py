@@ -18,56 +18,40 @@ Lifecycle of the native session:
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 import pykka
 
-from paddock.actors import SessionActor, SessionRecord, TimerEntry, timers
+from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Emitter, SessionActor, SessionRecord
 from paddock.contract import (
-    DECISIONS,
-    EventIdentity,
+    EventBase,
     PaddockError,
     ProviderRefs,
     RequestError,
     RequestOpened,
-    RequestResolved,
     ResumeCursor,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
     SessionConfigured,
-    SessionExited,
     SessionStarted,
     SessionStateChanged,
     StartSessionInput,
+    TokenUsage,
     TurnStartResult,
-    ValidationError,
+    TurnState,
 )
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
+from ._agent import AgentLink
 from ._capabilities import plan_mode_id
-from ._messages import (
-    CancelExpired,
-    CancelRetry,
-    GuardExpired,
-    Incoming,
-    Interrupt,
-    Open,
-    PromptDone,
-    ReplayDone,
-    Req,
-    Respond,
-    SendTurn,
-    WarningNotice,
-)
+from ._messages import Incoming, PromptDone, ReplayDone, Req
 from ._settings import SessionSettings, created_at_of, cursor_for, session_id_of
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
@@ -78,19 +62,20 @@ __all__ = ["AcpSessionActor"]
 
 log = logging.getLogger(__name__)
 
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+_GUARD = "cancel_guard"  # turn timer: the start-evidence guard before session/cancel
+_CANCEL = "cancel_timeout"  # turn timer: the agent never acknowledged session/cancel
+_RETRY = "cancel_retry"  # turn timer: re-send session/cancel within the guard
 
 
 class _Pending:
-    __slots__ = ("rpc_id", "options", "tool_call_id", "turn_id")
+    """The native handle of an open permission request: how to answer it on the wire."""
 
-    def __init__(self, rpc_id: Any, options: list[w.PermissionOption], tool_call_id: str, turn_id: str) -> None:
+    __slots__ = ("rpc_id", "options", "tool_call_id")
+
+    def __init__(self, rpc_id: Any, options: list[w.PermissionOption], tool_call_id: str) -> None:
         self.rpc_id = rpc_id
         self.options = options
         self.tool_call_id = tool_call_id
-        self.turn_id = turn_id
 
 
 _permission_decoder = msgspec.json.Decoder(w.PermissionRequest)
@@ -101,7 +86,7 @@ _session_result_decoder = msgspec.json.Decoder(w.SessionResult)
 _CONTENT_KINDS = (w.AgentMessageChunk, w.AgentThoughtChunk, w.ToolCallStart, w.ToolCallUpdate, w.PlanUpdate, w.UserMessageChunk)
 
 
-class AcpSessionActor(SessionActor):
+class AcpSessionActor(SessionActor[_Pending]):
     """One ACP session. Built by the session supervisor's child spec; see the module docstring.
 
     ``get_link()`` returns the current agent link (or ``None`` while the agent restarts);
@@ -111,9 +96,9 @@ class AcpSessionActor(SessionActor):
     def __init__(
         self,
         record: SessionRecord,
-        emitter: Any,
+        emitter: Emitter,
         settings: SessionSettings,
-        get_link: Callable[[], Any],
+        get_link: Callable[[], AgentLink | None],
         *,
         report_modes: Callable[[list[str]], None] | None = None,
         context: ChildContext | None = None,
@@ -122,20 +107,15 @@ class AcpSessionActor(SessionActor):
         self.settings = settings
         self._get_link = get_link
         self._report_modes = report_modes
-        self._link: Any = None
+        self._link: AgentLink | None = None
         self._terminals: Terminals | None = None
         x = record.extra
         self.start_input: StartSessionInput = x["input"]
-        self.tr = Translator(settings.driver, settings.instance_id, self.thread_id)
+        self.tr = Translator(settings.driver, settings.instance_id, self.thread_id, turn=self.turn)
         self.tr.native_session_id = x.get("session_id")
         if "usage" in x:
             self.tr.restore_usage(x["usage"])
-        self._pending: dict[str, _Pending] = {}
-        self._request_seq = 0
         self._cancel_pending = False
-        self._guard_timer: TimerEntry | None = None
-        self._cancel_timer: TimerEntry | None = None
-        self._retry_timer: TimerEntry | None = None
         self._retry_until = 0.0
         self._replaying = False
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
@@ -151,7 +131,7 @@ class AcpSessionActor(SessionActor):
             self._link = link
             link.register(sid, self.actor_ref)
         elif link is not None and sid:
-            self.emit([SessionStateChanged(**self._env(), state="ready",
+            self.emit([SessionStateChanged(**self.identity, state="ready",
                                            reason="the agent process restarted; the session reloads on its next turn")])
         if self.settings.client_terminal:
             self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit)
@@ -170,41 +150,28 @@ class AcpSessionActor(SessionActor):
         if self.record.extra.get("finished_incarnation") is self:
             return
         self.record.extra["finished_incarnation"] = self
-        self._cancel_guard()
+        self.cancel_turn_timers()
         link = self._link or self._get_link()
-        dead = link is not None and link.exit_info is not None
-        events: list = []
-        if dead or failed:
-            info = link.exit_info if dead else None
-            detail = link.exit_detail() if info is not None else "the session actor failed"
-            for rid in list(self._pending):
-                self._pending.pop(rid)
-                events.append(self._resolved(rid, "expired"))
-            events += self.tr.complete_turn("failed", error=detail)
+        info = link.exit_info if link is not None else None
+        events: list[EventBase] = []
+        if info is not None or failed:
+            detail = link.exit_detail() if link is not None and info is not None else "the session actor failed"
+            self.end_turn(events, "failed", error=detail, requests="expired")
             recoverable = bool(link is not None and link.init.agentCapabilities.loadSession) or self._can_resume(link)
-            events.append(
-                SessionExited(
-                    **self._env(),
-                    reason=detail,
-                    recoverable=recoverable,
-                    exit_code=info.returncode if info is not None and info.returncode >= 0 else None,
-                    signal=info.signal if info is not None else None,
-                    stderr_tail=info.stderr_tail if info is not None else None,
-                )
-            )
+            events.append(self.session_exited(detail, recoverable=recoverable, info=info))
             self.publish(status="error", active_turn_id=None, last_error=detail)
         elif self.tr.native_session_id is None:
             self.publish(status="stopped")  # never opened (a failed start): nothing to report
         else:
             in_turn = self.tr.in_turn
-            self._resolve_all_pending("cancelled", events)
+            self.resolve_requests(events, "cancelled", answer=True)
             if in_turn and link is not None and self.tr.native_session_id:
                 try:
                     link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
                 except PaddockError:
                     pass
-            events += self.tr.complete_turn("cancelled", stop_reason=None, error="the session was stopped")
-            events.append(SessionExited(**self._env(), reason="stopped", recoverable=True))
+            self.end_turn(events, "cancelled", error="the session was stopped")
+            events.append(self.session_exited("stopped", recoverable=True))
             self.publish(status="stopped", active_turn_id=None)
             if link is not None and self.tr.native_session_id:
                 link.unregister(self.tr.native_session_id)
@@ -232,52 +199,23 @@ class AcpSessionActor(SessionActor):
             return self._incoming(message.items)
         if cls is PromptDone:
             return self._prompt_done(message)
-        if cls is SendTurn:
-            return self._send_turn(message.input)
-        if cls is Respond:
-            return self._respond(message.request_id, message.decision)
-        if cls is Interrupt:
-            return self._interrupt(message.turn_id)
-        if cls is Open:
-            return self._open()
-        if cls is CancelExpired:
-            return self._cancel_expired(message.turn_id)
-        if cls is GuardExpired:
-            if self._cancel_pending and self.tr.turn_id == message.turn_id:
-                self._send_cancel()
-            return None
-        if cls is WarningNotice:
-            self.emit([RuntimeWarningEvent(**self._env(), turn_id=self.tr.turn_id, code=message.code,
-                                           message=message.message, detail=message.detail)])
-            return None
-        if cls is CancelRetry:
-            return self._retry_cancel(message.turn_id)
         if cls is ReplayDone:
             self._replaying = False
             return None
-        return super().on_receive(message)
+        return super().on_receive(message)  # the control messages (Open, SendTurn, ...)
 
     # helpers -------------------------------------------------------------------------------------
 
-    def _env(self) -> EventIdentity:
-        return EventIdentity(driver=self.settings.driver, instance_id=self.settings.instance_id, thread_id=self.thread_id)
-
-    def _owner(self) -> dict[str, str]:
-        return {"driver": self.settings.driver, "instance_id": self.settings.instance_id}
-
-    def _where(self) -> EventIdentity:
-        return self._env()
-
-    def _current_link(self) -> Any:
+    def _current_link(self) -> AgentLink:
         link = self._get_link()
         if link is None or link.exit_info is not None:
-            raise SessionClosedError(self.thread_id, "the agent process is restarting", **self._owner())
+            raise self.closed_error("the agent process is restarting")
         return link
 
-    def _can_resume(self, link: Any) -> bool:
+    def _can_resume(self, link: AgentLink | None) -> bool:
         return link is not None and link.init.agentCapabilities.sessionCapabilities.resume is not None
 
-    def _call(self, link: Any, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+    def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
         return link.call(method, params, timeout=timeout or self.settings.request_timeout, thread_id=self.thread_id)
 
     def _cursor(self) -> ResumeCursor | None:
@@ -286,13 +224,13 @@ class AcpSessionActor(SessionActor):
 
     # open, resume, modes -------------------------------------------------------------------------
 
-    def _open(self) -> Session:
-        """Create or resume the native session (blocking this actor on the agent's answers)."""
+    def open_session(self) -> Session:
+        """Hook: create or resume the native session (blocking this actor on the agent's answers)."""
         if self.record.closed:
-            raise SessionClosedError(self.thread_id, **self._owner())
+            raise self.closed_error()
         link = self._current_link()
         inp = self.start_input
-        events: list = []
+        events: list[EventBase] = []
         resumed = False
         resume_failed = False
         detail = None
@@ -311,12 +249,12 @@ class AcpSessionActor(SessionActor):
                 why = hint(str(exc), None if created is None else time.time() - created) if hint is not None else None
                 if why:
                     detail = f"{detail}. {why}"
-                events.append(RuntimeWarningEvent(**self._env(), code="acp.resume_failed", message=detail))
+                events.append(RuntimeWarningEvent(**self.identity, code="acp.resume_failed", message=detail))
         if not resumed:
             raw = self._call(link, "session/new", {"cwd": inp.cwd, "mcpServers": []})
             result = _session_result_decoder.decode(raw)
             if not result.sessionId:
-                raise RequestError("session/new", None, "the agent answered without a sessionId", **self._where())
+                raise RequestError("session/new", None, "the agent answered without a sessionId", **self.where())
             self.tr.native_session_id = result.sessionId
             self.record.extra["created_at"] = time.time()
             link.register(result.sessionId, self.actor_ref)
@@ -326,7 +264,7 @@ class AcpSessionActor(SessionActor):
         assert result is not None
         events.append(
             SessionStarted(
-                **self._env(), cwd=inp.cwd, model=inp.model, runtime_mode=inp.runtime_mode,
+                **self.identity, cwd=inp.cwd, model=inp.model, runtime_mode=inp.runtime_mode,
                 interaction_mode=inp.interaction_mode, resumed=resumed, resume_failed=resume_failed,
                 detail=detail, provider_refs=ProviderRefs(thread=self.tr.native_session_id),
             )
@@ -335,7 +273,7 @@ class AcpSessionActor(SessionActor):
         self.emit(events)
         return self.publish(status="ready", resume_cursor=self._cursor(), resumed=resumed)
 
-    def _load(self, link: Any, sid: str) -> w.SessionResult:
+    def _load(self, link: AgentLink, sid: str) -> w.SessionResult:
         """``session/load`` (or ``session/resume``) ``sid`` on ``link``; replayed history is
         swallowed (it is not a turn)."""
         caps = link.init.agentCapabilities
@@ -346,7 +284,7 @@ class AcpSessionActor(SessionActor):
             method = "session/resume"
             params = {"sessionId": sid, "cwd": self.start_input.cwd}
         else:
-            raise RequestError("session/load", None, "the agent supports neither session/load nor session/resume", **self._where())
+            raise RequestError("session/load", None, "the agent supports neither session/load nor session/resume", **self.where())
         # Register before asking: the replay arrives before the answer.
         link.register(sid, self.actor_ref)
         self._replaying = True
@@ -362,7 +300,7 @@ class AcpSessionActor(SessionActor):
         self.tr.native_session_id = sid
         return _session_result_decoder.decode(raw)
 
-    def _configure(self, link: Any, result: w.SessionResult, interaction_mode: str, model: str | None) -> list:
+    def _configure(self, link: AgentLink, result: w.SessionResult, interaction_mode: str, model: str | None) -> list[EventBase]:
         events: list = []
         x = self.record.extra
         config: dict[str, Any] = {}
@@ -379,7 +317,7 @@ class AcpSessionActor(SessionActor):
         if result.models is not None:
             config["models"] = result.models
         if config:
-            events.append(SessionConfigured(**self._env(), config=config))
+            events.append(SessionConfigured(**self.identity, config=config))
         events += self._apply_mode(link, interaction_mode)
         if model:
             events += self._apply_model(link, model)
@@ -391,20 +329,20 @@ class AcpSessionActor(SessionActor):
             return plan_mode_id(self.record.extra.get("modes") or (), modes.get("plan")) or modes.get("plan")
         return modes.get(self.start_input.runtime_mode)
 
-    def _apply_mode(self, link: Any, interaction_mode: str) -> list:
+    def _apply_mode(self, link: AgentLink, interaction_mode: str) -> list[EventBase]:
         x = self.record.extra
         target = self._native_mode_for(interaction_mode)
         x["interaction_mode"] = interaction_mode
         if target is None or target == x.get("current_mode"):
             return []
         if target not in (x.get("modes") or ()):
-            return [RuntimeWarningEvent(**self._env(), code="acp.mode_unavailable",
+            return [RuntimeWarningEvent(**self.identity, code="acp.mode_unavailable",
                                         message=f"the agent has no mode {target!r}; runtime mode is enforced by the client only")]
         self._call(link, "session/set_mode", {"sessionId": self.tr.native_session_id, "modeId": target})
         x["current_mode"] = target
-        return [SessionConfigured(**self._env(), config={"current_mode": target})]
+        return [SessionConfigured(**self.identity, config={"current_mode": target})]
 
-    def _apply_model(self, link: Any, model: str) -> list:
+    def _apply_model(self, link: AgentLink, model: str) -> list[EventBase]:
         x = self.record.extra
         if x.get("model") == model:
             return []
@@ -413,14 +351,14 @@ class AcpSessionActor(SessionActor):
             None,
         )
         if option is None:
-            return [RuntimeWarningEvent(**self._env(), code="acp.model_unsupported",
+            return [RuntimeWarningEvent(**self.identity, code="acp.model_unsupported",
                                         message=f"the agent offers no model option; model {model!r} not applied")]
         self._call(link, "session/set_config_option",
                    {"sessionId": self.tr.native_session_id, "configId": option.get("id"), "value": model})
         x["model"] = model
-        return [SessionConfigured(**self._env(), config={"model": model})]
+        return [SessionConfigured(**self.identity, config={"model": model})]
 
-    def _ensure_native(self) -> tuple[Any, list]:
+    def _ensure_native(self) -> tuple[AgentLink, list[EventBase]]:
         """The link to prompt on; reloads the native session if the agent process restarted."""
         link = self._current_link()
         if self.record.extra.get("generation") == link.generation:
@@ -429,22 +367,22 @@ class AcpSessionActor(SessionActor):
         sid = self.tr.native_session_id
         events: list = []
         if sid is None:
-            raise SessionClosedError(self.thread_id, "the session was never opened", **self._owner())
+            raise self.closed_error("the session was never opened")
         try:
             result = self._load(link, sid)
         except PaddockError as exc:
             detail = f"could not reload the session after an agent restart: {exc}"
             self.record.closed = True
-            self.emit([SessionExited(**self._env(), reason=detail, recoverable=False)])
+            self.emit([self.session_exited(detail, recoverable=False)])
             self.publish(status="error", last_error=detail)
-            raise SessionClosedError(self.thread_id, detail, **self._owner()) from None
+            raise self.closed_error(detail) from None
         self._link = link
         self.record.extra["generation"] = link.generation
         self.record.extra.pop("current_mode", None)
         self.record.extra.pop("model", None)
         events.append(
             SessionStarted(
-                **self._env(), cwd=self.start_input.cwd, runtime_mode=self.start_input.runtime_mode,
+                **self.identity, cwd=self.start_input.cwd, runtime_mode=self.start_input.runtime_mode,
                 interaction_mode=self.record.extra.get("interaction_mode"), resumed=True,
                 detail="reloaded after the agent process restarted", provider_refs=ProviderRefs(thread=sid),
             )
@@ -455,17 +393,14 @@ class AcpSessionActor(SessionActor):
 
     # turns ---------------------------------------------------------------------------------------
 
-    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
-        if self.record.closed:
-            raise SessionClosedError(self.thread_id, **self._owner())
-        if self.tr.in_turn:
-            raise ValidationError("send_turn", f"turn {self.tr.turn_id!r} is still running", **self._where())
+    def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:
+        """Hook: reload the native session when the agent restarted, apply mode and model, then
+        ``session/prompt`` (asynchronously: its result arrives as :class:`PromptDone`)."""
         link, events = self._ensure_native()
         if inp.interaction_mode is not None and inp.interaction_mode != self.record.extra.get("interaction_mode"):
             events += self._apply_mode(link, inp.interaction_mode)
         if inp.model:
             events += self._apply_model(link, inp.model)
-        turn_id = inp.turn_id or f"turn-{uuid.uuid4().hex[:16]}"
         events += self.tr.start_turn(
             turn_id, model=inp.model or self.record.session.model,
             interaction_mode=inp.interaction_mode or self.record.extra.get("interaction_mode"),
@@ -485,7 +420,7 @@ class AcpSessionActor(SessionActor):
         try:
             link.request_async("session/prompt", params, done)
         except PaddockError as exc:
-            events += self.tr.complete_turn("failed", error=str(exc))
+            self.end_turn(events, "failed", error=str(exc))
             self.emit(events)
             raise
         self.emit(events)
@@ -493,11 +428,15 @@ class AcpSessionActor(SessionActor):
         self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+        """Hook: the translator closes the turn's items (``usage``: the prompt's PromptUsage)."""
+        return self.tr.close_turn(state, events, usage)
+
     def _prompt_done(self, msg: PromptDone) -> None:
         if msg.turn_id != self.tr.turn_id:
             return
-        self._cancel_guard()
-        events: list = []
+        self.cancel_turn_timers()
+        events: list[EventBase] = []
         if msg.error is not None:
             link = self._link
             if link is not None and link.exit_info is not None:
@@ -506,21 +445,18 @@ class AcpSessionActor(SessionActor):
             detail = error.detail if isinstance(error, RequestError) else str(error)
             if isinstance(error, RequestError) and self.tr.interrupt_requested:
                 # Some agents end a cancelled prompt with an error instead of stopReason cancelled.
-                self._resolve_all_pending("cancelled", events)
-                events += self.tr.complete_turn("interrupted", stop_reason="cancelled", error=detail)
+                self.end_turn(events, "interrupted", stop_reason="cancelled", error=detail, answer=True)
             else:
-                self._resolve_all_pending("cancelled", events)
-                events += self.tr.complete_turn("failed", error=detail)
+                self.end_turn(events, "failed", error=detail, answer=True)
         else:
             try:
                 result = _prompt_decoder.decode(msg.result)
             except msgspec.DecodeError as exc:
                 result = None
-                events.append(RuntimeWarningEvent(**self._env(), code="acp.malformed_result",
+                events.append(RuntimeWarningEvent(**self.identity, code="acp.malformed_result",
                                                   message=f"session/prompt result could not be decoded: {exc}"))
-            self._resolve_all_pending("cancelled", events)
             if result is None:
-                events += self.tr.complete_turn("failed", error="malformed session/prompt result")
+                self.end_turn(events, "failed", error="malformed session/prompt result", answer=True)
             else:
                 state = stop_reason_state(result.stopReason, self.tr.interrupt_requested)
                 error = None
@@ -530,92 +466,62 @@ class AcpSessionActor(SessionActor):
                     error = hook(self.tr.last_message_text())
                     if error is not None:
                         state = "failed"
-                events += self.tr.complete_turn(state, stop_reason=result.stopReason, usage=result.usage, error=error)
+                self.end_turn(events, state, stop_reason=result.stopReason, usage=result.usage, error=error,
+                              answer=True)
         self.emit(events)
         self._persist()
         self.publish(status="ready", active_turn_id=None)
 
-    def _interrupt(self, turn_id: str | None) -> None:
-        if not self.tr.in_turn or (turn_id is not None and turn_id != self.tr.turn_id):
-            return None
-        if self.tr.interrupt_requested:
-            return None
-        self.tr.interrupt_requested = True
-        events: list = []
-        # ACP: after session/cancel the client must answer every pending permission "cancelled".
-        self._resolve_all_pending("cancelled", events)
-        self.emit(events)
+    def cancel_turn(self, events: list[EventBase]) -> None:
+        """Hook: ``session/cancel``, at once when the turn showed evidence of starting, else
+        after the flavor's guard (an agent that has not started the prompt yet may miss it).
+        ACP: after session/cancel the client answers every pending permission "cancelled" (the
+        base has done that)."""
         if self.tr.turn_evidence or self.settings.cancel_guard <= 0:
             self._send_cancel()
         else:
             self._cancel_pending = True
-            running = self.tr.turn_id
-            assert running is not None  # in_turn, checked above
-            self._guard_timer = timers.schedule(time.monotonic() + self.settings.cancel_guard,
-                                                functools.partial(self._guard_fire, running))
-        return None
+            self.schedule_turn_timer(_GUARD, self.settings.cancel_guard)
 
-    def _guard_fire(self, turn_id: str) -> None:
-        # Timer thread: only tell.
-        try:
-            self.actor_ref.tell(GuardExpired(turn_id))
-        except Exception:
-            pass
+    def on_turn_timer(self, name: str, turn_id: str) -> None:
+        if name == _GUARD:
+            if self._cancel_pending:
+                self._send_cancel()
+        elif name == _CANCEL:
+            self._cancel_expired(turn_id)
+        elif name == _RETRY:
+            self._retry_cancel()
 
-    def _cancel_fire(self, turn_id: str) -> None:
-        # Timer thread: only tell.
-        try:
-            self.actor_ref.tell(CancelExpired(turn_id))
-        except Exception:
-            pass
-
-    def _cancel_guard(self) -> None:
-        for timer in (self._guard_timer, self._cancel_timer, self._retry_timer):
-            if timer is not None:
-                timer.cancel()
-        self._guard_timer = self._cancel_timer = self._retry_timer = None
-
-    def _schedule_retry(self, turn_id: str) -> None:
+    def _schedule_retry(self) -> None:
         # Some agents drop a cancel that arrives right after the prompt (Kiro; T3 Code re-sends
         # it): repeat session/cancel every `cancel_retry` s until the turn ends, within the guard.
         retry = self.settings.cancel_retry
-        at = time.monotonic() + retry
-        if retry > 0 and at < self._retry_until:
-            self._retry_timer = timers.schedule(at, functools.partial(self._tell_later, CancelRetry(turn_id)))
+        if retry > 0 and time.monotonic() + retry < self._retry_until:
+            self.schedule_turn_timer(_RETRY, retry)
 
-    def _tell_later(self, message: Any) -> None:
-        # Timer thread: only tell.
-        try:
-            self.actor_ref.tell(message)
-        except Exception:
-            pass
-
-    def _retry_cancel(self, turn_id: str) -> None:
-        self._retry_timer = None
+    def _retry_cancel(self) -> None:
         link = self._link
-        if self.tr.turn_id != turn_id or link is None or not self.tr.native_session_id:
+        if not self.tr.in_turn or link is None or not self.tr.native_session_id:
             return
         try:
             link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
         except PaddockError:
             return
-        self._schedule_retry(turn_id)
+        self._schedule_retry()
 
     def _cancel_expired(self, turn_id: str) -> None:
         """The agent never answered the cancelled prompt: end the turn ourselves (its late result
         and updates are then ignored) rather than leave the host waiting forever."""
-        if self.tr.turn_id != turn_id:
-            return
         detail = f"the agent did not acknowledge the cancel within {self.settings.cancel_timeout:g} s"
-        events: list = [RuntimeWarningEvent(**self._env(), turn_id=turn_id, code="acp.cancel_unacknowledged", message=detail)]
-        self._resolve_all_pending("cancelled", events)
-        events += self.tr.complete_turn("interrupted", stop_reason=None, error=detail)
+        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id,
+                                                       code="acp.cancel_unacknowledged", message=detail)]
+        self.end_turn(events, "interrupted", error=detail, answer=True)
         self.emit(events)
         self.publish(status="ready", active_turn_id=None)
 
     def _send_cancel(self) -> None:
         self._cancel_pending = False
-        self._cancel_guard()
+        self.cancel_turn_timers()
         self.tr.interrupt_acknowledged()
         link = self._link
         if link is None or not self.tr.native_session_id:
@@ -624,17 +530,15 @@ class AcpSessionActor(SessionActor):
             link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
         except PaddockError as exc:
             log.debug("session/cancel not sent on thread %s: %s", self.thread_id, exc)
-        if self.settings.cancel_timeout > 0 and self.tr.turn_id is not None:
-            self._cancel_timer = timers.schedule(time.monotonic() + self.settings.cancel_timeout,
-                                                 functools.partial(self._cancel_fire, self.tr.turn_id))
-        if self.tr.turn_id is not None:
-            self._retry_until = time.monotonic() + self.settings.cancel_guard
-            self._schedule_retry(self.tr.turn_id)
+        if self.settings.cancel_timeout > 0:
+            self.schedule_turn_timer(_CANCEL, self.settings.cancel_timeout)
+        self._retry_until = time.monotonic() + self.settings.cancel_guard
+        self._schedule_retry()
 
     # incoming updates and requests ---------------------------------------------------------------
 
     def _incoming(self, items: list[Any]) -> None:
-        events: list = []
+        events: list[EventBase] = []
         tr = self.tr
         replaying = self._replaying
         for item in items:
@@ -647,20 +551,20 @@ class AcpSessionActor(SessionActor):
                     tr.update(item, events)
             except Exception as exc:  # one bad payload must not end the session
                 log.exception("ACP update skipped on thread %s", self.thread_id)
-                events.append(RuntimeWarningEvent(**self._env(), turn_id=tr.turn_id, code="acp.update_failed",
+                events.append(RuntimeWarningEvent(**self.identity, turn_id=tr.turn_id, code="acp.update_failed",
                                                   message=f"an agent update could not be handled: {exc!r}"))
         if self._cancel_pending and tr.turn_evidence:
             self._send_cancel()
         self.emit(events)
 
-    def _request(self, req: Req, events: list) -> None:
+    def _request(self, req: Req, events: list[EventBase]) -> None:
         method = req.method
         link = self._link or self._get_link()
         if link is None:
             return
         try:
             if method == "session/request_permission":
-                self._permission(req, events)
+                self._permission(req, link, events)
             elif method == "fs/read_text_file" and self.settings.client_fs:
                 p = _read_decoder.decode(req.params)
                 link.respond(req.id, {"content": read_text_file(self._roots, self.start_input.cwd, p.path, p.line, p.limit)})
@@ -680,8 +584,7 @@ class AcpSessionActor(SessionActor):
         except PaddockError as exc:
             log.debug("could not answer %r on thread %s: %s", method, self.thread_id, exc)
 
-    def _permission(self, req: Req, events: list) -> None:
-        link = self._link or self._get_link()
+    def _permission(self, req: Req, link: AgentLink, events: list[EventBase]) -> None:
         p = _permission_decoder.decode(req.params)
         p = msgspec.structs.replace(p, options=normalize_options(p.options))
         tr = self.tr
@@ -690,8 +593,7 @@ class AcpSessionActor(SessionActor):
             return
         tool = tr.ensure_tool(p.toolCall, events)
         tool_kind = p.toolCall.kind or tr.tool_kind_of(p.toolCall.toolCallId)
-        self._request_seq += 1
-        request_id = f"{tr.turn_id}:req{self._request_seq}"
+        request_id = self.requests.new_id(tr.turn_id)
         decisions = offered_decisions(p.options)
         data: dict[str, Any] = {
             "options": [{"id": o.optionId, "name": o.name, "kind": o.kind} for o in p.options],
@@ -702,52 +604,32 @@ class AcpSessionActor(SessionActor):
         if p.toolCall.rawInput not in (None, {}):
             data["input"] = p.toolCall.rawInput
         title = p.toolCall.title or (tool.title if tool is not None else None)
-        events.append(
-            RequestOpened(
-                **self._env(), turn_id=tr.turn_id, item_id=tool.item_id if tool is not None else None,
-                request_id=request_id, kind=request_kind_of_tool(tool_kind), title=title,  # type: ignore[arg-type]
-                decisions=decisions, data=data,  # type: ignore[arg-type]
-                provider_refs=ProviderRefs(thread=tr.native_session_id, item=p.toolCall.toolCallId or None, request=str(req.id)),
-            )
+        opened = RequestOpened(
+            **self.identity, turn_id=tr.turn_id, item_id=tool.item_id if tool is not None else None,
+            request_id=request_id, kind=request_kind_of_tool(tool_kind), title=title,  # type: ignore[arg-type]
+            decisions=decisions, data=data,  # type: ignore[arg-type]
+            provider_refs=ProviderRefs(thread=tr.native_session_id, item=p.toolCall.toolCallId or None, request=str(req.id)),
         )
-        pending = _Pending(req.id, p.options, p.toolCall.toolCallId, tr.turn_id or "")
         auto = auto_decision(self.start_input.runtime_mode, tool_kind, p.options, self.settings.auto_allow)
-        if auto is not None:
-            self._answer(pending, request_id, auto, events)
-        else:
-            self._pending[request_id] = pending
-            self.publish(status="running")
+        self.open_request(events, opened, _Pending(req.id, p.options, p.toolCall.toolCallId), auto=auto)
 
-    def _answer(self, pending: _Pending, request_id: str, decision: str, events: list) -> None:
+    def answer_request(self, native: _Pending, decision: str) -> None:
+        """Hook: answer ``session/request_permission`` with the option the decision picks."""
         if decision in ("decline", "cancel"):
-            self.tr.mark_declined(pending.tool_call_id)
+            self.tr.mark_declined(native.tool_call_id)
+        link = self._link or self._get_link()
         try:
-            (self._link or self._get_link()).respond(pending.rpc_id, outcome_for(decision, pending.options))
-        except (PaddockError, AttributeError) as exc:
+            if link is None:
+                raise SessionClosedError(self.thread_id, "the agent process is restarting")
+            link.respond(native.rpc_id, outcome_for(decision, native.options))
+        except PaddockError as exc:
             log.debug("permission answer not delivered on thread %s: %s", self.thread_id, exc)
-        events.append(self._resolved(request_id, "answered", decision))
 
-    def _resolved(self, request_id: str, resolution: str, decision: str | None = None) -> RequestResolved:
-        return RequestResolved(**self._env(), turn_id=self.tr.turn_id, request_id=request_id,
-                               resolution=resolution, decision=decision)  # type: ignore[arg-type]
-
-    def _resolve_all_pending(self, resolution: str, events: list) -> None:
-        for request_id in list(self._pending):
-            pending = self._pending.pop(request_id)
-            if self._link is not None and self._link.exit_info is None:
-                try:
-                    self._link.respond(pending.rpc_id, {"outcome": {"outcome": "cancelled"}})
-                except PaddockError:
-                    pass
-            events.append(self._resolved(request_id, resolution))
-
-    def _respond(self, request_id: str, decision: str) -> None:
-        if decision not in DECISIONS:
-            raise ValidationError("respond_to_request", f"unknown decision {decision!r}; use one of {', '.join(DECISIONS)}", **self._where())
-        pending = self._pending.pop(request_id, None)
-        if pending is None:
-            raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already resolved)", **self._where())
-        events: list = []
-        self._answer(pending, request_id, decision, events)
-        self.emit(events)
-        return None
+    def cancel_request(self, native: _Pending) -> None:
+        """Hook: the ``cancelled`` outcome, while the agent process lives."""
+        link = self._link
+        if link is not None and link.exit_info is None:
+            try:
+                link.respond(native.rpc_id, {"outcome": {"outcome": "cancelled"}})
+            except PaddockError:
+                pass

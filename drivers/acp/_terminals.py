@@ -20,10 +20,11 @@ from typing import Any
 
 import msgspec
 
-from paddock.actors import Terminal, TerminalExit
+from paddock.actors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Terminal, TerminalExit
 from paddock.contract import PaddockError
 
 from . import _wire as w
+from ._fs import RESOURCE_NOT_FOUND
 
 __all__ = ["Terminals"]
 
@@ -61,7 +62,7 @@ class Terminals:
             p = _id_decoder.decode(req.params)
             term = self._terms.get(p.terminalId)
             if term is None:
-                raise _Refused(-32002, f"Resource not found: terminal {p.terminalId}")
+                raise _Refused(RESOURCE_NOT_FOUND, f"Resource not found: terminal {p.terminalId}")
             if method == "terminal/output":
                 text, truncated, exit = term.output()
                 link.respond(req.id, {"output": text, "truncated": truncated, "exitStatus": _status(exit)})
@@ -83,22 +84,22 @@ class Terminals:
                 term.kill()
                 link.respond(req.id, {})
             else:
-                raise _Refused(-32601, f"Method not found: {method}")
+                raise _Refused(METHOD_NOT_FOUND, f"Method not found: {method}")
         except _Refused as exc:
             link.respond_error(req.id, exc.code, exc.message)
         except msgspec.DecodeError as exc:
-            link.respond_error(req.id, -32602, f"Invalid params: {exc}")
+            link.respond_error(req.id, INVALID_PARAMS, f"Invalid params: {exc}")
         except PaddockError as exc:
-            link.respond_error(req.id, -32603, f"Internal error: {exc}")
+            link.respond_error(req.id, INTERNAL_ERROR, f"Internal error: {exc}")
 
     def _create(self, p: w.TerminalCreateParams, roots: Sequence[str], cwd: str) -> str:
         if len(self._terms) >= MAX_TERMINALS:
-            raise _Refused(-32603, f"Too many terminals (at most {MAX_TERMINALS}); release some first")
+            raise _Refused(INTERNAL_ERROR, f"Too many terminals (at most {MAX_TERMINALS}); release some first")
         workdir = os.path.realpath(os.path.join(cwd, p.cwd) if p.cwd else cwd)
         if not any(workdir == (r := os.path.realpath(root)) or workdir.startswith(r.rstrip("/") + "/") for root in roots):
-            raise _Refused(-32602, f"Access denied: cwd {p.cwd!r} is outside the session's workspace roots")
+            raise _Refused(INVALID_PARAMS, f"Access denied: cwd {p.cwd!r} is outside the session's workspace roots")
         if not os.path.isdir(workdir):
-            raise _Refused(-32002, f"Resource not found: {p.cwd}")
+            raise _Refused(RESOURCE_NOT_FOUND, f"Resource not found: {p.cwd}")
         # A bare command line (no args) is run by the shell, as agents expect.
         argv = [p.command, *p.args] if p.args else ["/bin/sh", "-c", p.command]
         env = {**self._env, **{v.name: v.value for v in p.env}}

@@ -43,11 +43,11 @@ from paddock.contract import (
     ThreadTokenUsageUpdated,
     TokenUsage,
     TurnAborted,
-    TurnCompleted,
     TurnPlanUpdated,
-    TurnStarted,
     TurnState,
 )
+
+from paddock.actors import TurnTracker
 
 from . import _wire as w
 
@@ -150,14 +150,14 @@ class Translator:
     """One session's translation state: the running turn, its open items and the thread's
     cumulative usage. Call it from one thread only (the session actor's)."""
 
-    def __init__(self, driver: str, instance_id: str, thread_id: str) -> None:
+    def __init__(self, driver: str, instance_id: str, thread_id: str, *, turn: TurnTracker | None = None) -> None:
+        """``turn`` is the session's :class:`~paddock.actors.TurnTracker` (the translator keeps
+        its own when used alone)."""
         self.driver = driver
         self.instance_id = instance_id
         self.thread_id = thread_id
         self.native_session_id: str | None = None
-        self.turn_id: str | None = None
         self.turn_evidence = False
-        self.interrupt_requested = False
         self._ack_interrupt = False
         self._message: _Stream | None = None
         self._thought: _Stream | None = None
@@ -167,42 +167,44 @@ class Translator:
         self._usage = TokenUsage()
         self._turn_usage: TokenUsage | None = None
         self._env = EventIdentity(driver=driver, instance_id=instance_id, thread_id=thread_id)
+        self.turn = turn if turn is not None else TurnTracker(self._env)
 
     # turn boundaries -----------------------------------------------------------------------------
 
     @property
+    def turn_id(self) -> str | None:
+        return self.turn.turn_id
+
+    @property
     def in_turn(self) -> bool:
-        return self.turn_id is not None
+        return self.turn.turn_id is not None
+
+    @property
+    def interrupt_requested(self) -> bool:
+        return self.turn.interrupt_requested
+
+    @interrupt_requested.setter
+    def interrupt_requested(self, value: bool) -> None:
+        self.turn.interrupt_requested = value
 
     def start_turn(
         self, turn_id: str, *, model: str | None, interaction_mode: str | None, input_text: str | None = None
     ) -> list[EventBase]:
-        self.turn_id = turn_id
         self.turn_evidence = False
-        self.interrupt_requested = False
         self._ack_interrupt = False
         self._message = self._thought = None
         self._last_text = ""
         self._tools = {}
         self._turn_usage = None
-        return [
-            TurnStarted(**self._env, turn_id=turn_id, model=model, interaction_mode=interaction_mode, input_text=input_text)
-        ]
+        return [self.turn.start(turn_id, model=model, interaction_mode=interaction_mode, input_text=input_text)]
 
-    def complete_turn(
-        self,
-        state: TurnState,
-        *,
-        stop_reason: str | None = None,
-        error: str | None = None,
-        usage: w.PromptUsage | None = None,
-    ) -> list[EventBase]:
-        """End the running turn: close its open items, then ``turn.completed``. With state
-        ``interrupted`` a ``turn.aborted`` precedes the completion. No-op without a turn."""
+    def close_turn(self, state: TurnState, out: list[EventBase], usage: w.PromptUsage | None = None) -> TokenUsage | None:
+        """Close the running turn's open items (and fold the prompt result's ``usage``), before its
+        ``turn.completed``: with state ``interrupted`` a ``turn.aborted`` is last. Returns the
+        turn's usage. No-op without a turn."""
         turn_id = self.turn_id
         if turn_id is None:
-            return []
-        out: list[EventBase] = []
+            return None
         self._close_streams(out)
         tool_status: ItemStatus = "completed" if state == "completed" else "failed" if state == "failed" else "cancelled"
         for tool in self._tools.values():
@@ -227,12 +229,24 @@ class Translator:
             out.extend(self._add_usage(turn_usage))
         if state == "interrupted":
             out.append(TurnAborted(**self._env, turn_id=turn_id, reason="interrupted by the host"))
-        out.append(
-            TurnCompleted(**self._env, turn_id=turn_id, state=state, stop_reason=stop_reason,
-                          error=error, usage=turn_usage)
-        )
-        self.turn_id = None
         self._tools = {}
+        return turn_usage
+
+    def complete_turn(
+        self,
+        state: TurnState,
+        *,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        usage: w.PromptUsage | None = None,
+    ) -> list[EventBase]:
+        """End the running turn: :meth:`close_turn`, then its one ``turn.completed``. No-op
+        without a turn."""
+        out: list[EventBase] = []
+        turn_usage = self.close_turn(state, out, usage)
+        done = self.turn.complete(state, stop_reason=stop_reason, error=error, usage=turn_usage)
+        if done is not None:
+            out.append(done)
         return out
 
     def last_message_text(self) -> str:

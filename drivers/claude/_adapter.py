@@ -25,17 +25,13 @@ from typing import Any
 
 import pykka
 
-from paddock.actors import ProcessActor, ProcessSpec, SessionRecord, SessionTable, StoppedSnapshots
+from paddock.actors import Interrupt, Open, ProcessActor, ProcessSpec, Respond, SendTurn, SessionRecord, SessionTable
 from paddock.contract import (
-    INTERACTION_MODES,
-    RUNTIME_MODES,
     Capabilities,
     CapabilityUnsupportedError,
     DriverError,
-    OperationTimeout,
     PaddockError,
     ProcessError,
-    RequestError,
     SendTurnInput,
     Session,
     SessionClosedError,
@@ -44,15 +40,15 @@ from paddock.contract import (
     ThreadSnapshot,
     TokenUsage,
     TurnStartResult,
-    ValidationError,
 )
-from paddock.supervisors import ChildSpec, Scope, Supervisor, request_shutdown
+from paddock.drivers._registry import InstanceContext
+from paddock.supervisors import ChildContext, ChildSpec, ExitReason, Scope, Supervisor, request_shutdown
 
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import DEFAULT_PERMISSION_MODES, ClaudeConfig
 from ._link import ProcessLink
 from ._cursor import session_id_of
-from ._messages import Interrupt, Open, Respond, SendTurn, SessionSettings
+from ._messages import SessionSettings
 from ._session import ClaudeSessionActor
 
 __all__ = ["ClaudeAdapter", "build_argv"]
@@ -82,26 +78,20 @@ def build_argv(binary: str, config: ClaudeConfig, *, permission_mode: str, model
 class ClaudeAdapter(SessionTable):
     """One ``claude`` instance. Build it with the registry's ``DriverSpec.create``."""
 
-    def __init__(self, ctx: Any) -> None:
-        """``ctx`` is the instance's ``paddock.drivers.InstanceContext``."""
+    def __init__(self, ctx: InstanceContext) -> None:
+        super().__init__(DRIVER, ctx.instance_id)
         self._ctx = ctx
-        self._config: ClaudeConfig = ctx.config
-        self.instance_id = ctx.instance_id
-        self.driver = DRIVER
+        self._config: ClaudeConfig = ctx.config  # type: ignore[assignment]
         self._modes = {**DEFAULT_PERMISSION_MODES, **self._config.permission_modes}
         self._settings = SessionSettings(
             driver=DRIVER, instance_id=ctx.instance_id,
             interrupt_timeout=self._config.interrupt_timeout, permission_modes=self._modes,
         )
-        self._lock = threading.RLock()
         self._start_locks: dict[str, threading.Lock] = {}  # one start at a time per thread
         self._start_lock = threading.Lock()
         self._scope: Scope | None = None
-        self._records: dict[str, SessionRecord] = {}
-        self._stopped = StoppedSnapshots()
         self._usage: dict[str, TokenUsage] = {}
         self._closed = False
-        self._where = {"driver": DRIVER, "instance_id": ctx.instance_id}
 
     def capabilities(self) -> Capabilities:
         return CLAUDE_CAPABILITIES
@@ -150,7 +140,7 @@ class ClaudeAdapter(SessionTable):
             owner=self.instance_id, lease_dir=self._ctx.state_dir, shutdown_timeout=config.shutdown_timeout,
         )
 
-        def start_process(cctx: Any) -> Any:
+        def start_process(cctx: ChildContext) -> pykka.ActorRef[Any]:
             # Session scope supervisor thread: spawn and write `initialize`, no waiting here (the
             # root supervisor thread is shared by every session start); the caller waits for
             # the answer in _await_ready.
@@ -170,13 +160,13 @@ class ClaudeAdapter(SessionTable):
         emitter = record.extra["emitter"]
         settings = self._settings
 
-        def start_session(cctx: Any) -> Any:
+        def start_session(cctx: ChildContext) -> pykka.ActorRef[Any]:
             return ClaudeSessionActor.start(record, emitter, link, settings, context=cctx)
 
-        def start_scope(cctx: Any) -> Any:
-            holder: list[Any] = []
+        def start_scope(cctx: ChildContext) -> pykka.ActorRef[Any]:
+            holder: list[pykka.ActorRef[Any]] = []
 
-            def on_child_exit(child_id: str, reason: Any, restarting: bool) -> None:
+            def on_child_exit(child_id: str, reason: ExitReason, restarting: bool) -> None:
                 # Session scope supervisor thread: the session ended on its own (its process
                 # died, or the actor failed): close the scope, so nothing of it lingers.
                 if child_id == "session" and holder:
@@ -199,26 +189,10 @@ class ClaudeAdapter(SessionTable):
 
     # routing helpers -----------------------------------------------------------------------------
 
-    def _record(self, thread_id: str) -> SessionRecord:
-        record = self._records.get(thread_id)
-        if record is None or record.closed:
-            if record is not None or thread_id in self._stopped:
-                raise SessionClosedError(thread_id, **self._where)
-            raise SessionNotFoundError(thread_id, **self._where)
-        return record
-
-    def _ask(self, record: SessionRecord, message: Any, operation: str, timeout: float | None) -> Any:
-        thread_id = record.session.thread_id
+    def _ask_session(self, record: SessionRecord, message: object, operation: str, timeout: float | None) -> Any:
+        # Never restarted: a dead session actor is a closed session.
         limit = timeout if timeout is not None else self._config.request_timeout + 5.0
-        ref = record.ref
-        if ref is None or not ref.is_alive():
-            raise SessionClosedError(thread_id, **self._where)
-        try:
-            return ref.ask(message, timeout=limit)
-        except pykka.Timeout:
-            raise OperationTimeout(operation, limit, **self._where, thread_id=thread_id) from None
-        except pykka.ActorDeadError:
-            raise SessionClosedError(thread_id, **self._where) from None
+        return self._ask(record, message, operation, limit)
 
     def _terminate(self, thread_id: str, timeout: float) -> None:
         scope = self._scope
@@ -226,7 +200,7 @@ class ClaudeAdapter(SessionTable):
             return
         try:
             scope.terminate_child(thread_id, timeout=timeout)
-        except (pykka.ActorDeadError, pykka.Timeout, PaddockError):
+        except PaddockError:  # Scope maps pykka's failures; best effort either way
             pass
 
     # ProviderAdapter -----------------------------------------------------------------------------
@@ -246,16 +220,10 @@ class ClaudeAdapter(SessionTable):
 
     def _start_session(self, input: StartSessionInput, timeout: float | None) -> Session:
         thread_id = input.thread_id
-        if input.runtime_mode not in RUNTIME_MODES:
-            raise ValidationError("start_session", f"unknown runtime mode {input.runtime_mode!r}", **self._where)
-        if input.interaction_mode not in INTERACTION_MODES:
-            raise ValidationError("start_session", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
-        if not os.path.isabs(input.cwd) or not os.path.isdir(input.cwd):
-            raise ValidationError("start_session", f"cwd {input.cwd!r} is not an existing absolute directory", **self._where)
-        with self._lock:
-            existing = self._records.get(thread_id)
-            if existing is not None and not existing.closed:
-                return existing.session
+        self.check_start_input(input)
+        live, existing = self._claim(thread_id)
+        if live is not None:
+            return live
         if existing is not None:  # its process died: keep its history and usage
             self._remember(existing)
         resume_id = None
@@ -310,13 +278,9 @@ class ClaudeAdapter(SessionTable):
             self._stopped.pop(thread_id, None)
         spec = self._session_scope_spec(record, argv, env)
         try:
-            try:
-                scope.start_child(spec, timeout=max(0.1, deadline - time.monotonic()))
-            except pykka.Timeout:
-                raise OperationTimeout("start_session", self._config.start_timeout, **self._where,
-                                       thread_id=thread_id) from None
+            scope.start_child(spec, timeout=max(0.1, deadline - time.monotonic()))  # typed errors (Scope)
             self._await_ready(record.extra["link"], min(deadline, time.monotonic() + self._config.start_timeout))
-            return self._ask(record, Open(), "start_session", max(0.1, deadline - time.monotonic()))
+            return self._ask_session(record, Open(), "start_session", max(0.1, deadline - time.monotonic()))
         except BaseException as exc:
             with self._lock:
                 if self._records.get(thread_id) is record:
@@ -351,12 +315,12 @@ class ClaudeAdapter(SessionTable):
         turn's progress and its one ``turn.completed`` arrive as events. Raises ValidationError
         while a turn is running."""
         self.check_turn_input(input)
-        return self._ask(self._record(input.thread_id), SendTurn(input), "send_turn", timeout)
+        return self._ask_session(self._record(input.thread_id), SendTurn(input), "send_turn", timeout)
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         """Send ``interrupt``; ``turn.aborted`` follows at once and the turn ends ``interrupted``.
         A no-op when no turn (or not ``turn_id``) is running."""
-        self._ask(self._record(thread_id), Interrupt(turn_id), "interrupt_turn", timeout)
+        self._ask_session(self._record(thread_id), Interrupt(turn_id), "interrupt_turn", timeout)
 
     def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         raise CapabilityUnsupportedError("turns.steer", "the claude driver cannot add input to a running turn; "
@@ -365,13 +329,7 @@ class ClaudeAdapter(SessionTable):
     def respond_to_request(self, thread_id: str, request_id: str, decision: str, *, timeout: float | None = None) -> None:
         """Answer a ``can_use_tool`` request: accept -> allow, accept_for_session -> allow with the
         CLI's permission suggestions, decline -> deny, cancel -> deny and interrupt."""
-        self._ask(self._record(thread_id), Respond(request_id, decision), "respond_to_request", timeout)
-
-    def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
-                              timeout: float | None = None) -> None:
-        self._record(thread_id)
-        raise RequestError("respond_to_user_input", None, f"no open user-input request {request_id!r}",
-                           **self._where, thread_id=thread_id)
+        self._ask_session(self._record(thread_id), Respond(request_id, decision), "respond_to_request", timeout)
 
     def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
         """Stop the session: a running turn is cancelled, open requests are cancelled,

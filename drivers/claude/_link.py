@@ -7,8 +7,11 @@ import threading
 from typing import Any
 
 import msgspec
+import pykka
 
-__all__ = ["Exited", "Lines", "ProcessLink", "TransportWarning"]
+from paddock.actors import ExitInfo, ProcessHandle, TransportWarning
+
+__all__ = ["Exited", "Lines", "ProcessLink"]
 
 _decode = msgspec.json.Decoder().decode
 
@@ -24,21 +27,12 @@ class Lines:
 
 
 class Exited:
-    """The CLI process ended (``info`` is an ``paddock.actors.ExitInfo``)."""
+    """The CLI process ended."""
 
     __slots__ = ("info",)
 
-    def __init__(self, info: Any) -> None:
+    def __init__(self, info: ExitInfo) -> None:
         self.info = info
-
-
-class TransportWarning:
-    __slots__ = ("code", "message", "detail")
-
-    def __init__(self, code: str, message: str, detail: dict[str, Any]) -> None:
-        self.code = code
-        self.message = message
-        self.detail = detail
 
 
 class ProcessLink:
@@ -53,10 +47,10 @@ class ProcessLink:
         self.init_request_id = init_request_id
         self.init_done = threading.Event()
         self.init_response: dict[str, Any] | None = None
-        self.handle: Any = None  # paddock.actors.ProcessHandle, set by the process child's start factory
-        self.exit_info: Any = None
+        self.handle: ProcessHandle | None = None  # set by the process child's start factory
+        self.exit_info: ExitInfo | None = None
         self._lock = threading.Lock()
-        self._ref: Any = None
+        self._ref: pykka.ActorRef[Any] | None = None
         self._buffer: list[Any] = []
 
     # reader thread ---------------------------------------------------------------------------
@@ -94,14 +88,14 @@ class ProcessLink:
 
     # exit watcher thread ---------------------------------------------------------------------
 
-    def on_exit(self, info: Any) -> None:
+    def on_exit(self, info: ExitInfo) -> None:
         self.exit_info = info
         self.init_done.set()
         self._deliver(Exited(info))
 
     # session actor thread --------------------------------------------------------------------
 
-    def attach(self, ref: Any) -> None:
+    def attach(self, ref: pykka.ActorRef[Any]) -> None:
         with self._lock:
             self._ref = ref
             pending, self._buffer = self._buffer, []

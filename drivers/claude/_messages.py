@@ -1,12 +1,11 @@
-"""Messages to a ClaudeSessionActor (from the adapter and its own timer) and its settings."""
+"""The settings every ClaudeSessionActor of an instance shares (its messages are the shared control
+messages of :mod:`paddock.actors` and the process link's, :mod:`._link`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from paddock.contract import SendTurnInput
-
-__all__ = ["Interrupt", "InterruptExpired", "Open", "Respond", "SendTurn", "SessionSettings"]
+__all__ = ["SessionSettings"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,28 +16,3 @@ class SessionSettings:
     instance_id: str
     interrupt_timeout: float
     permission_modes: dict[str, str]
-
-
-class Open:
-    pass
-
-
-@dataclass(frozen=True)
-class SendTurn:
-    input: SendTurnInput
-
-
-@dataclass(frozen=True)
-class Interrupt:
-    turn_id: str | None
-
-
-@dataclass(frozen=True)
-class Respond:
-    request_id: str
-    decision: str
-
-
-@dataclass(frozen=True)
-class InterruptExpired:
-    turn_id: str

@@ -19,49 +19,40 @@ Translation (stream-json -> canonical events), per turn:
 
 from __future__ import annotations
 
-import functools
 import logging
-import time
 import uuid
 from typing import Any
 
 import msgspec
 
-from paddock.actors import SessionActor, SessionRecord, TimerEntry, timers
+from paddock.actors import Emitter, ExitInfo, SessionActor, SessionRecord
 from paddock.contract import (
-    DECISIONS,
     ContentDelta,
-    EventIdentity,
+    EventBase,
     ItemCompleted,
     ItemStarted,
     ItemUpdated,
     PaddockError,
     ProviderRefs,
-    RequestError,
     RequestOpened,
-    RequestResolved,
     ResumeCursor,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
-    SessionClosedError,
     SessionConfigured,
-    SessionExited,
     SessionStarted,
     StreamKind,
     ThreadTokenUsageUpdated,
     TokenUsage,
     TurnAborted,
-    TurnCompleted,
     TurnStartResult,
-    TurnStarted,
-    ValidationError,
+    TurnState,
 )
 from paddock.supervisors import ChildContext, ExitReason
 
 from ._cursor import cursor_for
-from ._link import Exited, Lines, ProcessLink, TransportWarning
-from ._messages import Interrupt, InterruptExpired, Open, Respond, SendTurn, SessionSettings
+from ._link import Exited, Lines, ProcessLink
+from ._messages import SessionSettings
 from ._tools import item_kind_of_tool, request_kind_of_item, result_text, tool_title
 
 __all__ = ["ClaudeSessionActor"]
@@ -69,6 +60,8 @@ __all__ = ["ClaudeSessionActor"]
 log = logging.getLogger(__name__)
 
 _encode = msgspec.json.Encoder().encode
+_INTERRUPT = "interrupt_timeout"  # turn timer: the CLI never ended the interrupted turn
+_DENY_INTERRUPTED = {"behavior": "deny", "message": "The turn was interrupted.", "interrupt": True}
 
 
 class _Item:
@@ -83,6 +76,8 @@ class _Item:
 
 
 class _Pending:
+    """The native handle of an open ``can_use_tool`` request: how to answer it."""
+
     __slots__ = ("native_id", "input", "suggestions", "tool_use_id")
 
     def __init__(self, native_id: str, inp: dict[str, Any], suggestions: list[Any], tool_use_id: str | None) -> None:
@@ -92,7 +87,7 @@ class _Pending:
         self.tool_use_id = tool_use_id
 
 
-class ClaudeSessionActor(SessionActor):
+class ClaudeSessionActor(SessionActor[_Pending]):
     """One Claude Code session on one CLI process (see the module docstring).
 
     ``record.extra`` holds: ``input`` (the StartSessionInput), ``session_id``, ``resumed``,
@@ -101,7 +96,7 @@ class ClaudeSessionActor(SessionActor):
     ``auto_allow`` (answer every ask with allow: full-access), ``usage`` (cumulative TokenUsage).
     """
 
-    def __init__(self, record: SessionRecord, emitter: Any, link: ProcessLink, settings: SessionSettings, *,
+    def __init__(self, record: SessionRecord, emitter: Emitter, link: ProcessLink, settings: SessionSettings, *,
                  context: ChildContext | None = None) -> None:
         super().__init__(record, emitter, context=context)
         self.link = link
@@ -115,8 +110,6 @@ class ClaudeSessionActor(SessionActor):
         self.model: str | None = self.start_input.model
         self.permission_mode: str = x["permission_mode"]
         self.interaction_mode: str = self.start_input.interaction_mode
-        self.turn_id: str | None = None
-        self.interrupt_requested = False
         self.aborted = False
         self.turns_done = 0
         self.items: dict[str, _Item] = {}
@@ -124,14 +117,11 @@ class ClaudeSessionActor(SessionActor):
         self.block_count: dict[str, int] = {}  # message id -> assistant lines seen
         self.stream_msg: str | None = None
         self.declined: set[str] = set()
-        self.pending: dict[str, _Pending] = {}
-        self.request_seq = 0
         self.ctl_seq = 0
         self.ctl_pending: dict[str, str] = {}
         self.configured = False
         self.opened = False
         self.finished = False
-        self._timer: TimerEntry | None = None
 
     # lifecycle -----------------------------------------------------------------------------------
 
@@ -145,34 +135,24 @@ class ClaudeSessionActor(SessionActor):
     def on_terminate(self, reason) -> None:  # type: ignore[no-untyped-def]
         self._end(stopped=not reason.abnormal, detail=None if not reason.abnormal else f"the session actor failed: {reason.error!r}")
 
-    def _end(self, *, stopped: bool, detail: str | None = None, info: Any = None) -> None:
+    def _end(self, *, stopped: bool, detail: str | None = None, info: ExitInfo | None = None) -> None:
         """Finish the session once: the running turn, open requests, ``session.exited``."""
         if self.finished:
             return
         self.finished = True
-        self._cancel_timer()
+        self.cancel_turn_timers()
         self.record.closed = True
-        events: list = []
+        events: list[EventBase] = []
         if not self.opened:
             self.publish(status="stopped")  # never opened (a failed start): nothing to report
         elif stopped:
-            self._cancel_pending(events, answer=True)
-            if self.turn_id is not None:
-                self._finish_turn(events, "cancelled", error="the session was stopped")
-            events.append(SessionExited(**self._env(), reason="stopped", recoverable=self._recoverable()))
+            self.end_turn(events, "cancelled", error="the session was stopped", answer=True)
+            events.append(self.session_exited("stopped", recoverable=self._recoverable()))
             self.publish(status="stopped", active_turn_id=None)
         else:
-            for rid in list(self.pending):
-                self.pending.pop(rid)
-                events.append(self._resolved(rid, "expired"))
-            if self.turn_id is not None:
-                self._finish_turn(events, "failed", error=detail)
-            events.append(SessionExited(
-                **self._env(), reason=detail or "the session ended", recoverable=self._recoverable(),
-                exit_code=info.returncode if info is not None and info.returncode >= 0 else None,
-                signal=info.signal if info is not None else None,
-                stderr_tail=(info.stderr_tail[-4096:] or None) if info is not None else None,
-            ))
+            self.end_turn(events, "failed", error=detail, requests="expired")
+            events.append(self.session_exited(detail or "the session ended", recoverable=self._recoverable(),
+                                              info=info))
             self.publish(status="error", active_turn_id=None, last_error=detail)
         self.emit(events)
 
@@ -187,31 +167,11 @@ class ClaudeSessionActor(SessionActor):
         cls = type(message)
         if cls is Lines:
             return self._lines(message)
-        if cls is SendTurn:
-            return self._send_turn(message.input)
-        if cls is Respond:
-            return self._respond(message.request_id, message.decision)
-        if cls is Interrupt:
-            return self._interrupt(message.turn_id)
         if cls is Exited:
             return self._exited(message.info)
-        if cls is Open:
-            return self._open()
-        if cls is InterruptExpired:
-            return self._interrupt_expired(message.turn_id)
-        if cls is TransportWarning:
-            self.emit([RuntimeWarningEvent(**self._env(), turn_id=self.turn_id, code="transport." + message.code,
-                                           message=message.message, detail=message.detail)])
-            return None
-        return super().on_receive(message)
+        return super().on_receive(message)  # the control messages (Open, SendTurn, ...)
 
     # helpers -------------------------------------------------------------------------------------
-
-    def _env(self) -> EventIdentity:
-        return EventIdentity(driver=self.settings.driver, instance_id=self.settings.instance_id, thread_id=self.thread_id)
-
-    def _where(self) -> EventIdentity:
-        return self._env()
 
     def _cursor(self) -> ResumeCursor:
         return cursor_for(self.settings.driver, self.session_id, self.usage)
@@ -219,8 +179,7 @@ class ClaudeSessionActor(SessionActor):
     def _write(self, message: dict[str, Any]) -> None:
         handle = self.link.handle
         if handle is None or self.link.exit_info is not None:
-            raise SessionClosedError(self.thread_id, "the Claude Code process has exited",
-                                     driver=self.settings.driver, instance_id=self.settings.instance_id)
+            raise self.closed_error("the Claude Code process has exited")
         # Never blocks the actor: a CLI that stopped reading fails the write once its bound is full.
         handle.write_lines([_encode(message)])
 
@@ -236,20 +195,20 @@ class ClaudeSessionActor(SessionActor):
 
     # open ----------------------------------------------------------------------------------------
 
-    def _open(self) -> Session:
+    def open_session(self) -> Session:
+        """Hook: the process is ready (``initialize`` answered); report the session."""
         if self.finished:
-            raise SessionClosedError(self.thread_id, "the Claude Code process has exited",
-                                     driver=self.settings.driver, instance_id=self.settings.instance_id)
+            raise self.closed_error("the Claude Code process has exited")
         self.opened = True
         x = self.record.extra
         inp = self.start_input
         init = self.link.init_response or {}
         answer = init.get("response") or {}
-        events: list = []
+        events: list[EventBase] = []
         if x.get("resume_failed"):
-            events.append(RuntimeWarningEvent(**self._env(), code="claude.resume_failed", message=x["resume_detail"]))
+            events.append(RuntimeWarningEvent(**self.identity, code="claude.resume_failed", message=x["resume_detail"]))
         events.append(SessionStarted(
-            **self._env(), cwd=inp.cwd, model=self.model, runtime_mode=inp.runtime_mode,
+            **self.identity, cwd=inp.cwd, model=self.model, runtime_mode=inp.runtime_mode,
             interaction_mode=inp.interaction_mode, resumed=bool(x.get("resumed")),
             resume_failed=bool(x.get("resume_failed")), detail=x.get("resume_detail"),
             provider_refs=self._refs(),
@@ -262,19 +221,14 @@ class ClaudeSessionActor(SessionActor):
             config["models"] = models
         if isinstance(answer.get("output_style"), str):
             config["output_style"] = answer["output_style"]
-        events.append(SessionConfigured(**self._env(), config=config, provider_refs=self._refs()))
+        events.append(SessionConfigured(**self.identity, config=config, provider_refs=self._refs()))
         self.emit(events)
         return self.publish(status="ready", resume_cursor=self._cursor(), resumed=bool(x.get("resumed")))
 
     # turns ---------------------------------------------------------------------------------------
 
-    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
-        if self.record.closed or self.finished:
-            raise SessionClosedError(self.thread_id, driver=self.settings.driver, instance_id=self.settings.instance_id)
-        if self.turn_id is not None:
-            raise ValidationError("send_turn", f"a turn is already running on this thread (turn {self.turn_id!r} is "
-                                               "still running); wait for its turn.completed or interrupt it",
-                                  **self._where())
+    def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:
+        """Hook: apply model and mode (control requests), then write the user message."""
         if inp.model and inp.model != self.model:
             self._control("set_model", model=inp.model)
             self.model = inp.model
@@ -285,26 +239,17 @@ class ClaudeSessionActor(SessionActor):
             self._control("set_permission_mode", mode=native)
             self.permission_mode = native
             self.interaction_mode = mode
-        turn_id = inp.turn_id or f"turn-{uuid.uuid4().hex[:16]}"
         self._write({"type": "user", "message": {"role": "user", "content": inp.text},
                      "parent_tool_use_id": None, "session_id": self.session_id})
-        self.turn_id = turn_id
-        self.interrupt_requested = False
         self.aborted = False
-        self.emit([TurnStarted(**self._env(), turn_id=turn_id, input_text=inp.text, model=self.model,
-                               interaction_mode=self.interaction_mode, provider_refs=self._refs())])
+        self.emit([self.turn.start(turn_id, input_text=inp.text, model=self.model,
+                                   interaction_mode=self.interaction_mode, provider_refs=self._refs())])
         cursor = self._cursor()
         self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor, model=self.model)
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
-    def _finish_turn(self, events: list, state: str, *, stop_reason: str | None = None, error: str | None = None,
-                     usage: TokenUsage | None = None) -> None:
-        """Close open items and requests, then ``turn.completed``."""
-        turn_id = self.turn_id
-        self._cancel_timer()
-        for rid in list(self.pending):
-            self.pending.pop(rid)
-            events.append(self._resolved(rid, "cancelled"))
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+        """Hook: complete the turn's open items before its ``turn.completed``."""
         item_status = "completed" if state == "completed" else ("failed" if state == "failed" else "cancelled")
         for item in list(self.items.values()):
             self._complete(events, item, status=item_status, text="".join(item.text) if item.kind in (
@@ -314,55 +259,35 @@ class ClaudeSessionActor(SessionActor):
         self.block_count.clear()
         self.declined.clear()
         self.stream_msg = None
-        events.append(TurnCompleted(**self._env(), turn_id=turn_id, state=state, stop_reason=stop_reason,  # type: ignore[arg-type]
-                                    error=error, usage=usage))
-        self.turn_id = None
-        self.interrupt_requested = False
         self.aborted = False
+        return usage
 
-    def _interrupt(self, turn_id: str | None) -> None:
-        if self.turn_id is None or (turn_id is not None and turn_id != self.turn_id) or self.interrupt_requested:
-            return None
-        self.interrupt_requested = True
-        events: list = []
-        self._cancel_pending(events, answer=True)
+    def cancel_turn(self, events: list[EventBase]) -> None:
+        """Hook: control_request ``interrupt``; ``turn.aborted`` at once (no new item after it)."""
         try:
             self._control("interrupt")
         except PaddockError as exc:
             log.debug("interrupt not sent on thread %s: %s", self.thread_id, exc)
         self.aborted = True
-        events.append(TurnAborted(**self._env(), turn_id=self.turn_id, reason="interrupted by the host"))
-        self.emit(events)
+        events.append(TurnAborted(**self.identity, turn_id=self.turn.turn_id, reason="interrupted by the host"))
         if self.settings.interrupt_timeout > 0:
-            self._timer = timers.schedule(time.monotonic() + self.settings.interrupt_timeout,
-                                          functools.partial(self._timer_fire, self.turn_id))
-        return None
+            self.schedule_turn_timer(_INTERRUPT, self.settings.interrupt_timeout)
 
-    def _timer_fire(self, turn_id: str) -> None:
-        # Timer thread: only tell.
-        try:
-            self.actor_ref.tell(InterruptExpired(turn_id))
-        except Exception:
-            pass
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    def on_turn_timer(self, name: str, turn_id: str) -> None:
+        if name == _INTERRUPT:
+            self._interrupt_expired(turn_id)
 
     def _interrupt_expired(self, turn_id: str) -> None:
-        if self.turn_id != turn_id:
-            return
         detail = f"Claude Code did not end the interrupted turn within {self.settings.interrupt_timeout:g} s"
-        events: list = [RuntimeWarningEvent(**self._env(), turn_id=turn_id, code="claude.interrupt_unacknowledged",
-                                            message=detail)]
-        self._finish_turn(events, "interrupted", error=detail)
+        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id,
+                                                       code="claude.interrupt_unacknowledged", message=detail)]
+        self.end_turn(events, "interrupted", error=detail)
         self.emit(events)
         self.publish(status="ready", active_turn_id=None)
 
     # process exit --------------------------------------------------------------------------------
 
-    def _exited(self, info: Any) -> None:
+    def _exited(self, info: ExitInfo) -> None:
         if info.requested or self.finished:
             return
         detail = f"Claude Code exited (exit code {info.returncode})" if info.returncode >= 0 else \
@@ -373,10 +298,10 @@ class ClaudeSessionActor(SessionActor):
     # stdout --------------------------------------------------------------------------------------
 
     def _lines(self, batch: Lines) -> None:
-        events: list = []
+        events: list[EventBase] = []
         if batch.skipped:
             events.append(RuntimeWarningEvent(
-                **self._env(), turn_id=self.turn_id, code="transport.malformed_line",
+                **self.identity, turn_id=self.turn.turn_id, code="transport.malformed_line",
                 message=f"skipped {len(batch.skipped)} non-JSON stdout line(s) from Claude Code",
                 detail={"first": batch.skipped[0].decode("utf-8", "replace")},
             ))
@@ -385,20 +310,20 @@ class ClaudeSessionActor(SessionActor):
                 self._message(msg, events)
             except Exception as exc:  # one odd message must not end the session
                 log.exception("Claude Code message skipped on thread %s", self.thread_id)
-                events.append(RuntimeWarningEvent(**self._env(), turn_id=self.turn_id, code="claude.message_failed",
+                events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="claude.message_failed",
                                                   message=f"a Claude Code message could not be handled: {exc!r}"))
         self.emit(events)
 
-    def _message(self, msg: dict[str, Any], events: list) -> None:
+    def _message(self, msg: dict[str, Any], events: list[EventBase]) -> None:
         kind = msg.get("type")
         if kind == "stream_event":
-            if self.turn_id is not None:
+            if self.turn.turn_id is not None:
                 self._stream_event(msg.get("event") or {}, events)
         elif kind == "assistant":
-            if self.turn_id is not None:
+            if self.turn.turn_id is not None:
                 self._assistant(msg.get("message") or {}, events)
         elif kind == "user":
-            if self.turn_id is not None and not msg.get("isReplay"):
+            if self.turn.turn_id is not None and not msg.get("isReplay"):
                 self._user(msg, events)
         elif kind == "result":
             self._result(msg, events)
@@ -410,12 +335,10 @@ class ClaudeSessionActor(SessionActor):
             self._control_response(msg.get("response") or {}, events)
         elif kind == "control_cancel_request":
             native = msg.get("request_id")
-            for rid, p in list(self.pending.items()):
-                if p.native_id == native:
-                    self.pending.pop(rid)
-                    events.append(self._resolved(rid, "cancelled"))
+            for rid in self.requests.take_where(lambda p: p.native_id == native):
+                events.append(self.resolved(rid, "cancelled"))
 
-    def _system(self, msg: dict[str, Any], events: list) -> None:
+    def _system(self, msg: dict[str, Any], events: list[EventBase]) -> None:
         sub = msg.get("subtype")
         if sub == "init":
             sid = msg.get("session_id")
@@ -428,11 +351,11 @@ class ClaudeSessionActor(SessionActor):
                 self.configured = True
                 config: dict[str, Any] = {k: msg[k] for k in ("session_id", "model", "permissionMode", "cwd", "claude_code_version",
                                               "tools", "output_style") if k in msg}
-                events.append(SessionConfigured(**self._env(), turn_id=self.turn_id, config=config,
+                events.append(SessionConfigured(**self.identity, turn_id=self.turn.turn_id, config=config,
                                                 provider_refs=self._refs()))
         elif sub == "api_retry":
             events.append(RuntimeWarningEvent(
-                **self._env(), turn_id=self.turn_id, code="claude.api_retry",
+                **self.identity, turn_id=self.turn.turn_id, code="claude.api_retry",
                 message=f"the model API failed ({msg.get('error_status')} {msg.get('error')}); retry "
                         f"{msg.get('attempt')} of {msg.get('max_retries')}",
                 detail={k: msg[k] for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error") if k in msg},
@@ -446,14 +369,14 @@ class ClaudeSessionActor(SessionActor):
             return self.items.get(item_id)  # no new item after turn.aborted (grammar rule 6)
         item = _Item(item_id, kind, native)
         self.items[item_id] = item
-        events.append(ItemStarted(**self._env(), turn_id=self.turn_id, item_id=item_id, kind=kind, title=title,  # type: ignore[arg-type]
+        events.append(ItemStarted(**self.identity, turn_id=self.turn.turn_id, item_id=item_id, kind=kind, title=title,  # type: ignore[arg-type]
                                   data=data, provider_refs=self._refs(item=native)))
         return item
 
     def _complete(self, events: list, item: _Item, *, status: str = "completed", text: str | None = None,
                   data: dict[str, Any] | None = None) -> None:
         self.items.pop(item.item_id, None)
-        events.append(ItemCompleted(**self._env(), turn_id=self.turn_id, item_id=item.item_id, kind=item.kind,  # type: ignore[arg-type]
+        events.append(ItemCompleted(**self.identity, turn_id=self.turn.turn_id, item_id=item.item_id, kind=item.kind,  # type: ignore[arg-type]
                                     status=status, text=text, data=data,  # type: ignore[arg-type]
                                     provider_refs=self._refs(item=item.native)))
 
@@ -463,13 +386,13 @@ class ClaudeSessionActor(SessionActor):
         item.text.append(text)
         item.streamed = True
         stream: StreamKind = "assistant_text" if item.kind == "assistant_message" else "reasoning_text"
-        events.append(ContentDelta(**self._env(), turn_id=self.turn_id, item_id=item.item_id, stream=stream,
+        events.append(ContentDelta(**self.identity, turn_id=self.turn.turn_id, item_id=item.item_id, stream=stream,
                                    delta=text))
 
     def _block_id(self, msg_id: str, index: int) -> str:
-        return f"{self.turn_id}:{msg_id}:{index}"
+        return f"{self.turn.turn_id}:{msg_id}:{index}"
 
-    def _stream_event(self, ev: dict[str, Any], events: list) -> None:
+    def _stream_event(self, ev: dict[str, Any], events: list[EventBase]) -> None:
         etype = ev.get("type")
         if etype == "message_start":
             self.stream_msg = (ev.get("message") or {}).get("id")
@@ -499,7 +422,7 @@ class ClaudeSessionActor(SessionActor):
             elif delta.get("type") == "thinking_delta":
                 self._delta(events, item, delta.get("thinking") or "")
 
-    def _assistant(self, message: dict[str, Any], events: list) -> None:
+    def _assistant(self, message: dict[str, Any], events: list[EventBase]) -> None:
         msg_id = message.get("id") or f"m{uuid.uuid4().hex[:8]}"
         for block in message.get("content") or ():
             if not isinstance(block, dict):
@@ -531,12 +454,12 @@ class ClaudeSessionActor(SessionActor):
                 kind = item_kind_of_tool(name)
                 title, data = tool_title(name, inp), {"tool": name, "input": inp}
                 if tool_id in self.items:
-                    events.append(ItemUpdated(**self._env(), turn_id=self.turn_id, item_id=tool_id, kind=kind,  # type: ignore[arg-type]
+                    events.append(ItemUpdated(**self.identity, turn_id=self.turn.turn_id, item_id=tool_id, kind=kind,  # type: ignore[arg-type]
                                               title=title, data=data, provider_refs=self._refs(item=tool_id)))
                 else:
                     self._start_item(events, tool_id, kind, tool_id, title=title, data=data)
 
-    def _user(self, msg: dict[str, Any], events: list) -> None:
+    def _user(self, msg: dict[str, Any], events: list[EventBase]) -> None:
         content = (msg.get("message") or {}).get("content")
         if not isinstance(content, list):
             return
@@ -555,8 +478,8 @@ class ClaudeSessionActor(SessionActor):
                 data.update({k: extra[k] for k in ("stdout", "stderr", "interrupted") if k in extra})
             self._complete(events, item, status=status, text=result_text(block.get("content")), data=data)
 
-    def _result(self, msg: dict[str, Any], events: list) -> None:
-        if self.turn_id is None:
+    def _result(self, msg: dict[str, Any], events: list[EventBase]) -> None:
+        if self.turn.turn_id is None:
             return  # a late result of a turn the driver already ended (interrupt timeout)
         raw = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
         turn_usage = None
@@ -585,10 +508,11 @@ class ClaudeSessionActor(SessionActor):
                 currency="USD" if total_cost is not None else None,
             )
             self.record.extra["usage"] = self.usage
-            events.append(ThreadTokenUsageUpdated(**self._env(), turn_id=self.turn_id, usage=self.usage))
+            events.append(ThreadTokenUsageUpdated(**self.identity, turn_id=self.turn.turn_id, usage=self.usage))
         is_error = bool(msg.get("is_error"))
         terminal = msg.get("terminal_reason")
-        if self.interrupt_requested and (is_error or (isinstance(terminal, str) and terminal.startswith("aborted"))):
+        state: TurnState
+        if self.turn.interrupt_requested and (is_error or (isinstance(terminal, str) and terminal.startswith("aborted"))):
             state, stop, error = "interrupted", terminal or msg.get("subtype"), None
         elif is_error:
             errors = msg.get("errors")
@@ -600,20 +524,20 @@ class ClaudeSessionActor(SessionActor):
         else:
             state, stop, error = "completed", msg.get("stop_reason"), None
         self.turns_done += 1
-        self._finish_turn(events, state, stop_reason=stop, error=error, usage=turn_usage)
+        self.end_turn(events, state, stop_reason=stop, error=error, usage=turn_usage)
         self.publish(status="ready", active_turn_id=None, resume_cursor=self._cursor())
 
     # requests ------------------------------------------------------------------------------------
 
-    def _control_response(self, response: dict[str, Any], events: list) -> None:
+    def _control_response(self, response: dict[str, Any], events: list[EventBase]) -> None:
         subtype = self.ctl_pending.pop(str(response.get("request_id")), None)
         if response.get("subtype") == "error":
             events.append(RuntimeWarningEvent(
-                **self._env(), turn_id=self.turn_id, code="claude.control_error",
+                **self.identity, turn_id=self.turn.turn_id, code="claude.control_error",
                 message=f"Claude Code refused control request {subtype or '?'!r}: {response.get('error')}",
             ))
 
-    def _control_request(self, msg: dict[str, Any], events: list) -> None:
+    def _control_request(self, msg: dict[str, Any], events: list[EventBase]) -> None:
         native = str(msg.get("request_id"))
         req = msg.get("request") or {}
         if req.get("subtype") != "can_use_tool":
@@ -623,8 +547,8 @@ class ClaudeSessionActor(SessionActor):
             return
         req_input = req.get("input")
         inp: dict[str, Any] = req_input if isinstance(req_input, dict) else {}
-        if self.turn_id is None or self.aborted:
-            self._answer_native(native, {"behavior": "deny", "message": "The turn was interrupted.", "interrupt": True})
+        if self.turn.turn_id is None or self.aborted:
+            self._answer_native(native, _DENY_INTERRUPTED)
             return
         tool = str(req.get("tool_name") or "tool")
         tool_use_id = req.get("tool_use_id") if isinstance(req.get("tool_use_id"), str) else None
@@ -634,26 +558,21 @@ class ClaudeSessionActor(SessionActor):
                              data={"tool": tool, "input": inp})
         req_suggestions = req.get("permission_suggestions")
         suggestions: list[Any] = req_suggestions if isinstance(req_suggestions, list) else []
-        self.request_seq += 1
-        request_id = f"{self.turn_id}:req{self.request_seq}"
+        request_id = self.requests.new_id(self.turn.turn_id)
         decisions = ("accept", "accept_for_session", "decline", "cancel") if suggestions else ("accept", "decline", "cancel")
         data: dict[str, Any] = {"tool": tool, "input": inp}
         if suggestions:
             data["permission_suggestions"] = suggestions
         if req.get("blocked_path"):
             data["blocked_path"] = req["blocked_path"]
-        events.append(RequestOpened(
-            **self._env(), turn_id=self.turn_id, item_id=tool_use_id, request_id=request_id,
+        opened = RequestOpened(
+            **self.identity, turn_id=self.turn.turn_id, item_id=tool_use_id, request_id=request_id,
             kind=request_kind_of_item(kind), title=req.get("description") or req.get("display_name") or tool,  # type: ignore[arg-type]
             detail=tool_title(tool, inp), decisions=decisions, data=data,  # type: ignore[arg-type]
             provider_refs=self._refs(item=tool_use_id, request=native),
-        ))
-        pending = _Pending(native, inp, suggestions, tool_use_id)
-        if self.auto_allow:
-            self._answer(pending, request_id, "accept", events)
-        else:
-            self.pending[request_id] = pending
-            self.publish(status="running")
+        )
+        self.open_request(events, opened, _Pending(native, inp, suggestions, tool_use_id),
+                          auto="accept" if self.auto_allow else None)
 
     def _answer_native(self, native: str, response: dict[str, Any]) -> None:
         try:
@@ -662,43 +581,23 @@ class ClaudeSessionActor(SessionActor):
         except PaddockError as exc:
             log.debug("permission answer not delivered on thread %s: %s", self.thread_id, exc)
 
-    def _answer(self, pending: _Pending, request_id: str, decision: str, events: list) -> None:
+    def answer_request(self, native: _Pending, decision: str) -> None:
+        """Hook: accept -> allow (+ ``updatedInput``), accept_for_session -> allow with the CLI's
+        permission suggestions, decline -> deny, cancel -> deny and interrupt."""
         if decision == "accept":
-            response: dict[str, Any] = {"behavior": "allow", "updatedInput": pending.input}
+            response: dict[str, Any] = {"behavior": "allow", "updatedInput": native.input}
         elif decision == "accept_for_session":
-            response = {"behavior": "allow", "updatedInput": pending.input}
-            if pending.suggestions:
-                response["updatedPermissions"] = pending.suggestions
+            response = {"behavior": "allow", "updatedInput": native.input}
+            if native.suggestions:
+                response["updatedPermissions"] = native.suggestions
         else:
             response = {"behavior": "deny", "message": "The user declined this action." if decision == "decline"
                         else "The user cancelled this action.", "interrupt": decision == "cancel"}
-            if pending.tool_use_id:
-                self.declined.add(pending.tool_use_id)
-        self._answer_native(pending.native_id, response)
-        events.append(self._resolved(request_id, "answered", decision))
+            if native.tool_use_id:
+                self.declined.add(native.tool_use_id)
+        self._answer_native(native.native_id, response)
 
-    def _resolved(self, request_id: str, resolution: str, decision: str | None = None) -> RequestResolved:
-        return RequestResolved(**self._env(), turn_id=self.turn_id, request_id=request_id,
-                               resolution=resolution, decision=decision)  # type: ignore[arg-type]
-
-    def _cancel_pending(self, events: list, *, answer: bool) -> None:
-        for request_id in list(self.pending):
-            pending = self.pending.pop(request_id)
-            if answer and self.link.exit_info is None:
-                self._answer_native(pending.native_id, {"behavior": "deny", "message": "The turn was interrupted.",
-                                                        "interrupt": True})
-            events.append(self._resolved(request_id, "cancelled"))
-
-    def _respond(self, request_id: str, decision: str) -> None:
-        if decision not in DECISIONS:
-            raise ValidationError("respond_to_request", f"unknown decision {decision!r}; use one of "
-                                  f"{', '.join(DECISIONS)}", **self._where())
-        pending = self.pending.pop(request_id, None)
-        if pending is None:
-            raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already "
-                               "resolved)", **self._where())
-        events: list = []
-        self._answer(pending, request_id, decision, events)
-        self.emit(events)
-        self.publish(status="running")
-        return None
+    def cancel_request(self, native: _Pending) -> None:
+        """Hook: deny and interrupt, while the CLI lives."""
+        if self.link.exit_info is None:
+            self._answer_native(native.native_id, _DENY_INTERRUPTED)

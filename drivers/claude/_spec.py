@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from paddock.contract import ProviderAdapter
 from paddock.drivers._binary import BinaryLocation, find_binary
-from paddock.drivers._registry import DriverSpec, binary_version
+from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version
 
+from ._adapter import ClaudeAdapter
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._config import ClaudeConfig
 
 __all__ = ["claude_driver_spec", "locate", "probe"]
 
 
-def locate(ctx: Any) -> BinaryLocation | str:
+def locate(ctx: InstanceContext) -> BinaryLocation | str:
     """The configured ``binary``, else the pinned Claude Code in the peers dir, else ``claude``
     on the child's ``PATH``; or why none was found. Spawns nothing."""
     return find_binary(ctx.config.binary, peer="claude", env=ctx.env)
 
 
-def probe(ctx: Any) -> str | None:
+def probe(ctx: InstanceContext) -> str | None:
     """``None`` when the binary resolves, else why not. Cheap: spawns nothing."""
     try:
         where = locate(ctx)
@@ -28,7 +30,7 @@ def probe(ctx: Any) -> str | None:
     return where if isinstance(where, str) else None
 
 
-def diagnose(ctx: Any) -> dict[str, Any]:
+def diagnose(ctx: InstanceContext) -> dict[str, Any]:
     """Binary (and where it was found), version and where credentials come from (never their values)."""
     where = locate(ctx)
     keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN") if ctx.env.get(k)]
@@ -52,7 +54,7 @@ def diagnose(ctx: Any) -> dict[str, Any]:
     return report
 
 
-def command(ctx: Any) -> list[str]:
+def command(ctx: InstanceContext) -> list[str]:
     """The command line of a new session in approval-required mode (``<session>``: the id the
     driver picks per session)."""
     from ._adapter import build_argv
@@ -60,13 +62,13 @@ def command(ctx: Any) -> list[str]:
     where = locate(ctx)
     if isinstance(where, str):
         raise LookupError(where)
-    return build_argv(where.path, ctx.config, permission_mode="default", model=ctx.config.model,
+    config = ctx.config
+    assert isinstance(config, ClaudeConfig)
+    return build_argv(where.path, config, permission_mode="default", model=ctx.config.model,
                       session_id="<session>", resume=False)
 
 
-def _create(ctx: Any) -> Any:
-    from ._adapter import ClaudeAdapter
-
+def _create(ctx: InstanceContext) -> ProviderAdapter:
     return ClaudeAdapter(ctx)
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import msgspec
 
+from paddock.contract import Capabilities
+from paddock.drivers import InstanceContext, ModelAccess
 from paddock.drivers.acp import AcpConfig, AcpFlavor
 
 __all__ = ["LOCAL_FLAVOR", "LocalConfig"]
@@ -36,17 +37,17 @@ class LocalConfig(AcpConfig, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     client_fs: bool | None = True
 
 
-def _access_env(access: Any) -> dict[str, str]:
+def _access_env(access: ModelAccess) -> dict[str, str]:
     values = {"PADDOCK_MODEL_ENDPOINT": access.endpoint, "PADDOCK_MODEL_API_KEY": access.api_key,
               "PADDOCK_MODEL": access.model}
     return {k: v for k, v in values.items() if v}
 
 
-def _command(ctx: Any) -> list[str]:
+def _command(ctx: InstanceContext) -> list[str]:
     return [ctx.config.binary or sys.executable, "-m", "paddock.drivers.local", *ctx.config.args]
 
 
-def _env(ctx: Any) -> dict[str, str]:
+def _env(ctx: InstanceContext) -> dict[str, str]:
     env = {"PADDOCK_LOCAL_STATE_DIR": os.path.join(ctx.home, "local-agent")}
     # The agent is this package's own module: make it importable from a checkout too.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,7 +56,7 @@ def _env(ctx: Any) -> dict[str, str]:
     return env
 
 
-def _capabilities(caps: Any) -> Any:
+def _capabilities(caps: Capabilities) -> Capabilities:
     # The local agent reports usage (usage_update and PromptResponse.usage, with @usage),
     # offers a "plan" mode in session/new, and answers initialize with loadSession: true (known
     # before the first start, so the runtime can plan a resume).
@@ -67,7 +68,7 @@ def _capabilities(caps: Any) -> Any:
     )
 
 
-def _probe(ctx: Any) -> str | None:
+def _probe(ctx: InstanceContext) -> str | None:
     python = ctx.config.binary or sys.executable
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         return f"Python interpreter {python!r} not found"

@@ -88,6 +88,19 @@ def template(kind: str, instance: str | None = None) -> str:
         "# home = \"...\"       # private home (default: <state dir>/instances/<id>)",
     ]
     extra = [f for f in msgspec.structs.fields(spec.config_type) if f.name not in _COMMON]
+    required = [f for f in extra if f.required]
+    if required:
+        lines += ["", f"# {kind} needs:"]
+        for field in required:
+            if kind == "acp-registry" and field.name == "agent":
+                from paddock.drivers.acp import load_registry
+
+                ids = [a.id for a in load_registry().agents]
+                lines += [f"# the registry id of the agent; in the shipped snapshot: {', '.join(ids)}",
+                          f'agent = "{ids[0]}"']
+            else:
+                lines.append(f'{field.name} = "..."')
+        extra = [f for f in extra if not f.required]
     if extra:
         lines += ["", f"# {kind}'s own keys, at their defaults:"]
         for field in extra:

@@ -126,6 +126,7 @@ from ._adapter import (
     INTERACTION_MODES as INTERACTION_MODES,
     RUNTIME_MODES as RUNTIME_MODES,
 )
+from ._snapshot import ThreadFold as ThreadFold, fold_thread as fold_thread
 
 __all__ = [
     "ACP_DEFAULT_CAPABILITIES",
@@ -210,6 +211,7 @@ __all__ = [
     "TaskProgress",
     "TaskStarted",
     "ThreadId",
+    "ThreadFold",
     "ThreadMetadataUpdated",
     "ThreadSnapshot",
     "ThreadStarted",
@@ -241,4 +243,5 @@ __all__ = [
     "decode_event",
     "decode_events",
     "encode_event",
+    "fold_thread",
 ]

@@ -160,3 +160,9 @@ class ProviderAdapter(Protocol):
     def rollback_thread(
         self, thread_id: str, num_turns: int, *, timeout: float | None = None
     ) -> ThreadSnapshot: ...
+
+    def close(self, *, timeout: float = 10.0) -> None:
+        """Stop every session (each emits ``session.exited``), then every process of the
+        instance, within ``timeout`` seconds. Afterwards no process of the instance is alive.
+        Idempotent; the runtime calls it when it closes."""
+        ...

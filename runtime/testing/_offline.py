@@ -176,17 +176,7 @@ def _flavor(kind: str, root: Path, url: str, env: dict[str, str], files: list[st
     access = ModelAccess(endpoint=url, api_key=MOCK_KEY, model=model)
     flavor = FLAVORS[kind]
     env.update(flavor_env(flavor, access, Path(env["HOME"]), files))
-    if flavor.env is not None:
-        env.update(flavor.env(_Ctx(env, env["HOME"])))
     return model
-
-
-class _Ctx:
-    """The two fields of an InstanceContext a flavor's ``env`` hook reads."""
-
-    def __init__(self, env: dict[str, str], home: str) -> None:
-        self.env = env
-        self.home = home
 
 
 def _claude_vars(root: Path, url: str, env: dict[str, str], model: str | None = None) -> None:

@@ -73,8 +73,8 @@ def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
     return {".codex/config.toml": config_toml(access)}
 
 
-def _env(ctx: Any) -> dict[str, str]:
-    return {"CODEX_HOME": str(Path(ctx.env.get("HOME") or ctx.home) / ".codex")}
+def _home_env(home: Path) -> dict[str, str]:
+    return {"CODEX_HOME": str(home / ".codex")}
 
 
 CODEX_ACP_FLAVOR = AcpFlavor(
@@ -83,7 +83,7 @@ CODEX_ACP_FLAVOR = AcpFlavor(
     access_env=_access_env,
     quiet_env={"RUST_LOG": "warn", "NO_BROWSER": "1"},
     settings=_settings,
-    env=_env,
+    home_env=_home_env,
     # initialize answers loadSession: true; usage_update arrives on every turn.
     capability_overrides=lambda caps: reports_usage(loads_sessions(caps)),
     native_modes={"approval-required": "read-only", "auto-accept-edits": "auto", "full-access": "full-access"},

@@ -1,0 +1,61 @@
+"""The control messages every session actor understands (see :class:`SessionActor`).
+
+The adapter ``ask``\\ s the first four with the caller's timeout; :class:`TurnTimerExpired` is
+told by the timer thread (:meth:`SessionActor.schedule_turn_timer`), :class:`TransportWarning` by
+the transport's reader thread. Frozen slotted dataclasses:
+they never leave the process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from paddock.contract import SendTurnInput
+
+__all__ = ["Interrupt", "Open", "Respond", "SendTurn", "TransportWarning", "TurnTimerExpired"]
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """Open (or resume) the native session; answers the public :class:`Session`."""
+
+
+@dataclass(frozen=True, slots=True)
+class SendTurn:
+    """Start a turn; answers a :class:`TurnStartResult`."""
+
+    input: SendTurnInput
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """Interrupt the running turn (``turn_id`` ``None``: whichever runs); answers ``None``."""
+
+    turn_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Respond:
+    """Answer the open request ``request_id`` with ``decision``; answers ``None``."""
+
+    request_id: str
+    decision: str
+
+
+@dataclass(frozen=True, slots=True)
+class TransportWarning:
+    """The transport under the session skipped something (a malformed or over-long line): told
+    from the reader thread; the session emits it as ``runtime.warning`` ``transport.<code>``."""
+
+    code: str
+    message: str
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimerExpired:
+    """The turn timer ``name`` of turn ``turn_id`` fired (told from the timer thread)."""
+
+    name: str
+    turn_id: str

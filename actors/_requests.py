@@ -1,0 +1,58 @@
+"""The table of a session's open host requests (permission asks awaiting ``respond_to_request``).
+
+Owned by one :class:`SessionActor` and used on its actor thread only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+__all__ = ["PendingRequests"]
+
+N = TypeVar("N")
+
+
+class PendingRequests(Generic[N]):
+    """Request ids and the driver's native handle of each open request (``N``: what the driver
+    needs to answer it natively, e.g. the JSON-RPC id and the offered options).
+
+    Ids are ``<turn id>:req<n>``, ``n`` counting up over the session's life (never reused).
+    A request is taken out exactly once (:meth:`take`), which is how answer-once is enforced.
+    """
+
+    __slots__ = ("_open", "_seq")
+
+    def __init__(self) -> None:
+        self._open: dict[str, N] = {}
+        self._seq = 0
+
+    def new_id(self, turn_id: str | None) -> str:
+        self._seq += 1
+        return f"{turn_id}:req{self._seq}"
+
+    def add(self, request_id: str, native: N) -> None:
+        self._open[request_id] = native
+
+    def take(self, request_id: str) -> N | None:
+        """Remove and return the request, ``None`` when it is unknown or already resolved."""
+        return self._open.pop(request_id, None)
+
+    def take_all(self) -> list[tuple[str, N]]:
+        """Remove and return every open request, oldest first."""
+        items = list(self._open.items())
+        self._open.clear()
+        return items
+
+    def take_where(self, match: Callable[[N], bool]) -> list[str]:
+        """Remove the requests whose native handle matches; return their ids."""
+        ids = [rid for rid, native in self._open.items() if match(native)]
+        for rid in ids:
+            del self._open[rid]
+        return ids
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._open

@@ -1,0 +1,176 @@
+"""The one fold of a thread's canonical events into a :class:`ThreadSnapshot`.
+
+Used by ``Runtime.read_thread`` (over the event log) and by every live session actor (over the
+batches it emits), so the two views of a thread never disagree.
+
+Rules:
+- a turn appears at its first event (``turn.started`` normally; ``user_text`` is its input);
+  until its ``turn.completed`` its state is ``running``; events of a turn after its
+  ``turn.completed`` are ignored (the grammar forbids them; the hub reports them);
+- an item appears at its first ``item.*`` event, in first-seen order; its kind and status are
+  the latest reported (``in_progress`` until one says otherwise), its title the latest non-empty
+  one;
+- an incomplete item (no ``item.completed`` yet: the turn is running, or the log ends early)
+  keeps its last status and carries the text streamed so far (its ``content.delta``\\ s), or
+  ``None`` when nothing streamed; ``item.completed`` sets its final text (a completion without
+  text keeps what streamed).
+
+Pure: no I/O, no threads; a :class:`ThreadFold` belongs to one thread of control.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ._adapter import ItemSnapshot, ThreadSnapshot, TurnSnapshot
+from ._events import (
+    ContentDelta,
+    EventBase,
+    ItemCompleted,
+    ItemKind,
+    ItemStarted,
+    ItemStatus,
+    ItemUpdated,
+    TurnCompleted,
+    TurnStarted,
+)
+
+__all__ = ["ThreadFold", "fold_thread"]
+
+_ITEM_EVENTS = (ItemStarted, ItemUpdated, ItemCompleted)
+
+
+class _Item:
+    __slots__ = ("kind", "status", "title", "text", "parts")
+
+    def __init__(self, kind: ItemKind) -> None:
+        self.kind = kind
+        self.status: ItemStatus = "in_progress"
+        self.title: str | None = None
+        self.text: str | None = None  # the completed text
+        self.parts: list[str] = []  # streamed so far
+
+    def snapshot(self, item_id: str) -> ItemSnapshot:
+        text = self.text
+        if text is None and self.parts:
+            text = "".join(self.parts)
+        return ItemSnapshot(item_id=item_id, kind=self.kind, status=self.status, title=self.title, text=text)
+
+
+class _Turn:
+    __slots__ = ("turn_id", "user_text", "items")
+
+    def __init__(self, turn_id: str, user_text: str | None) -> None:
+        self.turn_id = turn_id
+        self.user_text = user_text
+        self.items: dict[str, _Item] = {}
+
+    def snapshot(self, state: Any) -> TurnSnapshot:
+        items = tuple(item.snapshot(item_id) for item_id, item in self.items.items())
+        return TurnSnapshot(turn_id=self.turn_id, state=state, user_text=self.user_text, items=items)
+
+
+class ThreadFold:
+    """The incremental form of :func:`fold_thread`: feed it events with :meth:`add`, read the
+    thread with :meth:`snapshot`. Keeps at most ``max_turns`` completed turns (the oldest go
+    first); completed turns are frozen once, so a snapshot costs only the open turns' items.
+
+    Open turns are normally one; a log that holds a turn which never completed (the runtime
+    died mid-turn) keeps it ``running`` in place.
+    """
+
+    def __init__(self, thread_id: str, *, turns: Iterable[TurnSnapshot] = (), max_turns: int | None = None) -> None:
+        self.thread_id = thread_id
+        self.max_turns = max_turns
+        # In order: a frozen TurnSnapshot for a completed turn, an open _Turn otherwise.
+        self._turns: list[TurnSnapshot | _Turn] = list(turns)
+        self._open: dict[str, _Turn] = {}
+        self._done: set[str] = {t.turn_id for t in self._turns if isinstance(t, TurnSnapshot)}
+        for index, t in enumerate(self._turns):
+            if isinstance(t, TurnSnapshot) and t.state == "running":  # a snapshot taken mid-turn
+                self._turns[index] = self._reopen(t)
+
+    def _reopen(self, t: TurnSnapshot) -> _Turn:
+        turn = _Turn(t.turn_id, t.user_text)
+        for i in t.items:
+            item = turn.items[i.item_id] = _Item(i.kind)
+            item.status, item.title = i.status, i.title
+            if i.text is not None:
+                item.parts.append(i.text)
+        self._done.discard(t.turn_id)
+        self._open[t.turn_id] = turn
+        return turn
+
+    def add(self, events: Iterable[EventBase]) -> bool:
+        """Fold ``events`` in order; ``True`` when the snapshot changed."""
+        changed = False
+        ev: Any  # dispatched on its exact class below
+        for ev in events:
+            turn_id = ev.turn_id
+            if turn_id is None or turn_id in self._done:
+                continue
+            cls = type(ev)
+            turn = self._open.get(turn_id)
+            if cls is ContentDelta:
+                if turn is not None and ev.item_id:
+                    item = turn.items.get(ev.item_id)
+                    if item is not None:
+                        item.parts.append(ev.delta)
+                        changed = True
+                continue
+            if turn is None:
+                turn = self._open[turn_id] = _Turn(turn_id, None)
+                self._turns.append(turn)
+            changed = True
+            if cls is TurnStarted:
+                turn.user_text = ev.input_text
+            elif cls is TurnCompleted:
+                del self._open[turn_id]
+                self._done.add(turn_id)
+                self._turns[self._turns.index(turn)] = turn.snapshot(ev.state)
+                self._trim()
+            elif cls in _ITEM_EVENTS and ev.item_id:
+                item = turn.items.get(ev.item_id)
+                if item is None:
+                    item = turn.items[ev.item_id] = _Item(ev.kind)
+                item.kind = ev.kind
+                if ev.status is not None:
+                    item.status = ev.status
+                if ev.title:
+                    item.title = ev.title
+                if cls is ItemCompleted and ev.text is not None:
+                    item.text = ev.text
+        return changed
+
+    def _trim(self) -> None:
+        if self.max_turns is None:
+            return
+        excess = sum(1 for t in self._turns if isinstance(t, TurnSnapshot)) - self.max_turns
+        while excess > 0:
+            for index, t in enumerate(self._turns):
+                if isinstance(t, TurnSnapshot):
+                    del self._turns[index]
+                    self._done.discard(t.turn_id)
+                    excess -= 1
+                    break
+
+    def drop_last(self, num_turns: int) -> None:
+        """Forget the last ``num_turns`` completed turns (a rollback)."""
+        for _ in range(max(0, num_turns)):
+            for index in range(len(self._turns) - 1, -1, -1):
+                t = self._turns[index]
+                if isinstance(t, TurnSnapshot):
+                    del self._turns[index]
+                    break
+
+    def snapshot(self) -> ThreadSnapshot:
+        turns = tuple(t if isinstance(t, TurnSnapshot) else t.snapshot("running") for t in self._turns)
+        return ThreadSnapshot(thread_id=self.thread_id, turns=turns)
+
+
+def fold_thread(thread_id: str, events: Iterable[EventBase]) -> ThreadSnapshot:
+    """The thread's turns in order, each with its user text, state and items (module rules)."""
+    fold = ThreadFold(thread_id)
+    fold.add(events)
+    return fold.snapshot()
