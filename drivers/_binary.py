@@ -63,12 +63,12 @@ def find_binary(
         if found is None:
             return f"binary {configured!r} not found on PATH"
         return BinaryLocation(argv=(found,), path=found, source="config")
-    if peer is None:
+    if peer is None and command is None:
         return "no `binary` configured"
     pins = load_pins()
-    pin = pins.get(peer)
+    pin = pins.get(peer) if peer is not None else None
     root = peers_dir if peers_dir is not None else default_peers_dir()
-    name = command or (pin.command if pin is not None and pin.command else peer)
+    name = command or (pin.command if pin is not None and pin.command else peer) or ""
     if pin is not None and installed_version(pin, root) == pin.version:
         entry = str(pin.entry_path(root))
         if pin.runner is None:
@@ -79,5 +79,7 @@ def find_binary(
     found = _on_path(name, env)
     if found is not None:
         return BinaryLocation(argv=(found,), path=found, source="path")
-    hint = f"; install the pinned one with `paddock peers install --only {peer}`" if pin is not None else ""
-    return f"{name!r} is neither in the peers dir ({root}) nor on PATH{hint}"
+    if pin is None:
+        return f"{name!r} not found on PATH"
+    return f"{name!r} is neither in the peers dir ({root}) nor on PATH; install the pinned one with " \
+           f"`paddock peers install --only {peer}`"

@@ -108,6 +108,7 @@ class AcpAdapter(SessionTable):
             cancel_retry=flavor.cancel_retry,
             failed_text=flavor.failed_text,
             resume_hint=flavor.resume_hint,
+            cancel_meta=dict(flavor.cancel_meta),
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps

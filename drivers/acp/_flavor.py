@@ -96,6 +96,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
       (``cancel_retry``), for agents that drop a cancel arriving right after the prompt;
     - ``failed_text(text) -> error | None``: a turn the agent ended ``end_turn`` whose assistant
       text is really a model failure (the turn then ends ``failed`` with that error);
+    - ``cancel_meta``: ``_meta`` sent with every ``session/cancel``;
     - ``resume_hint(error, age) -> sentence | None``: why a resume failed, for an agent with a
       known limit (``age``: seconds since the session was created, when the cursor says);
     - ``version_args``: arguments before ``--version`` that make the agent print its version
@@ -123,6 +124,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     cancel_retry: float = 0.25
     failed_text: Callable[[str], str | None] | None = None
     resume_hint: Callable[[str, float | None], str | None] | None = None
+    cancel_meta: Mapping[str, Any] = {}
     version_args: tuple[str, ...] = ()
     client_fs: bool = False
     client_terminal: bool = False

@@ -167,7 +167,7 @@ class AcpSessionActor(SessionActor[_Pending]):
             self.resolve_requests(events, "cancelled", answer=True)
             if in_turn and link is not None and self.tr.native_session_id:
                 try:
-                    link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
+                    link.notify("session/cancel", self._cancel_params())
                 except PaddockError:
                     pass
             self.end_turn(events, "cancelled", error="the session was stopped")
@@ -492,6 +492,12 @@ class AcpSessionActor(SessionActor[_Pending]):
         elif name == _RETRY:
             self._retry_cancel()
 
+    def _cancel_params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"sessionId": self.tr.native_session_id}
+        if self.settings.cancel_meta:
+            params["_meta"] = dict(self.settings.cancel_meta)
+        return params
+
     def _schedule_retry(self) -> None:
         # Some agents drop a cancel that arrives right after the prompt (Kiro; T3 Code re-sends
         # it): repeat session/cancel every `cancel_retry` s until the turn ends, within the guard.
@@ -504,7 +510,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         if not self.tr.in_turn or link is None or not self.tr.native_session_id:
             return
         try:
-            link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
+            link.notify("session/cancel", self._cancel_params())
         except PaddockError:
             return
         self._schedule_retry()
@@ -527,7 +533,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         if link is None or not self.tr.native_session_id:
             return
         try:
-            link.notify("session/cancel", {"sessionId": self.tr.native_session_id})
+            link.notify("session/cancel", self._cancel_params())
         except PaddockError as exc:
             log.debug("session/cancel not sent on thread %s: %s", self.thread_id, exc)
         if self.settings.cancel_timeout > 0:

@@ -32,6 +32,8 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The flavor's ``failed_text(text) -> error | None`` hook."""
     resume_hint: Any = None
     """The flavor's ``resume_hint(error, age_seconds | None) -> sentence | None`` hook."""
+    cancel_meta: dict[str, Any] = {}
+    """``_meta`` sent with every ``session/cancel`` (grok: ``cancelTrigger``)."""
 
 
 def cursor_for(driver: str, session_id: str, created_at: float | None = None) -> ResumeCursor:

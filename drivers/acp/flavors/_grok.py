@@ -1,0 +1,65 @@
+"""``grok``: xAI's Grok CLI in ACP mode: ``grok agent stdio``. Replay only: the CLI cannot be
+installed here.
+
+Facts (T3 Code's Grok support): ``authenticate`` with ``xai.api_key`` when ``XAI_API_KEY`` is
+set (``api_key`` -> ``XAI_API_KEY``), else ``cached_token`` (the CLI's own login); the model is
+chosen per session (default ``grok-build``).
+
+Traps:
+- after an interrupt Grok restarts work by itself (a background task "wakes" the session with a
+  prompt of its own) unless the cancel says it came from the user: every ``session/cancel``
+  carries ``_meta: {"cancelTrigger": "ctrl_c"}``, and updates that still arrive after the
+  cancelled prompt's result are late updates (attached to no turn, never a new item);
+- tools run in detached process groups of their own: teardown must take the whole process tree
+  and every group in it (the runtime's teardown snapshots the tree before signalling).
+
+| runtime / interaction mode | native mode | answered without asking the host |
+|---|---|---|
+| approval-required | the agent's default | read, search, think |
+| auto-accept-edits | same | also edit, delete, move (client boundary) |
+| full-access | same | everything |
+| plan interaction | a mode named ``plan`` when offered | as the runtime mode says |
+"""
+
+from __future__ import annotations
+
+from paddock.drivers import InstanceContext, ModelAccess
+from paddock.drivers.acp import AcpFlavor
+
+__all__ = ["GROK_FLAVOR"]
+
+
+def _command(ctx: InstanceContext) -> list[str]:
+    from paddock.drivers import find_binary
+
+    where = find_binary(ctx.config.binary, peer=None, command="grok", env=ctx.env)
+    if isinstance(where, str):
+        raise LookupError(f"{where}; install xAI's Grok CLI and set `binary`")
+    return [*where.argv, *ctx.config.args, "agent", "stdio"]
+
+
+def _probe(ctx: InstanceContext) -> str | None:
+    try:
+        _command(ctx)
+    except LookupError as exc:
+        return str(exc)
+    return None
+
+
+def _access_env(access: ModelAccess) -> dict[str, str]:
+    return {"XAI_API_KEY": access.api_key} if access.api_key else {}
+
+
+def _auth(ctx: InstanceContext) -> str:
+    return "xai.api_key" if ctx.access.api_key or ctx.env.get("XAI_API_KEY", "").strip() else "cached_token"
+
+
+GROK_FLAVOR = AcpFlavor(
+    kind="grok",
+    command=_command,
+    probe=_probe,
+    access_env=_access_env,
+    auth=_auth,
+    cancel_meta={"cancelTrigger": "ctrl_c"},
+    native_modes={"plan": "plan"},
+)

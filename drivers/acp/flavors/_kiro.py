@@ -1,0 +1,58 @@
+"""``kiro``: Kiro's CLI in ACP mode: ``kiro-cli acp``. Replay only: the CLI cannot be installed
+here.
+
+Facts (T3 Code's Kiro support): Kiro owns its login (``kiro-cli login``), advertises no auth
+methods and answers ``authenticate`` with "Method not found": no ``authenticate`` call. Its own
+tool trust stays in place and every remaining permission request goes to the client (T3 Code
+passes ``--trust-all-tools`` for full access; one agent process serves every session of an
+instance here, so full access is enforced at the client boundary instead). The model is the
+session's ``models.currentModelId``.
+
+Traps:
+- Kiro drops a ``session/cancel`` that arrives before its prompt is under way, and emits no
+  update while its model reasons (so start evidence may never come): the cancel guard waits
+  up to 2 s for evidence, then sends the cancel and re-sends it every 0.25 s within that bound
+  until the prompt ends;
+- tool inputs carry a ``__tool_use_purpose`` annotation that changes between identical calls.
+
+| runtime / interaction mode | native mode | answered without asking the host |
+|---|---|---|
+| approval-required | the agent's default | read, search, think |
+| auto-accept-edits | same | also edit, delete, move (client boundary) |
+| full-access | same | everything (client boundary) |
+| plan interaction | a mode named ``plan`` when offered | as the runtime mode says |
+"""
+
+from __future__ import annotations
+
+from paddock.drivers import InstanceContext
+from paddock.drivers.acp import AcpFlavor
+
+__all__ = ["KIRO_FLAVOR"]
+
+
+def _command(ctx: InstanceContext) -> list[str]:
+    from paddock.drivers import find_binary
+
+    where = find_binary(ctx.config.binary, peer=None, command="kiro-cli", env=ctx.env)
+    if isinstance(where, str):
+        raise LookupError(f"{where}; install Kiro's CLI and set `binary`")
+    return [*where.argv, *ctx.config.args, "acp"]
+
+
+def _probe(ctx: InstanceContext) -> str | None:
+    try:
+        _command(ctx)
+    except LookupError as exc:
+        return str(exc)
+    return None
+
+
+KIRO_FLAVOR = AcpFlavor(
+    kind="kiro",
+    command=_command,
+    probe=_probe,
+    cancel_guard=2.0,
+    cancel_retry=0.25,
+    native_modes={"plan": "plan"},
+)
