@@ -102,9 +102,17 @@ def build_transcript(kind: str) -> list[dict]:
     rid += 1
     frames += [_out({"id": rid, "method": "session/new", "params": {"cwd": "<workspace>", "mcpServers": []}}),
                _in({"id": rid, "result": {"sessionId": SID}})]
-    # 1. A text turn.
+    # 1. A text turn, with the traffic every flavor must tolerate: extension notifications and
+    # requests (`_auth/…` from claude-agent-acp 0.101, `qwen/…` from qwen 0.24: a request is
+    # answered -32601, a notification ignored) and a tool_call_update for a call never announced.
     rid += 1
-    frames += [_prompt(rid, "say hi"), _chunk("Hello "), _chunk("from "), _chunk("replay"),
+    frames += [_prompt(rid, "say hi"),
+               _in({"method": "_auth/status_update", "params": {"status": "authenticated"}}),
+               _in({"id": 1, "method": "qwen/notify/session/prompt-suggestion", "params": {"sessionId": SID}}),
+               _out({"id": 1, "error": {"code": -32601, "message": "Method not found: qwen/notify/session/prompt-suggestion"}}),
+               _update({"sessionUpdate": "tool_call_update", "toolCallId": "tc-0", "title": "Read README.md",
+                        "kind": "read", "status": "completed"}),
+               _chunk("Hello "), _chunk("from "), _chunk("replay"),
                _in({"id": rid, "result": {"stopReason": "end_turn"}})]
     # 2. A write: the permission request names a tool call never announced by tool_call.
     rid += 1
@@ -113,9 +121,9 @@ def build_transcript(kind: str) -> list[dict]:
             "locations": [{"path": "<workspace>/notes.txt"}]}
     allow_once = next(o["optionId"] for o in agent["options"] if o["kind"] == "allow_once")
     frames += [_prompt(rid, "write notes"),
-               _in({"id": 1, "method": "session/request_permission",
+               _in({"id": 2, "method": "session/request_permission",
                     "params": {"sessionId": SID, "toolCall": tool, "options": agent["options"]}}),
-               _out({"id": 1, "result": {"outcome": {"outcome": "selected", "optionId": allow_once}}}),
+               _out({"id": 2, "result": {"outcome": {"outcome": "selected", "optionId": allow_once}}}),
                _update({"sessionUpdate": "tool_call_update", "toolCallId": "tc-1", "status": "completed"}),
                _chunk("Wrote notes.txt"),
                _in({"id": rid, "result": {"stopReason": "end_turn"}})]
@@ -191,6 +199,9 @@ def test_replay_only_flavor_follows_its_protocol_facts(kind, tmp_path):
         first = _turn(rt, "say hi")
         assert first[-1].state == "completed"
         assert "".join(e.delta for e in first if e.type == "content.delta") == "Hello from replay"
+        # The update for a call never announced created its item.
+        assert [(e.kind, e.status) for e in first if e.type == "item.completed" and e.kind != "assistant_message"] \
+            == [("file_read", "completed")]
 
         def accept(event, turn):
             if event is not None and event.type == "request.opened":
