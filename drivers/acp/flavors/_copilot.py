@@ -4,7 +4,9 @@ Model keys (bring-your-own provider, OpenAI Chat Completions): ``endpoint`` ->
 ``COPILOT_PROVIDER_BASE_URL`` (with ``/v1``) plus ``COPILOT_PROVIDER_TYPE=openai`` and
 ``COPILOT_OFFLINE=true`` (no GitHub auth, telemetry, MCP registry or auto-update: a configured
 endpoint replaces the GitHub service), ``api_key`` -> ``COPILOT_PROVIDER_API_KEY``, ``model`` ->
-``COPILOT_MODEL``. Without an endpoint: the CLI's own GitHub login. No ``authenticate`` call.
+``COPILOT_MODEL``. Without an endpoint: the CLI's own GitHub login (no switch is set then: the
+notes know no telemetry or update variable apart from ``COPILOT_OFFLINE``, which also turns
+GitHub auth off). No ``authenticate`` call.
 
 | runtime / interaction mode | native mode (``session/set_mode``) | answered without asking the host |
 |---|---|---|
