@@ -36,8 +36,10 @@ Conventions (what hosts and other drivers can rely on):
 from ._adapter import AcpAdapter as AcpAdapter
 from ._catalog import RegistryAgent as RegistryAgent
 from ._catalog import RegistryDocument as RegistryDocument
+from ._catalog import RegistryLaunch as RegistryLaunch
 from ._catalog import load_registry as load_registry
 from ._catalog import registry_command as registry_command
+from ._catalog import registry_launch as registry_launch
 from ._catalog import registry_peer as registry_peer
 from ._capabilities import base_capabilities as base_capabilities
 from ._config import AcpConfig as AcpConfig
@@ -55,10 +57,12 @@ __all__ = [
     "AcpFlavor",
     "RegistryAgent",
     "RegistryDocument",
+    "RegistryLaunch",
     "acp_driver_spec",
     "base_capabilities",
     "flavor_env",
     "load_registry",
     "registry_command",
+    "registry_launch",
     "registry_peer",
 ]

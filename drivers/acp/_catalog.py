@@ -26,15 +26,18 @@ from pathlib import Path
 
 import msgspec
 
+from paddock.drivers._binary import BinaryLocation, find_binary
 from paddock.drivers._peers import Peer, default_peers_dir, installed_version
 
 __all__ = [
     "RegistryAgent",
     "RegistryDocument",
+    "RegistryLaunch",
     "SNAPSHOT",
     "load_registry",
     "platform_key",
     "registry_command",
+    "registry_launch",
     "registry_peer",
 ]
 
@@ -151,20 +154,32 @@ def _bin_script(prefix: Path, package: str, cmd: str | None) -> Path | None:
     return manifest.parent / found if isinstance(found, str) else None
 
 
-def registry_command(agent: RegistryAgent, env: Mapping[str, str], *, peers_dir: Path | None = None,
-                     binary: str | None = None) -> tuple[list[str], dict[str, str]] | str:
-    """``(argv, extra env)`` that start ``agent``, or a sentence saying why it cannot run here.
+class RegistryLaunch(msgspec.Struct, frozen=True, kw_only=True):
+    """How a registry agent starts: ``location`` (the agent's own script or binary, where it was
+    found, its pinned version), the distribution's ``args`` and ``env``."""
+
+    location: BinaryLocation
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+
+
+def registry_launch(agent: RegistryAgent, env: Mapping[str, str], *, peers_dir: Path | None = None,
+                    binary: str | None = None) -> RegistryLaunch | str:
+    """How ``agent`` starts here, or a sentence saying why it cannot.
 
     Order: a configured ``binary`` (with the distribution's args for this platform); the npx
-    package installed in the peers dir; ``uvx`` on ``PATH``; otherwise the reason (npx: the
-    install command; binary: what to download)."""
+    package installed in the peers dir (``node <bin script>``); ``uvx`` on ``PATH``; otherwise
+    the reason (npx: the install command; binary: what to download)."""
     dist = agent.distribution
     path = env.get("PATH", os.defpath)
     target = (dist.binary or {}).get(platform_key())
     chosen = dist.npx or dist.uvx or target
     if binary:
-        args = chosen.args if chosen is not None else []
-        return [binary, *args], dict(chosen.env) if chosen is not None else {}
+        found = find_binary(binary, peer=None, env=env)
+        if isinstance(found, str):
+            return found
+        return RegistryLaunch(location=found, args=tuple(chosen.args) if chosen is not None else (),
+                              env=dict(chosen.env) if chosen is not None else {})
     if dist.npx is not None:
         peer = registry_peer(agent)
         root = peers_dir if peers_dir is not None else default_peers_dir()
@@ -172,7 +187,8 @@ def registry_command(agent: RegistryAgent, env: Mapping[str, str], *, peers_dir:
             script = _bin_script(peer.prefix(root), peer.package, dist.npx.cmd)
             node = shutil.which("node", path=path)
             if script is not None and script.is_file() and node is not None:
-                return [node, str(script), *dist.npx.args], dict(dist.npx.env)
+                where = BinaryLocation(argv=(node, str(script)), path=str(script), source="peers", pinned=peer.version)
+                return RegistryLaunch(location=where, args=tuple(dist.npx.args), env=dict(dist.npx.env))
             if node is None:
                 return "node is not on PATH (needed to run an npx distribution)"
         return (f"registry agent {agent.id!r} ({peer.package}@{peer.version}) is not installed in the peers dir "
@@ -182,10 +198,20 @@ def registry_command(agent: RegistryAgent, env: Mapping[str, str], *, peers_dir:
         if uvx is None:
             return f"registry agent {agent.id!r} is a uvx distribution ({dist.uvx.package}) and uvx is not on PATH"
         name = dist.uvx.package
-        argv = [uvx, "--from", name, dist.uvx.cmd] if dist.uvx.cmd else [uvx, name]
-        return [*argv, *dist.uvx.args], dict(dist.uvx.env)
+        argv = (uvx, "--from", name, dist.uvx.cmd) if dist.uvx.cmd else (uvx, name)
+        return RegistryLaunch(location=BinaryLocation(argv=argv, path=uvx, source="path"),
+                              args=tuple(dist.uvx.args), env=dict(dist.uvx.env))
     if target is not None:
         return (f"registry agent {agent.id!r} is a binary distribution; Paddock does not fetch archives "
                 f"({target.archive}): download and extract it, then set `binary` to its {target.cmd!r}")
     return (f"registry agent {agent.id!r} has no distribution for {platform_key()} "
             f"(it offers: {', '.join(sorted((dist.binary or {}).keys())) or 'nothing'})")
+
+
+def registry_command(agent: RegistryAgent, env: Mapping[str, str], *, peers_dir: Path | None = None,
+                     binary: str | None = None) -> tuple[list[str], dict[str, str]] | str:
+    """``(argv, extra env)`` that start ``agent`` (:func:`registry_launch` flattened), or why not."""
+    launch = registry_launch(agent, env, peers_dir=peers_dir, binary=binary)
+    if isinstance(launch, str):
+        return launch
+    return [*launch.location.argv, *launch.args], dict(launch.env)

@@ -78,6 +78,8 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     - ``peer`` / ``protocol_args``: the pin (``paddock/drivers/peers.toml``) found when no
       ``binary`` is configured (peers dir, then ``PATH``), and the flags that start ACP mode;
     - ``command(ctx) -> argv``: a spawn hook replacing ``peer`` resolution (``local``, generic);
+    - ``locator(ctx) -> BinaryLocation | reason``: where the agent is, for a flavor without a pin
+      (``doctor`` shows it; with no ``command`` hook the argv is built from it);
     - ``env(ctx) -> dict``: extra keys on top of the runtime-built child environment;
     - ``access_env(access) -> dict``: the agent's own variables for the common model keys;
     - ``quiet_env``: telemetry, update-check and relaunch switches, always set;
@@ -106,6 +108,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
 
     kind: str
     command: Callable[[InstanceContext], list[str]] | None = None
+    locator: Callable[[InstanceContext], BinaryLocation | str] | None = None
     peer: str | None = None
     protocol_args: tuple[str, ...] = ()
     env: Callable[[InstanceContext], dict[str, str]] | None = None
@@ -135,6 +138,8 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     def locate(self, ctx: InstanceContext) -> BinaryLocation | str:
         """Where the agent comes from (configured ``binary``, the pinned peer, ``PATH``), or why
         it cannot be found. Spawns nothing."""
+        if self.locator is not None:
+            return self.locator(ctx)
         return find_binary(ctx.config.binary, peer=self.peer, env=ctx.env)
 
     def argv(self, ctx: InstanceContext) -> list[str]:
@@ -173,7 +178,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
         try:
             if self.probe is not None:
                 return self.probe(ctx)
-            if self.command is not None:
+            if self.command is not None and self.locator is None:
                 return None
             where = self.locate(ctx)
             return where if isinstance(where, str) else None
@@ -186,7 +191,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
         from paddock.drivers._registry import binary_version
 
         report: dict[str, Any] = {}
-        if self.command is not None:
+        if self.command is not None and self.locator is None:
             argv = self.command(ctx)
             report["binary"] = argv[0]
             report["version"] = binary_version(argv[:1], ctx.env)

@@ -33,7 +33,7 @@ def _doc(tmp_path, **distribution):
     return str(path)
 
 
-def test_an_npx_agent_runs_from_the_peers_dir_once_installed(tmp_path):
+def test_an_npx_agent_runs_from_the_peers_dir_once_installed(tmp_path, monkeypatch):
     doc = load_registry(_doc(tmp_path, npx={"package": "@demo/agent@2.0.1", "args": ["--acp"], "env": {"DEMO_QUIET": "1"}}))
     agent = doc.agent("demo")
     env = {"PATH": os.environ["PATH"]}
@@ -48,6 +48,13 @@ def test_an_npx_agent_runs_from_the_peers_dir_once_installed(tmp_path):
     argv, extra = registry_command(agent, env, peers_dir=tmp_path / "peers")
     assert os.path.basename(argv[0]) == "node" and argv[1:] == [str(package / "bin" / "cli.js"), "--acp"]
     assert extra == {"DEMO_QUIET": "1"}
+    # doctor shows the agent's own script and version, never node's.
+    source = _doc(tmp_path, npx={"package": "@demo/agent@2.0.1", "args": ["--acp"]})
+    monkeypatch.setenv("PADDOCK_PEERS_DIR", str(tmp_path / "peers"))
+    with Runtime.open({"instances": {"d": {"driver": "acp-registry", "agent": "demo", "registry": source}}},
+                      state_dir=tmp_path / "s") as rt:
+        [report] = rt.diagnose()
+    assert (report["binary"], report["version"], report["source"]) == (str(package / "bin" / "cli.js"), "2.0.1", "peers")
 
 
 def test_a_binary_agent_that_cannot_be_fetched_says_what_to_download(tmp_path):
@@ -55,7 +62,11 @@ def test_a_binary_agent_that_cannot_be_fetched_says_what_to_download(tmp_path):
     agent = load_registry(_doc(tmp_path, binary={platform_key(): target})).agent("demo")
     reason = registry_command(agent, {"PATH": ""})
     assert isinstance(reason, str) and "does not fetch archives" in reason and "demo.tar.gz" in reason
-    assert registry_command(agent, {"PATH": ""}, binary="/opt/demo") == (["/opt/demo", "acp"], {})
+    demo = tmp_path / "demo"
+    demo.write_text("#!/bin/sh\n")
+    demo.chmod(0o755)
+    assert registry_command(agent, {"PATH": ""}, binary=str(demo)) == ([str(demo), "acp"], {})
+    assert "does not exist" in registry_command(agent, {"PATH": ""}, binary=str(tmp_path / "missing"))
     other = load_registry(_doc(tmp_path, binary={"plan9-mips": target})).agent("demo")
     assert "no distribution for" in registry_command(other, {"PATH": ""})
 

@@ -19,29 +19,26 @@ runtime's teardown takes the whole process tree and group (never just the launch
 
 from __future__ import annotations
 
-from paddock.drivers import InstanceContext, ModelAccess
+from paddock.drivers import BinaryLocation, InstanceContext, ModelAccess, find_binary
 from paddock.drivers.acp import AcpFlavor
 
 __all__ = ["CURSOR_FLAVOR"]
 
 
-def _command(ctx: InstanceContext) -> list[str]:
-    from paddock.drivers import find_binary
-
+def _locate(ctx: InstanceContext) -> BinaryLocation | str:
     where = find_binary(ctx.config.binary, peer=None, command="agent", env=ctx.env)
     if isinstance(where, str):
-        raise LookupError(f"{where}; Cursor's CLI (`agent`, formerly `cursor-agent`) is installed by Cursor's own "
-                          "installer; set `binary` to it")
+        return (f"{where}; Cursor's CLI (`agent`, formerly `cursor-agent`) is installed by Cursor's own "
+                "installer; set `binary` to it")
+    return where
+
+
+def _command(ctx: InstanceContext) -> list[str]:
+    where = _locate(ctx)
+    if isinstance(where, str):
+        raise LookupError(where)
     endpoint = ["-e", ctx.access.endpoint] if ctx.access.endpoint else []
     return [*where.argv, *ctx.config.args, *endpoint, "acp"]
-
-
-def _probe(ctx: InstanceContext) -> str | None:
-    try:
-        _command(ctx)
-    except LookupError as exc:
-        return str(exc)
-    return None
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
@@ -51,7 +48,7 @@ def _access_env(access: ModelAccess) -> dict[str, str]:
 CURSOR_FLAVOR = AcpFlavor(
     kind="cursor",
     command=_command,
-    probe=_probe,
+    locator=_locate,
     access_env=_access_env,
     auth_method="cursor_login",
     native_modes={"plan": "plan"},

@@ -23,27 +23,15 @@ Traps:
 
 from __future__ import annotations
 
-from paddock.drivers import InstanceContext, ModelAccess
+from paddock.drivers import BinaryLocation, InstanceContext, ModelAccess, find_binary
 from paddock.drivers.acp import AcpFlavor
 
 __all__ = ["GROK_FLAVOR"]
 
 
-def _command(ctx: InstanceContext) -> list[str]:
-    from paddock.drivers import find_binary
-
+def _locate(ctx: InstanceContext) -> BinaryLocation | str:
     where = find_binary(ctx.config.binary, peer=None, command="grok", env=ctx.env)
-    if isinstance(where, str):
-        raise LookupError(f"{where}; install xAI's Grok CLI and set `binary`")
-    return [*where.argv, *ctx.config.args, "agent", "stdio"]
-
-
-def _probe(ctx: InstanceContext) -> str | None:
-    try:
-        _command(ctx)
-    except LookupError as exc:
-        return str(exc)
-    return None
+    return f"{where}; install xAI's Grok CLI and set `binary`" if isinstance(where, str) else where
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
@@ -56,8 +44,8 @@ def _auth(ctx: InstanceContext) -> str:
 
 GROK_FLAVOR = AcpFlavor(
     kind="grok",
-    command=_command,
-    probe=_probe,
+    locator=_locate,
+    protocol_args=("agent", "stdio"),
     access_env=_access_env,
     auth=_auth,
     cancel_meta={"cancelTrigger": "ctrl_c"},

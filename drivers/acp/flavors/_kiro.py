@@ -25,33 +25,21 @@ Traps:
 
 from __future__ import annotations
 
-from paddock.drivers import InstanceContext
+from paddock.drivers import BinaryLocation, InstanceContext, find_binary
 from paddock.drivers.acp import AcpFlavor
 
 __all__ = ["KIRO_FLAVOR"]
 
 
-def _command(ctx: InstanceContext) -> list[str]:
-    from paddock.drivers import find_binary
-
+def _locate(ctx: InstanceContext) -> BinaryLocation | str:
     where = find_binary(ctx.config.binary, peer=None, command="kiro-cli", env=ctx.env)
-    if isinstance(where, str):
-        raise LookupError(f"{where}; install Kiro's CLI and set `binary`")
-    return [*where.argv, *ctx.config.args, "acp"]
-
-
-def _probe(ctx: InstanceContext) -> str | None:
-    try:
-        _command(ctx)
-    except LookupError as exc:
-        return str(exc)
-    return None
+    return f"{where}; install Kiro's CLI and set `binary`" if isinstance(where, str) else where
 
 
 KIRO_FLAVOR = AcpFlavor(
     kind="kiro",
-    command=_command,
-    probe=_probe,
+    locator=_locate,
+    protocol_args=("acp",),
     cancel_guard=2.0,
     cancel_retry=0.25,
     native_modes={"plan": "plan"},

@@ -13,10 +13,8 @@ them in ``env``).
 
 from __future__ import annotations
 
-from typing import Any
-
-from paddock.drivers.acp import AcpConfig, AcpFlavor
-from paddock.drivers.acp import load_registry, registry_command
+from paddock.drivers import BinaryLocation, InstanceContext
+from paddock.drivers.acp import AcpConfig, AcpFlavor, RegistryLaunch, load_registry, registry_launch
 
 __all__ = ["REGISTRY_FLAVOR", "RegistryConfig"]
 
@@ -29,37 +27,39 @@ class RegistryConfig(AcpConfig, frozen=True, kw_only=True, forbid_unknown_fields
     registry: str | None = None
 
 
-def _resolve(ctx: Any) -> tuple[list[str], dict[str, str]] | str:
+def _resolve(ctx: InstanceContext) -> RegistryLaunch | str:
     config = ctx.config
+    assert isinstance(config, RegistryConfig)
     try:
         agent = load_registry(config.registry).agent(config.agent)
-    except (KeyError, ValueError) as exc:
-        return str(exc.args[0] if isinstance(exc, KeyError) else exc)
-    return registry_command(agent, ctx.env, binary=config.binary)
+    except KeyError as exc:
+        return str(exc.args[0])
+    except ValueError as exc:
+        return str(exc)
+    return registry_launch(agent, ctx.env, binary=config.binary)
 
 
-def _command(ctx: Any) -> list[str]:
-    resolved = _resolve(ctx)
-    if isinstance(resolved, str):
-        raise LookupError(resolved)
-    argv, _ = resolved
-    return [*argv, *ctx.config.args]
+def _locate(ctx: InstanceContext) -> BinaryLocation | str:
+    launch = _resolve(ctx)
+    return launch if isinstance(launch, str) else launch.location
 
 
-def _env(ctx: Any) -> dict[str, str]:
-    resolved = _resolve(ctx)
-    return {} if isinstance(resolved, str) else resolved[1]
+def _command(ctx: InstanceContext) -> list[str]:
+    launch = _resolve(ctx)
+    if isinstance(launch, str):
+        raise LookupError(launch)
+    return [*launch.location.argv, *launch.args, *ctx.config.args]
 
 
-def _probe(ctx: Any) -> str | None:
-    resolved = _resolve(ctx)
-    return resolved if isinstance(resolved, str) else None
+def _env(ctx: InstanceContext) -> dict[str, str]:
+    launch = _resolve(ctx)
+    return {} if isinstance(launch, str) else dict(launch.env)
 
 
 REGISTRY_FLAVOR = AcpFlavor(
     kind="acp-registry",
     command=_command,
+    locator=_locate,
     env=_env,
-    probe=_probe,
     config_type=RegistryConfig,
 )
