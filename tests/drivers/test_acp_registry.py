@@ -107,3 +107,33 @@ def test_registry_instances_are_listed_unavailable_with_their_reason(tmp_path, m
 def test_peers_install_refuses_a_binary_distribution(capsys):
     assert main(["peers", "install", "--registry", "codex-acp"]) == 1
     assert "no npx distribution" in capsys.readouterr().err
+
+
+def test_a_registry_document_is_read_from_a_url(tmp_path):
+    import http.server
+    import threading
+
+    from paddock.drivers.acp._catalog import SNAPSHOT
+
+    body = SNAPSHOT.read_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        doc = load_registry(f"http://127.0.0.1:{server.server_port}/registry.json")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert {a.id for a in doc.agents} == {a.id for a in load_registry().agents}
