@@ -27,7 +27,7 @@ HTTP400 = {
 }
 
 
-def replay_flavor(path: Path, tmp_path: Path, kind: str | None = None):
+def replay_flavor(path: Path, tmp_path: Path, kind: str | None = None, **extra: str):
     kind = kind or load_transcript(path).header["cli"]
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -36,6 +36,7 @@ def replay_flavor(path: Path, tmp_path: Path, kind: str | None = None):
         "driver": kind, "endpoint": "http://127.0.0.1:9", "api_key": "sk-replay", "model": "replayed",
         "binary": sys.executable,
         "args": ["-m", "paddock.testing.replay", str(path), "--workspace", str(workspace), "--verdict", str(verdict)],
+        **extra,
     }}}
     with Runtime.open(config, state_dir=tmp_path / "state") as rt:
         turns = drive_flavor(rt, "agent", str(workspace), timeout=20)
@@ -72,3 +73,12 @@ def test_a_driver_that_writes_another_frame_fails_the_replay(tmp_path):
         replay_flavor(RECORDINGS / "copilot.jsonl", tmp_path, kind="gemini")
     verdict = (tmp_path / "verdict.txt").read_text()
     assert verdict.startswith("3\n") and '"method": "authenticate"' in verdict
+
+
+def test_a_registry_agent_speaks_spec_only_acp(tmp_path):
+    # acp-registry has no code of its own: the spec-only flavor writes the same frames as the
+    # claude-acp flavor for claude-agent-acp's recorded session (no auth, no native modes used).
+    turns, status, detail = replay_flavor(RECORDINGS / "claude-acp.jsonl", tmp_path, kind="acp-registry",
+                                          agent="claude-code-acp")
+    assert status == 0, detail
+    assert [t.state for t in turns] == ["completed", "completed", "completed", "completed", "failed"]
