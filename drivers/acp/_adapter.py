@@ -109,6 +109,7 @@ class AcpAdapter(SessionTable):
             failed_text=flavor.failed_text,
             resume_hint=flavor.resume_hint,
             cancel_meta=dict(flavor.cancel_meta),
+            set_model=flavor.set_model,
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps

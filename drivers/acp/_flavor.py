@@ -99,6 +99,8 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     - ``failed_text(text) -> error | None``: a turn the agent ended ``end_turn`` whose assistant
       text is really a model failure (the turn then ends ``failed`` with that error);
     - ``cancel_meta``: ``_meta`` sent with every ``session/cancel``;
+    - ``set_model``: a session's or turn's model goes through ``session/set_model`` (an unstable
+      method some agents implement) when the agent offers no model config option;
     - ``resume_hint(error, age) -> sentence | None``: why a resume failed, for an agent with a
       known limit (``age``: seconds since the session was created, when the cursor says);
     - ``version_args``: arguments before ``--version`` that make the agent print its version
@@ -128,6 +130,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     failed_text: Callable[[str], str | None] | None = None
     resume_hint: Callable[[str, float | None], str | None] | None = None
     cancel_meta: Mapping[str, Any] = {}
+    set_model: bool = False
     version_args: tuple[str, ...] = ()
     client_fs: bool = False
     client_terminal: bool = False

@@ -316,6 +316,7 @@ class AcpSessionActor(SessionActor[_Pending]):
             config["config_options"] = result.configOptions
         if result.models is not None:
             config["models"] = result.models
+            x["models"] = result.models
         if config:
             events.append(SessionConfigured(**self.identity, config=config))
         events += self._apply_mode(link, interaction_mode)
@@ -350,6 +351,12 @@ class AcpSessionActor(SessionActor[_Pending]):
             (o for o in x.get("config_options") or () if isinstance(o, dict) and o.get("category") == "model"),
             None,
         )
+        if option is None and self.settings.set_model and x.get("models") is not None:
+            # Kiro (and Cursor) choose the model with the unstable session/set_model method; the
+            # session's `models` block says the agent has one.
+            self._call(link, "session/set_model", {"sessionId": self.tr.native_session_id, "modelId": model})
+            x["model"] = model
+            return [SessionConfigured(**self.identity, config={"model": model})]
         if option is None:
             return [RuntimeWarningEvent(**self.identity, code="acp.model_unsupported",
                                         message=f"the agent offers no model option; model {model!r} not applied")]

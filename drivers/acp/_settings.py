@@ -33,6 +33,8 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     resume_hint: Any = None
     """The flavor's ``resume_hint(error, age_seconds | None) -> sentence | None`` hook."""
     cancel_meta: dict[str, Any] = {}
+    set_model: bool = False
+    """The agent chooses models with ``session/set_model`` (when its session has ``models``)."""
     """``_meta`` sent with every ``session/cancel`` (grok: ``cancelTrigger``)."""
 
 

@@ -24,6 +24,7 @@ import pytest
 from paddock import Runtime
 
 SID = "sess-7f3c"
+MODEL = "claude-sonnet-4.5"
 
 
 def _out(msg: dict) -> dict:
@@ -101,8 +102,17 @@ def build_transcript(kind: str) -> list[dict]:
         frames += [_out({"id": rid, "method": "authenticate", "params": {"methodId": agent["auth"]}}),
                    _in({"id": rid, "result": {}})]
     rid += 1
-    frames += [_out({"id": rid, "method": "session/new", "params": {"cwd": "<workspace>", "mcpServers": []}}),
-               _in({"id": rid, "result": {"sessionId": SID}})]
+    frames.append(_out({"id": rid, "method": "session/new", "params": {"cwd": "<workspace>", "mcpServers": []}}))
+    if kind == "kiro":
+        # Kiro reports its models; a session's model is switched with session/set_model.
+        frames += [_in({"id": rid, "result": {"sessionId": SID, "models": {
+                        "currentModelId": "auto", "availableModels": [{"modelId": "auto", "name": "Auto"},
+                                                                      {"modelId": MODEL, "name": "Sonnet"}]}}}),
+                   _out({"id": rid + 1, "method": "session/set_model", "params": {"sessionId": SID, "modelId": MODEL}}),
+                   _in({"id": rid + 1, "result": {}})]
+        rid += 1
+    else:
+        frames.append(_in({"id": rid, "result": {"sessionId": SID}}))
     # 1. A text turn, with the traffic every flavor must tolerate: extension notifications and
     # requests (`_auth/…` from claude-agent-acp 0.101, `qwen/…` from qwen 0.24: a request is
     # answered -32601, a notification ignored) and a tool_call_update for a call never announced.
@@ -196,7 +206,8 @@ def test_replay_only_flavor_follows_its_protocol_facts(kind, tmp_path):
     # The flavors append their own ACP arguments (`acp`, `agent stdio`); the replayer ignores them.
     config = {"instances": {"agent": {"driver": kind, "binary": binary, "args": args}}}
     with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-        rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=20)
+        rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=20,
+                         model=MODEL if kind == "kiro" else None)
         first = _turn(rt, "say hi")
         assert first[-1].state == "completed"
         assert "".join(e.delta for e in first if e.type == "content.delta") == "Hello from replay"

@@ -5,7 +5,7 @@ here.
 Facts (T3 Code's Cursor support): ``authenticate{methodId:"cursor_login"}`` (the CLI's own
 login, ``agent login``); ``endpoint`` is Cursor's own API endpoint, passed as ``-e`` before
 ``acp`` (it is not a model API: no version suffix is added); ``api_key`` -> ``CURSOR_API_KEY``;
-the model is chosen per session through the agent's ``configOptions`` (category ``model``).
+the model is chosen per session (its ``model`` config option, else ``session/set_model``).
 The command is a launcher script that starts node in the background of its own process: the
 runtime's teardown takes the whole process tree and group (never just the launcher).
 
@@ -51,5 +51,7 @@ CURSOR_FLAVOR = AcpFlavor(
     locator=_locate,
     access_env=_access_env,
     auth_method="cursor_login",
+    # T3 Code sets Cursor's model with session/set_model, then its config options.
+    set_model=True,
     native_modes={"plan": "plan"},
 )

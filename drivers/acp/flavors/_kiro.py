@@ -6,7 +6,8 @@ methods and answers ``authenticate`` with "Method not found": no ``authenticate`
 tool trust stays in place and every remaining permission request goes to the client (T3 Code
 passes ``--trust-all-tools`` for full access; one agent process serves every session of an
 instance here, so full access is enforced at the client boundary instead). The model is the
-session's ``models.currentModelId``.
+session's ``models.currentModelId``; a session's or turn's ``model`` is applied with
+``session/set_model``.
 
 Traps:
 - Kiro drops a ``session/cancel`` that arrives before its prompt is under way, and emits no
@@ -40,6 +41,9 @@ KIRO_FLAVOR = AcpFlavor(
     kind="kiro",
     locator=_locate,
     protocol_args=("acp",),
+    # T3 Code switches Kiro's model with session/set_model when it differs from the session's
+    # models.currentModelId.
+    set_model=True,
     cancel_guard=2.0,
     cancel_retry=0.25,
     native_modes={"plan": "plan"},
