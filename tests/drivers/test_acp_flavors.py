@@ -136,3 +136,13 @@ def test_a_flavor_without_its_binary_is_unavailable_with_the_install_command(tmp
 
 def test_every_flavor_is_registered():
     assert set(FLAVORS) <= set(BUILT_IN_DRIVERS)
+
+
+def test_capability_overrides_follow_the_protocol_facts():
+    caps = {k: BUILT_IN_DRIVERS[k].capabilities for k in ("gemini", "qwen", "claude-acp", "copilot", "codex-acp")}
+    # Every pinned agent answers initialize with loadSession: true.
+    assert all(c.sessions.load and c.sessions.resume for c in caps.values())
+    # usage_update + PromptResponse.usage: claude-acp, copilot, codex-acp; gemini/qwen report it otherwise.
+    assert {k for k, c in caps.items() if c.streaming.token_usage} == {"claude-acp", "copilot", "codex-acp"}
+    # Gemini with fs advertised cannot create a new file: fs is off by default.
+    assert caps["gemini"].tools.client_fs is False
