@@ -23,7 +23,7 @@ updates are accepted and attached, never a new item); 0.101 sends ``_auth/status
 
 from __future__ import annotations
 
-from typing import Any
+from paddock.contract import Capabilities
 
 from paddock.drivers._claude_code import CLAUDE_CODE_QUIET, claude_code_env
 from paddock.drivers.acp import AcpFlavor
@@ -33,7 +33,7 @@ from ._common import loads_sessions, reports_usage
 __all__ = ["CLAUDE_ACP_FLAVOR"]
 
 
-def _capabilities(caps: Any) -> Any:
+def _capabilities(caps: Capabilities) -> Capabilities:
     # loadSession: true at initialize; usage_update + PromptResponse.usage on every turn.
     return reports_usage(loads_sessions(caps))
 

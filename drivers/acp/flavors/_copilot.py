@@ -24,7 +24,7 @@ carries the first prompt as title; ``config_option_update`` arrives at the first
 from __future__ import annotations
 
 import re
-from typing import Any
+from paddock.contract import Capabilities
 
 from paddock.drivers._access import ModelAccess
 from paddock.drivers.acp import AcpFlavor
@@ -59,7 +59,7 @@ def _access_env(access: ModelAccess) -> dict[str, str]:
     return env
 
 
-def _capabilities(caps: Any) -> Any:
+def _capabilities(caps: Capabilities) -> Capabilities:
     # loadSession: true at initialize; usage_update + PromptResponse.usage on every turn.
     return reports_usage(loads_sessions(caps))
 

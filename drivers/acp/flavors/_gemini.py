@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paddock.drivers._access import ModelAccess
+from paddock.drivers import InstanceContext, ModelAccess
 from paddock.drivers.acp import AcpFlavor
 
 from ._common import gemini_family_settings, loads_sessions
@@ -56,7 +56,7 @@ def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
     return {".gemini/settings.json": gemini_family_settings("gemini-api-key" if access.api_key else None)}
 
 
-def _auth(ctx: Any) -> str | None:
+def _auth(ctx: InstanceContext) -> str | None:
     return "gemini-api-key" if ctx.access.api_key or ctx.env.get("GEMINI_API_KEY") else None
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paddock.drivers._access import ModelAccess
+from paddock.drivers import InstanceContext, ModelAccess
 from paddock.drivers.acp import AcpFlavor
 
 from ._common import gemini_family_settings, loads_sessions
@@ -52,7 +52,7 @@ def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
     return {".qwen/settings.json": settings}
 
 
-def _auth(ctx: Any) -> str | None:
+def _auth(ctx: InstanceContext) -> str | None:
     return "openai" if ctx.access.api_key or ctx.access.endpoint or ctx.env.get("OPENAI_API_KEY") else None
 
 
