@@ -24,7 +24,6 @@ updates are accepted and attached, never a new item); 0.101 sends ``_auth/status
 from __future__ import annotations
 
 from paddock.contract import Capabilities
-
 from paddock.drivers._claude_code import CLAUDE_CODE_QUIET, claude_code_env
 from paddock.drivers.acp import AcpFlavor
 

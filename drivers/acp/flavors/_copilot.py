@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from paddock.contract import Capabilities
-
 from paddock.drivers._access import ModelAccess
 from paddock.drivers.acp import AcpFlavor
 
