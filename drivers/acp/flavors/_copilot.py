@@ -24,6 +24,7 @@ carries the first prompt as title; ``config_option_update`` arrives at the first
 from __future__ import annotations
 
 import re
+
 from paddock.contract import Capabilities
 from paddock.drivers._access import ModelAccess
 from paddock.drivers.acp import AcpFlavor
