@@ -42,12 +42,14 @@ if TYPE_CHECKING:
 def _built_in() -> dict[str, Any]:
     from .acp import GENERIC_FLAVOR, acp_driver_spec
     from .claude import claude_driver_spec
+    from .codex import codex_driver_spec
     from .local import LOCAL_FLAVOR
 
     # Every driver shipped with Paddock, by kind. Adding a driver is one line here.
     return {
         "acp": acp_driver_spec(GENERIC_FLAVOR),
         "claude": claude_driver_spec(),
+        "codex": codex_driver_spec(),
         "local": acp_driver_spec(LOCAL_FLAVOR),
     }
 

@@ -22,9 +22,9 @@ __all__ = ["CODEX_CAPABILITIES"]
 
 CODEX_CAPABILITIES = Capabilities(
     # thread/resume continues a persisted thread in a fresh process (the model request replays
-    # the history); one app-server serves every thread of the instance. thread/fork exists but
-    # the adapter contract has no fork operation, so it is off.
-    sessions=SessionsCaps(resume=True, load=False, fork=False, list=False, shared_process=True),
+    # the history); one app-server serves every thread of the instance. thread/fork copies a
+    # persisted thread: CodexAdapter.fork_thread (driver-level; not on the Runtime yet).
+    sessions=SessionsCaps(resume=True, load=False, fork=True, list=False, shared_process=True),
     # thread/revert {beforeTurnId} (0.171.0 has no thread/rollback) replaces the persisted history
     # with the prefix before a turn: rollback_thread. It does not revert file changes.
     threads=ThreadsCaps(read=True, rollback=True, metadata=False),
@@ -42,9 +42,9 @@ CODEX_CAPABILITIES = Capabilities(
     # turn/plan/updated; plan (collaboration) mode needs the experimental collaborationMode field.
     planning=PlanningCaps(plan_updates=True, plan_mode=False),
     subagents=SubagentsCaps(tasks=False),
-    # thread/compact/start exists, but the adapter contract has no compaction operation;
+    # thread/compact/start: CodexAdapter.compact_thread (driver-level; not on the Runtime yet);
     # thread/tokenUsage/updated carries modelContextWindow.
-    context=ContextCaps(compaction=False, context_window=True),
+    context=ContextCaps(compaction=True, context_window=True),
     # turn/diff/updated carries the turn's aggregated git diff.
     checkpointing=CheckpointingCaps(diffs=True, restore=False),
     # Thread, turn and item ids are Codex's (UUIDv7 / the model's call and message ids); server

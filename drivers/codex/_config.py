@@ -17,7 +17,10 @@ DEFAULT_APPROVAL_POLICIES: dict[str, str] = {
 """Runtime mode -> ``approvalPolicy`` of ``thread/start`` / ``turn/start``."""
 
 DEFAULT_SANDBOX_MODES: dict[str, str] = {
-    "approval-required": "read-only",
+    # T3 Code maps approval-required to read-only, but with 0.171.0 a command the host accepted
+    # then runs inside the read-only sandbox and fails (`touch` -> item `failed`): an accept
+    # must let it write the workspace. `untrusted` still asks before every non-safe command.
+    "approval-required": "workspace-write",
     "auto-accept-edits": "workspace-write",
     "full-access": "danger-full-access",
 }
@@ -45,7 +48,11 @@ class CodexConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields
     - ``request_timeout``: seconds a request to the app-server (and a host operation naming no
       timeout) may take;
     - ``interrupt_timeout``: seconds after ``turn/interrupt`` before a turn the app-server never
-      ends is completed ``interrupted`` by the driver.
+      ends is completed ``interrupted`` by the driver;
+    - ``read_coalesce``: seconds the reader waits after a short read of the app-server's stdout
+      (it writes one line per streamed delta), so lines reach the session in batches: at most
+      this much added delay, about a third of the CPU per event (``paddock bench peer-codex``);
+      0 reads at once.
     """
 
     shadow_home: str | None = None
@@ -57,6 +64,7 @@ class CodexConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields
     request_timeout: float = 30.0
     interrupt_timeout: float = 15.0
     shutdown_timeout: float = 5.0
+    read_coalesce: float = 0.001
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -42,12 +42,9 @@ SERVER_REQUESTS = frozenset({
 ``threadId`` reaches it too, as a generic request; one without a thread is answered -32601)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
-    """A decoded notification: ``method`` and its typed params."""
-
-    method: str
-    params: Any
+Note = tuple[str, Any]
+"""A decoded notification: ``(method, typed params)`` (a plain tuple: one per delta on the hot
+path, where a dataclass's ``__init__`` costs more than the decode)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +120,9 @@ class Router:
 
     def on_batch(self, batch: list[Any]) -> None:
         groups: dict[str, list[Note | Req]] = {}
+        decoders = _DECODERS
+        last_tid: str | None = None
+        last: list[Note | Req] = []
         for msg in batch:
             method = msg.method
             if type(msg) is JsonRpcRequest:
@@ -135,28 +135,23 @@ class Router:
                     log.debug("app-server request %r without a thread answered -32601", method)
                     self._reject(msg)
                     continue
-                groups.setdefault(tid, []).append(Req(msg.id, method, msg.params))
-                continue
-            decoder = _DECODERS.get(method)
-            if decoder is None:
-                if method in ("configWarning", "deprecationNotice"):
-                    try:
-                        note = msgspec.json.decode(msg.params)
-                        text = note.get("summary") or "" if isinstance(note, dict) else ""
-                    except msgspec.DecodeError:
-                        text = ""
-                    with self._lock:
-                        if len(self.instance_notes) < 32:
-                            self.instance_notes.append((method, text))
-                else:
-                    log.debug("app-server notification %r ignored", method)
-                continue
-            try:
-                params = decoder.decode(msg.params)
-            except msgspec.DecodeError as exc:
-                log.debug("app-server notification %r not understood: %s", method, exc)
-                continue
-            groups.setdefault(params.threadId, []).append(Note(method, params))
+                item: Note | Req = Req(msg.id, method, msg.params)
+            else:
+                decoder = decoders.get(method)
+                if decoder is None:
+                    self._instance_note(method, msg.params)
+                    continue
+                try:
+                    params = decoder.decode(msg.params)
+                except msgspec.DecodeError as exc:
+                    log.debug("app-server notification %r not understood: %s", method, exc)
+                    continue
+                tid = params.threadId
+                item = (method, params)
+            if tid != last_tid:
+                last_tid = tid
+                last = groups.setdefault(tid, [])
+            last.append(item)
         if not groups:
             return
         with self._lock:
@@ -176,6 +171,19 @@ class Router:
                 if len(held) > _MAX_UNCLAIMED:
                     self._drop(held[:-_MAX_UNCLAIMED])
                     del held[:-_MAX_UNCLAIMED]
+
+    def _instance_note(self, method: str, raw: msgspec.Raw) -> None:
+        if method not in ("configWarning", "deprecationNotice"):
+            log.debug("app-server notification %r ignored", method)
+            return
+        try:
+            note = msgspec.json.decode(raw)
+            text = (note.get("summary") or "") if isinstance(note, dict) else ""
+        except msgspec.DecodeError:
+            text = ""
+        with self._lock:
+            if len(self.instance_notes) < 32:
+                self.instance_notes.append((method, text))
 
     def _drop(self, items: list[Note | Req]) -> None:
         for item in items:

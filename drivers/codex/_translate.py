@@ -169,7 +169,7 @@ class Translator:
 
     # turn bookkeeping (the session actor owns start and completion) ---------------------------
 
-    def begin(self, turn_id: str, native_turn_id: str) -> None:
+    def begin(self, turn_id: str, native_turn_id: str | None) -> None:
         self.turn_id, self.native_turn_id = turn_id, native_turn_id
         self.interrupted = False
         self._open_items.clear()
@@ -190,10 +190,14 @@ class Translator:
     # notifications --------------------------------------------------------------------------
 
     def delta(self, stream: str, d: w.Delta, out: list[EventBase]) -> None:
-        if not d.delta or not self._ours(d.turnId) or d.itemId not in self._open_items:
+        # The hot path (one call per streamed chunk): checks inlined, identity fields by name.
+        turn = d.turnId
+        if (not d.delta or self.turn_id is None or (turn is not None and turn != self.native_turn_id)
+                or d.itemId not in self._open_items):
             return
-        out.append(ContentDelta(**self.identity, turn_id=self.turn_id, item_id=d.itemId, stream=stream,  # type: ignore[arg-type]
-                                delta=d.delta))
+        ident = self.identity
+        out.append(ContentDelta(driver=ident["driver"], instance_id=ident["instance_id"], thread_id=ident["thread_id"],
+                                turn_id=self.turn_id, item_id=d.itemId, stream=stream, delta=d.delta))  # type: ignore[arg-type]
 
     def item_started(self, n: w.ItemNotification, out: list[EventBase]) -> None:
         if not self._ours(n.turnId) or self.interrupted:

@@ -11,7 +11,7 @@ import msgspec
 from paddock.actors import JsonRpcNotification, JsonRpcRequest
 from paddock.contract import EventIdentity
 from paddock.drivers.codex._approvals import NativeRequest, answer_for, cancel_answer, request_kind
-from paddock.drivers.codex._server import Incoming, Note, Req, Router
+from paddock.drivers.codex._server import Incoming, Req, Router
 from paddock.drivers.codex._translate import DELTA_STREAMS, Translator, item_fields, turn_error_text
 from paddock.drivers.codex import _wire as w
 from tests.adapter_harness import etype
@@ -61,7 +61,7 @@ def _translate(items: list) -> list:
     for item in items:
         if type(item) is Req:
             continue
-        m, p = item.method, item.params
+        m, p = item
         if m == "turn/started":
             tr.begin("T", p.turn.id)
         elif m == "turn/completed":
@@ -84,7 +84,7 @@ def _translate(items: list) -> list:
 def test_simple_turn_maps_items_deltas_and_usage():
     items, rejected = _route("codex-transcript.jsonl")
     assert not rejected
-    assert {i.method for i in items if type(i) is Note} >= {"turn/started", "item/agentMessage/delta", "turn/completed"}
+    assert {i[0] for i in items if type(i) is tuple} >= {"turn/started", "item/agentMessage/delta", "turn/completed"}
     events = _translate(items)
     kinds = [(etype(e), getattr(e, "kind", None)) for e in events if etype(e) != "content.delta"]
     assert kinds[:4] == [("item.started", "user_message"), ("item.completed", "user_message"),
@@ -122,9 +122,9 @@ def test_a_failed_model_call_is_an_error_then_a_failed_turn():
     events = _translate(items)
     [err] = [e for e in events if etype(e) == "runtime.error"]
     assert "high demand" in err.message and "internalServerError" in err.message
-    [done] = [i for i in items if type(i) is Note and i.method == "turn/completed"]
-    assert done.params.turn.status == "failed"
-    assert "internalServerError" in turn_error_text(done.params.turn.error)
+    [done] = [i[1] for i in items if type(i) is tuple and i[0] == "turn/completed"]
+    assert done.turn.status == "failed"
+    assert "internalServerError" in turn_error_text(done.turn.error)
 
 
 def test_deltas_of_another_turn_and_after_the_turn_are_dropped():
