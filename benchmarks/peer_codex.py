@@ -19,6 +19,10 @@ send -> completed. Then ``--streams`` ``long`` turns per side, interleaved: even
 first delta to the turn's end, and this process's CPU seconds per 100k events over the turn
 (every thread; the app-server's own CPU is the same binary on both sides and is not counted).
 Targets (issue 15): latency median <= the SDK's, events/s >= 2x, CPU per event <= 1/2.
+
+A third side, ``raw``, is a plain JSON-lines client (subprocess, one thread, msgspec down to
+each line's method, nothing else) on its own app-server: the ceiling both clients are held to,
+since the app-server writes one line per delta and cannot stream faster than it produces.
 Without the pinned binary or the SDK (``bench`` extra) it prints ``{"skipped": reason}``.
 """
 
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
+
+import msgspec
 import os
 import subprocess
 import sys
@@ -175,6 +181,82 @@ class SdkSide:
         self.codex.close()
 
 
+class _RawLine(msgspec.Struct):
+    id: int | str | None = None
+    method: str | None = None
+
+
+class RawSide:
+    """The ceiling: a plain JSON-lines client with no actors, no events and no threads. The
+    app-server is spawned with subprocess, its stdout read on the caller's thread in 256 KiB
+    reads, and each line decoded with one msgspec Decoder down to its ``method``. What it
+    measures is how fast the pinned app-server itself streams to a reader that does nothing."""
+
+    def __init__(self, binary: str, env: dict[str, str], cwd: str) -> None:
+        started = time.perf_counter()
+        self.proc = subprocess.Popen([binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env, cwd=cwd, bufsize=0)
+        self._fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        self._buf = b""
+        self._decode = msgspec.json.Decoder(_RawLine).decode
+        self._ids = iter(range(1, 1 << 30))
+        self._call("initialize", {"clientInfo": {"name": "raw", "title": "raw", "version": "0"},
+                                  "capabilities": {"experimentalApi": True}})
+        self._send({"method": "initialized"})
+        result = self._call("thread/start", {"cwd": cwd, "approvalPolicy": "never", "sandbox": "danger-full-access"})
+        self.thread_id = msgspec.json.decode(result)["result"]["thread"]["id"]
+        self.start_seconds = time.perf_counter() - started
+
+    def _send(self, msg: dict) -> None:
+        self.proc.stdin.write(msgspec.json.encode(msg) + b"\n")  # type: ignore[union-attr]
+
+    def _lines(self):
+        while True:
+            chunk = os.read(self._fd, 262_144)
+            if not chunk:
+                raise RuntimeError("raw: the app-server closed its stdout")
+            lines = (self._buf + chunk).split(b"\n")
+            self._buf = lines.pop()
+            yield from lines
+
+    def _call(self, method: str, params: dict) -> bytes:
+        rid = next(self._ids)
+        self._send({"id": rid, "method": method, "params": params})
+        for line in self._lines():
+            msg = self._decode(line)
+            if msg.method is None and msg.id == rid:
+                return line
+        raise AssertionError("unreachable")
+
+    def turn(self, text: str) -> tuple[float, int, float | None]:
+        started = time.perf_counter()
+        self._send({"id": next(self._ids), "method": "turn/start",
+                    "params": {"threadId": self.thread_id, "input": [{"type": "text", "text": text, "text_elements": []}]}})
+        events = 0
+        first = None
+        for line in self._lines():
+            method = self._decode(line).method
+            if method == "item/agentMessage/delta":
+                events += 1
+                if first is None:
+                    first = time.perf_counter()
+            elif method == "turn/completed":
+                end = time.perf_counter()
+                return end - started, events, (end - first) if first is not None else None
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+SIDES = ("paddock", "sdk", "raw")
+
+
 def _stats(xs: list[float]) -> dict:
     return {"median_ms": ms(median(xs)), "p90_ms": ms(percentile(xs, 0.9)), "n": len(xs)}
 
@@ -202,38 +284,36 @@ def _run(binary: str, args: argparse.Namespace, tmp: Path) -> dict:
     workspace = tmp / "workspace"
     workspace.mkdir()
     model = ModelProc(args.chars, args.chunks, workspace)
-    paddock = sdk = None
-    out: dict = {"turn": {"paddock": [], "sdk": []}, "stream": {"paddock": [], "sdk": []}}
+    clients: dict = {}
+    out: dict = {"turn": {s: [] for s in SIDES}, "stream": {s: [] for s in SIDES}}
     try:
-        p_env = build_offline_env("codex", tmp / "env-paddock", model_url=model.url)
-        s_env = build_offline_env("codex", tmp / "env-sdk", model_url=model.url)
+        envs = {s: build_offline_env("codex", tmp / f"env-{s}", model_url=model.url).env for s in SIDES}
         (tmp / "state").mkdir()
-        paddock = PaddockSide(model.url, str(tmp / "state"), str(workspace), p_env.env)
-        sdk = SdkSide(binary, s_env.env, str(workspace))
-        out["start_ms"] = {"paddock": ms(paddock.start_seconds), "sdk": ms(sdk.start_seconds)}
+        clients["paddock"] = PaddockSide(model.url, str(tmp / "state"), str(workspace), envs["paddock"])
+        clients["sdk"] = SdkSide(binary, envs["sdk"], str(workspace))
+        clients["raw"] = RawSide(binary, envs["raw"], str(workspace))
+        out["start_ms"] = {s: ms(c.start_seconds) for s, c in clients.items()}
         n = 0
         for k in range(args.warmup + args.turns):
-            for side in (("paddock", "sdk") if k % 2 == 0 else ("sdk", "paddock")):
+            for side in SIDES[k % 3:] + SIDES[:k % 3]:
                 n += 1
-                client = paddock if side == "paddock" else sdk
-                total, _, _ = client.turn(PROMPT.format(scenario="text", n=n))
+                total, _, _ = clients[side].turn(PROMPT.format(scenario="text", n=n))
                 if k >= args.warmup:
                     out["turn"][side].append(total)
         for k in range(args.streams):
-            for side in (("paddock", "sdk") if k % 2 == 0 else ("sdk", "paddock")):
+            for side in SIDES[k % 3:] + SIDES[:k % 3]:
                 n += 1
-                client = paddock if side == "paddock" else sdk
+                client = clients[side]
                 cpu0 = self_cpu()
                 total, events, streaming = client.turn(PROMPT.format(scenario="long", n=n))
                 cpu = self_cpu() - cpu0
                 out["stream"][side].append({"events": events, "seconds": streaming, "turn_seconds": total, "cpu": cpu})
     finally:
-        for client in (sdk, paddock):
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:
-                    pass
+        for client in clients.values():
+            try:
+                client.close()
+            except Exception:
+                pass
         model.close()
     return out
 
@@ -262,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             survivors = _survivors()
     sides: dict = {}
-    for side in ("paddock", "sdk"):
+    for side in SIDES:
         streams = result["stream"][side]
         rates = [s["events"] / s["seconds"] for s in streams if s["seconds"]]
         cpu = [per_100k(s["cpu"], s["events"]) for s in streams]
@@ -273,12 +353,16 @@ def main(argv: list[str] | None = None) -> int:
             "cpu_s_per_100k_median": median([c for c in cpu if c is not None]),
             "session_start_ms": result["start_ms"][side],
         }
-    p, s = sides["paddock"], sides["sdk"]
+    p, s, raw = sides["paddock"], sides["sdk"], sides["raw"]
     ratio = {
         "turn_median": _ratio(median(result["turn"]["paddock"]), median(result["turn"]["sdk"])),
         "turn_p90": _ratio(percentile(result["turn"]["paddock"], 0.9), percentile(result["turn"]["sdk"], 0.9)),
         "events_per_s": _ratio(p["events_per_s_median"], s["events_per_s_median"]),
         "cpu_per_event": _ratio(p["cpu_s_per_100k_median"], s["cpu_s_per_100k_median"]),
+    }
+    ceiling = {  # how close each client comes to the app-server's own streaming rate
+        "paddock_events_per_s_over_raw": _ratio(p["events_per_s_median"], raw["events_per_s_median"]),
+        "sdk_events_per_s_over_raw": _ratio(s["events_per_s_median"], raw["events_per_s_median"]),
     }
     targets = {"turn_median": "<= 1.0", "events_per_s": ">= 2.0", "cpu_per_event": "<= 0.5"}
     meets = {
@@ -291,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         "sdk": f"{SDK_PACKAGE} {_sdk_version()}",
         "cli": f"codex {version} ({binary})",
         "turns": args.turns, "streams": args.streams, "chunks": args.chunks, "chars": args.chars,
-        "results": {"paddock": p, "sdk": s, "ratio_paddock_over_sdk": ratio},
+        "results": {"paddock": p, "sdk": s, "raw": raw, "ratio_paddock_over_sdk": ratio, "ceiling": ceiling},
         "targets": targets, "meets_targets": meets,
         "survivors": survivors,
         "per_turn_ms": {k: [ms(x) for x in v] for k, v in result["turn"].items()},
