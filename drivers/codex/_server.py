@@ -25,22 +25,9 @@ from paddock.contract import OperationTimeout, PaddockError, ProcessError, Reque
 from . import _wire as w
 from ._translate import DELTA_STREAMS
 
-__all__ = ["Incoming", "Note", "Req", "Router", "ServerLink", "SERVER_REQUESTS"]
+__all__ = ["Incoming", "Note", "Req", "Router", "ServerLink"]
 
 log = logging.getLogger(__name__)
-
-SERVER_REQUESTS = frozenset({
-    "item/commandExecution/requestApproval",
-    "item/fileChange/requestApproval",
-    "item/permissions/requestApproval",
-    "item/tool/requestUserInput",
-    "mcpServer/elicitation/request",
-    "execCommandApproval",
-    "applyPatchApproval",
-})
-"""Server requests that belong to a thread and reach its session (any other method with a
-``threadId`` reaches it too, as a generic request; one without a thread is answered -32601)."""
-
 
 Note = tuple[str, Any]
 """A decoded notification: ``(method, typed params)`` (a plain tuple: one per delta on the hot

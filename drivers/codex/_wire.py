@@ -19,6 +19,7 @@ __all__ = [
     "Delta",
     "ErrorNotification",
     "FileChangeApprovalParams",
+    "InitializeCapabilities",
     "InitializeParams",
     "InitializeResult",
     "Item",
