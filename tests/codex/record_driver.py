@@ -12,7 +12,7 @@ from paddock.actors import EventHub
 from paddock.testing import ModelServer, Recorder, load_pins
 
 from .conftest import Harness
-from .scenarios import RESUME_PARTS, SCENARIOS, resume_first, resume_second
+from .scenarios import KILL_PARTS, RESUME_PARTS, SCENARIOS, kill9_first, kill9_second, resume_first, resume_second
 
 OUT = Path(__file__).resolve().parents[1] / "recordings" / "codex" / "driver"
 
@@ -24,6 +24,19 @@ def _recorder(name: str, tmp: Path, h_root: Path) -> Recorder:
                     replacements=[(str(h_root), "<tmp>")])
 
 
+class SwitchTap:
+    """A LineTap that writes to ``current``; the recorder switches it between processes."""
+
+    def __init__(self, current: Recorder) -> None:
+        self.current = current
+
+    def on_outbound(self, line: bytes) -> None:
+        self.current.on_outbound(line)
+
+    def on_inbound(self, line: bytes) -> None:
+        self.current.on_inbound(line)
+
+
 def record(names: list[str]) -> None:
     hub = EventHub.start(None)
     try:
@@ -32,6 +45,17 @@ def record(names: list[str]) -> None:
                 tmp = Path(t)
                 (tmp / "workspace").mkdir()
                 with ModelServer(workspace=tmp / "workspace") as server:
+                    if name == "kill9":
+                        recs = [_recorder(part, tmp, tmp) for part in KILL_PARTS]
+                        tap = SwitchTap(recs[0])
+                        h = Harness(tmp, hub, server, tap=tap, env_root=tmp / "env")
+                        first = kill9_first(h)
+                        tap.current = recs[1]  # the restart comes after a 0.5 s backoff
+                        print(name, first, kill9_second(h, first["pid"]))
+                        h.close()
+                        for part, rec in zip(KILL_PARTS, recs):
+                            rec.write(OUT / f"{part}.jsonl")
+                        continue
                     if name == "resume":
                         recs = [_recorder(part, tmp, tmp) for part in RESUME_PARTS]
                         h = Harness(tmp, hub, server, tap=recs[0], env_root=tmp / "env")
@@ -53,4 +77,4 @@ def record(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    record(sys.argv[1:] or [*SCENARIOS, "resume"])
+    record(sys.argv[1:] or [*SCENARIOS, "resume", "kill9"])

@@ -108,3 +108,41 @@ def resume_second(h: Any, cursor: Any) -> dict:
     session = h.start(resume_cursor=cursor)
     res, evs = h.turn("what was the word? SCENARIO:text")
     return {"resumed": session.resumed, "state": evs[-1].state}
+
+
+KILL_PARTS = ("kill9-1", "kill9-2")
+
+
+def _pid(h: Any) -> int:
+    return h.adapter.link.conn.process.pid
+
+
+def kill9_first(h: Any) -> dict:
+    """A turn, then a slow turn killed (SIGKILL) mid-stream; returns once the session exited."""
+    import os
+    import signal
+
+    h.start()
+    h.turn("the word is PELICAN SCENARIO:text")
+    res = h.send("count slowly SCENARIO:slow")
+    h.events_until(lambda e: etype(e) == "content.delta")
+    pid = _pid(h)
+    os.kill(pid, signal.SIGKILL)
+    evs = h.events_until(lambda e: etype(e) == "session.exited")
+    [done] = [e for e in of_type(evs, "turn.completed") if e.turn_id == res.turn_id]
+    return {"pid": pid, "state": done.state, "recoverable": evs[-1].recoverable}
+
+
+def kill9_second(h: Any, old_pid: int) -> dict:
+    """After the restart: the next turn resumes the thread on the new process."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        link = h.adapter.link
+        if link is not None and link.conn.process.pid != old_pid and link.exit_info is None:
+            break
+        time.sleep(0.05)
+    res, evs = h.turn("what was the word? SCENARIO:text")
+    started = of_type(evs, "session.started")
+    return {"resumed": bool(started) and started[-1].resumed, "state": evs[-1].state}

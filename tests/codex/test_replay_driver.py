@@ -15,7 +15,7 @@ import pytest
 from paddock.testing import load_transcript
 
 from .conftest import Harness
-from .scenarios import EXPECTED, RESUME_PARTS, SCENARIOS, resume_first, resume_second
+from .scenarios import EXPECTED, KILL_PARTS, RESUME_PARTS, SCENARIOS, kill9_first, kill9_second, resume_first, resume_second
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings" / "codex" / "driver"
 
@@ -39,7 +39,7 @@ def _close_ok(h: Harness) -> None:
 
 def test_every_scenario_has_a_recording():
     names = {p.stem for p in RECORDINGS.glob("*.jsonl")}
-    assert names == {*SCENARIOS, *RESUME_PARTS}
+    assert names == {*SCENARIOS, *RESUME_PARTS, *KILL_PARTS}
     for path in RECORDINGS.glob("*.jsonl"):
         header = load_transcript(path).header
         assert (header["cli"], header["protocol"]) == ("codex", "codex-app-server")
@@ -67,6 +67,24 @@ def test_resume_in_a_fresh_process_replays(tmp_path, hub):
     h2 = _harness(tmp_path, hub, RESUME_PARTS[1], instance_id="codex-test-2")
     assert resume_second(h2, cursor) == {"resumed": True, "state": "completed"}
     _close_ok(h2)
+
+
+def test_kill_9_mid_turn_replays_across_the_restart(tmp_path, hub):
+    # Each start of the "app-server" plays the next recording: the one killed mid-turn, then the
+    # one the supervisor started after it (handshake, thread/resume, the next turn).
+    seq = Path(__file__).with_name("replay_seq.py")
+    files = [str(RECORDINGS / f"{part}.jsonl") for part in KILL_PARTS]
+    args = [str(seq), str(tmp_path / "starts"), *files, "--workspace", str(tmp_path / "workspace")]
+    h = Harness(tmp_path, hub, _NoServer(), binary=sys.executable, args=args)
+    try:
+        first = kill9_first(h)
+        assert (first["state"], first["recoverable"]) == ("failed", True)
+        assert kill9_second(h, first["pid"]) == {"resumed": True, "state": "completed"}
+    except BaseException:
+        h.close()
+        raise
+    _close_ok(h)
+    assert (tmp_path / "starts").read_text() == "2"
 
 
 def test_a_different_outgoing_line_fails_the_replay(tmp_path, hub):
