@@ -13,6 +13,8 @@ import pytest
 
 from paddock.contract import ConfigError, RequestError, ValidationError
 
+from tests.live.conftest import require_peer
+
 from .conftest import etype, of_type, text_of
 
 pytestmark = pytest.mark.live
@@ -398,3 +400,24 @@ def test_every_thread_of_the_process_exits_recoverable_and_past_the_budget_the_i
     h.start("t3")  # a fresh tree
     res, evs = h.turn("fresh SCENARIO:text", thread_id="t3")
     assert evs[-1].state == "completed"
+
+
+def test_a_non_zero_exit_is_restarted_like_a_kill(tmp_path, make):
+    # The app-server behind a wrapper that exits 3 when it ends: the supervisor sees a non-zero
+    # exit of its child (not a signal), and recovers the same way.
+    _, argv = require_peer("codex")
+    wrapper = tmp_path / "codex-wrapper"
+    wrapper.write_text(f'#!/bin/sh\n"{argv[0]}" "$@"\nexit 3\n')
+    wrapper.chmod(0o755)
+    h = make(binary=str(wrapper))
+    h.start()
+    h.turn("the word is PELICAN SCENARIO:text")
+    codex = [p for p in _app_server(h).children(recursive=True) if p.name() == "codex"]
+    assert len(codex) == 1
+    old = h.adapter.link.conn.process.pid
+    codex[0].kill()
+    exited = h.events_until(lambda e: etype(e) == "session.exited")[-1]
+    assert exited.recoverable and exited.exit_code == 3 and exited.signal is None
+    _wait_new_server(h, old)
+    res, evs = h.turn("what was the word? SCENARIO:text")
+    assert of_type(evs, "session.started")[-1].resumed and evs[-1].state == "completed"
