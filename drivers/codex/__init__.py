@@ -31,6 +31,14 @@ Conventions (what hosts and other layers can rely on):
   ``turn.error``'s message); ``interrupt_turn`` -> ``turn/interrupt``; ``steer_turn`` ->
   ``turn/steer``; ``rollback_thread`` -> ``thread/revert``.
 - Crash: the app-server is restarted by the instance supervisor; see :mod:`._adapter`.
+
+Mode mapping (overridable with ``approval_policies`` / ``sandbox_modes``):
+
+| runtime mode | ``approvalPolicy`` | ``sandbox`` |
+|---|---|---|
+| approval-required | ``untrusted`` (asks for every command not on Codex's safe list, and every patch) | ``workspace-write`` (T3 Code uses ``read-only``; there an accepted command fails in the sandbox) |
+| auto-accept-edits | ``on-request`` | ``workspace-write`` |
+| full-access | ``never`` | ``danger-full-access`` |
 """
 
 from ._adapter import CodexAdapter as CodexAdapter
