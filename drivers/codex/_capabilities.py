@@ -47,9 +47,10 @@ CODEX_CAPABILITIES = Capabilities(
     context=ContextCaps(compaction=True, context_window=True),
     # turn/diff/updated carries the turn's aggregated git diff.
     checkpointing=CheckpointingCaps(diffs=True, restore=False),
-    # Thread, turn and item ids are Codex's (UUIDv7 / the model's call and message ids); server
-    # request ids are JSON-RPC ids that Codex reuses per process (0, 1, ...).
-    identity=IdentityCaps(thread="strong", turn="strong", item="strong", request="weak"),
+    # Thread, turn and item ids are Codex's (UUIDv7 / the model's call and message ids); a
+    # request's native id is its approvalId, else its itemId (T3 Code correlates the same way),
+    # not the JSON-RPC id, which Codex reuses per process (0, 1, ...).
+    identity=IdentityCaps(thread="strong", turn="strong", item="strong", request="strong"),
     # approvalPolicy and the sandbox are enforced by Codex itself.
     runtime_policy=RuntimePolicyCaps(enforcement="native",
                                      modes=("approval-required", "auto-accept-edits", "full-access")),

@@ -546,11 +546,13 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         title: str | None = None
         detail: str | None = None
         permissions: Any = None
-        data: dict[str, Any] = {"method": method}
+        approval_id: str | None = None
+        data: dict[str, Any] = {"method": method, "rpc_id": req.id}
         try:
             if method == "item/commandExecution/requestApproval":
                 c = _command.decode(req.params)
                 item_id, native_turn, title, detail = c.itemId, c.turnId, c.command, c.reason
+                approval_id = c.approvalId
                 data.update(command=c.command, cwd=c.cwd, approval_id=c.approvalId)
             elif method == "item/fileChange/requestApproval":
                 f = _file_change.decode(req.params)
@@ -562,7 +564,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
                 data.update(permissions=pr.permissions)
             elif method in ("execCommandApproval", "applyPatchApproval"):
                 lg = _legacy.decode(req.params)
-                item_id, detail = lg.callId, lg.reason
+                item_id, detail, approval_id = lg.callId, lg.reason, lg.approvalId
                 if method == "execCommandApproval":
                     title = " ".join(lg.command)
                     data.update(command=list(lg.command), cwd=lg.cwd)
@@ -583,7 +585,9 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         opened = RequestOpened(
             **self.identity, turn_id=self.turn.turn_id, item_id=item_id, request_id=self.requests.new_id(self.turn.turn_id),
             kind=request_kind(method), title=title, detail=detail, data=data,  # type: ignore[arg-type]
-            provider_refs=self.tr.refs(item=item_id, request=str(req.id)),
+            # The native request id: Codex's approvalId where it gives one, else the item's id
+            # (the model's call id); the JSON-RPC id is reused per process (data["rpc_id"]).
+            provider_refs=self.tr.refs(item=item_id, request=approval_id or item_id or str(req.id)),
         )
         self.open_request(events, opened, native)
 

@@ -78,6 +78,7 @@ def test_command_approval_accepted_runs_the_command(make, workspace):
     h.start(runtime_mode="approval-required")
     opened, item, _ = _approval_turn(h, "create hello.txt SCENARIO:tool_shell", "command", "accept")
     assert "touch hello.txt" in (opened.title or "") and opened.data["method"] == "item/commandExecution/requestApproval"
+    assert opened.provider_refs.request == opened.item_id == opened.provider_refs.item  # the model's call id
     assert item.kind == "command" and item.status == "completed"
     assert (workspace / "hello.txt").exists()
     with pytest.raises(RequestError):  # answered once
