@@ -422,3 +422,25 @@ def test_a_non_zero_exit_is_restarted_like_a_kill(tmp_path, make):
     _wait_new_server(h, old)
     res, evs = h.turn("what was the word? SCENARIO:text")
     assert of_type(evs, "session.started")[-1].resumed and evs[-1].state == "completed"
+
+
+def test_stop_mid_turn_cancels_it_and_the_thread_resumes_later(make, model_server):
+    from paddock.contract import SessionClosedError
+
+    h = make()
+    h.start()
+    h.turn("the word is PELICAN SCENARIO:text")
+    res = h.send("count slowly SCENARIO:slow")
+    h.events_until(lambda e: etype(e) == "content.delta")
+    cursor = h.adapter.list_sessions()[0].resume_cursor
+    h.adapter.stop_session("t1", timeout=10)
+    evs = h.events_until(lambda e: etype(e) == "session.exited")
+    [done] = [e for e in of_type(evs, "turn.completed") if e.turn_id == res.turn_id]
+    assert done.state == "cancelled" and evs[-1].reason == "stopped"
+    with pytest.raises(SessionClosedError):
+        h.send("late SCENARIO:text")
+    session = h.start(resume_cursor=cursor)  # same app-server, the thread comes back
+    assert session.resumed
+    res2, evs2 = h.turn("what was the word? SCENARIO:text")
+    assert evs2[-1].state == "completed"
+    assert "PELICAN" in str(model_server.model_calls()[-1].body["input"])
