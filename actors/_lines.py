@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import IO
 
 from paddock.contract import OperationTimeout, ProcessError
 
-__all__ = ["LineSplitter", "StderrRing", "StdinWriter", "read_stderr", "read_stdout_lines"]
+__all__ = ["COALESCE_BELOW", "LineSplitter", "StderrRing", "StdinWriter", "read_stderr", "read_stdout_lines"]
+
+COALESCE_BELOW = 16 * 1024
+"""A read shorter than this (bytes) is followed by the ``coalesce`` wait, when one is set."""
 
 log = logging.getLogger("paddock.actors")
 
@@ -102,9 +106,16 @@ def read_stdout_lines(
     splitter: LineSplitter,
     sink: LinesSink,
     chunk_bytes: int,
+    coalesce: float = 0.0,
 ) -> None:
     """Reader-thread body: read big chunks until EOF, hand each chunk's lines to ``sink`` in
-    one call. A failing sink is logged, never fatal to the stream."""
+    one call. A failing sink is logged, never fatal to the stream.
+
+    ``coalesce`` > 0: after a read that returned less than :data:`COALESCE_BELOW` bytes, wait
+    that many seconds before the next read, so that a child writing one small line per
+    ``write`` (the Codex app-server: one line per streamed delta) is read in batches instead
+    of one syscall, one split and one hand-off per line. It delays a line by at most
+    ``coalesce`` seconds and never while data keeps arriving in big reads."""
     read = pipe.read
     while True:
         try:
@@ -120,6 +131,8 @@ def read_stdout_lines(
         if not chunk:
             _close(pipe)
             return
+        if coalesce and len(chunk) < COALESCE_BELOW:
+            time.sleep(coalesce)
 
 
 def _close(pipe: IO[bytes]) -> None:

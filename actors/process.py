@@ -63,6 +63,10 @@ class ProcessSpec:
     max_line_bytes: int = 16 * 1024 * 1024
     stderr_ring_bytes: int = 64 * 1024
     read_chunk_bytes: int = 256 * 1024
+    read_coalesce: float = 0.0
+    """Seconds to wait after a short stdout read before the next one (0: read at once); see
+    :func:`paddock.actors._lines.read_stdout_lines`. For children that write one small line per
+    write at a high rate."""
     max_stdin_bytes: int = 16 * 1024 * 1024
     graceful: Callable[[ProcessHandle], None] | None = None
     graceful_timeout: float | None = None
@@ -306,7 +310,7 @@ class ProcessActor(SupervisedActor):
         splitter = LineSplitter(spec.max_line_bytes, self._overlong)
         self._stdout_thread = threading.Thread(
             target=read_stdout_lines,
-            args=(popen.stdout, splitter, self._on_lines, spec.read_chunk_bytes),
+            args=(popen.stdout, splitter, self._on_lines, spec.read_chunk_bytes, spec.read_coalesce),
             name=f"stdout-{spec.label}",
             daemon=True,
         )

@@ -43,6 +43,7 @@ def _built_in() -> dict[str, Any]:
     from .acp import GENERIC_FLAVOR, acp_driver_spec
     from .acp.flavors import FLAVORS, OTHER_FLAVORS
     from .claude import claude_driver_spec
+    from .codex import codex_driver_spec
     from .local import LOCAL_FLAVOR
 
     # Every driver shipped with Paddock, by kind. Adding a driver is one line here (an ACP
@@ -50,6 +51,7 @@ def _built_in() -> dict[str, Any]:
     return {
         "acp": acp_driver_spec(GENERIC_FLAVOR),
         "claude": claude_driver_spec(),
+        "codex": codex_driver_spec(),
         "local": acp_driver_spec(LOCAL_FLAVOR),
         **{kind: acp_driver_spec(flavor) for kind, flavor in {**FLAVORS, **OTHER_FLAVORS}.items()},
     }

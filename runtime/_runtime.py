@@ -23,6 +23,7 @@ from paddock.contract import (
     DECISIONS,
     INTERACTION_MODES,
     MAX_PROMPT_CHARS,
+    ModelInfo,
     RUNTIME_MODES,
     Capabilities,
     CapabilityUnsupportedError,
@@ -73,6 +74,9 @@ class InstanceInfo(msgspec.Struct, frozen=True, kw_only=True):
     capabilities: Capabilities | None = None
     home: str | None = None
     binary: str | None = None
+    models: tuple[ModelInfo, ...] | None = None
+    """The instance's model catalog, once its agent listed one (drivers with an optional
+    ``models()`` method, e.g. ``codex``'s ``model/list``); ``None`` when unknown."""
 
 
 class _Instance:
@@ -257,8 +261,11 @@ class Runtime(metaclass=NoPublicConstructor):
         out = []
         for inst in self._instances.values():
             caps = None
+            models = None
             if inst.adapter is not None:
                 caps = inst.adapter.capabilities()
+                catalog = getattr(inst.adapter, "models", None)  # optional adapter hook
+                models = catalog() if callable(catalog) else None
             elif inst.spec is not None and inst.reason is None:
                 caps = getattr(inst.spec, "capabilities", None)
             out.append(
@@ -270,6 +277,7 @@ class Runtime(metaclass=NoPublicConstructor):
                     capabilities=caps,
                     home=str(inst.home) if inst.home else None,
                     binary=getattr(inst.config, "binary", None),
+                    models=models,
                 )
             )
         return out

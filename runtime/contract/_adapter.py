@@ -15,6 +15,7 @@ __all__ = [
     "Decision",
     "InteractionMode",
     "ItemSnapshot",
+    "ModelInfo",
     "ProviderAdapter",
     "RuntimeMode",
     "SendTurnInput",
@@ -93,6 +94,16 @@ class Session(_Input, frozen=True):
     resumed: bool = False
     """The session continues a native session from ``resume_cursor`` (a failed resume that fell
     back to a fresh native session leaves this false)."""
+
+
+class ModelInfo(_Input, frozen=True):
+    """One entry of an instance's model catalog (``InstanceInfo.models``), as its agent lists it."""
+
+    id: str
+    display_name: str | None = None
+    description: str | None = None
+    is_default: bool = False
+    hidden: bool = False
 
 
 class ItemSnapshot(_Input, frozen=True):

@@ -184,3 +184,21 @@ def test_stopping_the_actor_kills_a_shell_tree():
     handle.actor_ref.stop()
     assert not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE
     assert os.getpgid(os.getpid()) != handle.pid  # the child had its own group
+
+
+_DRIP = "import sys, time\nfor i in range(60):\n    sys.stdout.write(f'line {i}\\n'); sys.stdout.flush(); time.sleep(0.001)\n"
+
+
+@pytest.mark.parametrize("coalesce", [0.0, 0.02])
+def test_read_coalesce_batches_a_child_that_writes_line_by_line(coalesce):
+    sink = Collector()
+    handle = ProcessActor.open(ProcessSpec(argv=(PYTHON, "-c", _DRIP), read_coalesce=coalesce), on_lines=sink)
+    try:
+        sink.wait(lambda lines: len(lines) == 60)
+        assert sink.lines == [f"line {i}".encode() for i in range(60)]  # none lost, in order
+        if coalesce:
+            # ~60 ms of writes, each short read followed by a 20 ms wait: a handful of batches
+            # (without it, about one per line).
+            assert sink.batches <= 20, sink.batches
+    finally:
+        handle.terminate(5.0)

@@ -24,7 +24,8 @@ def bench(capsys, name: str, *rest: str) -> dict:
 def test_the_suite_is_listed(capsys):
     assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
     names = capsys.readouterr().out.split()
-    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "hub", "floor"):
+    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex", "hub",
+                 "floor"):
         assert name in names
     assert not any(n.startswith("-") or n.startswith("_") for n in names)
 
@@ -104,3 +105,18 @@ def test_floor_shape(capsys):
     assert r["events"] == 3 * 500 + 3  # and each message one item.started
     assert set(r["stages_us_per_event"]) == {"split", "decode_route_translate_hub", "subscriber"}
     assert doc["events_per_s_median"] == r["events_per_s"] > 0
+
+
+def test_peer_codex_shape_or_says_why(capsys):
+    doc = bench(capsys, "peer-codex", "--turns", "2", "--warmup", "0", "--streams", "1", "--chunks", "200",
+                "--chars", "400")
+    assert "skipped" in doc or "results" in doc
+    if "skipped" in doc:
+        assert doc["skipped"]
+        return
+    r = doc["results"]
+    for side in ("paddock", "sdk"):
+        assert r[side]["turn"]["n"] == 2 and r[side]["events_per_turn"] == 200
+    assert r["ratio_paddock_over_sdk"]["turn_median"] > 0
+    assert set(doc["meets_targets"]) == {"turn_median", "events_per_s", "cpu_per_event"}
+    assert doc["survivors"] == []

@@ -1,0 +1,659 @@
+"""CodexSessionActor: one Codex thread (one host thread) on the instance's shared app-server.
+
+Thread: every method runs on the actor's own thread. The router (the connection's stdout reader
+thread) only ``tell``\\ s it :class:`~._server.Incoming` batches of decoded notifications and
+server requests of its thread. Host operations arrive as ``ask`` messages from the adapter.
+
+Lifecycle of the native thread:
+- ``Open``: ``thread/start``, or ``thread/resume`` from a resume cursor; a failed resume starts
+  a new thread and says so (``session.started(resume_failed=True)`` + ``runtime.warning``
+  ``codex.resume_failed``);
+- after the app-server restarted (new link generation), the next turn first resumes the thread
+  on the new process (``thread/resume``). A thread Codex never persisted (no turn yet) cannot
+  be resumed: the driver starts a new thread and says so (``runtime.warning``
+  ``codex.resume_unpersisted``);
+- ``on_shutdown`` after the process died: the running turn fails, open requests expire and
+  ``session.exited(recoverable=True)`` is emitted; on a normal stop the running turn is
+  interrupted, open requests are cancelled and ``session.exited(reason="stopped")``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from paddock.actors import SessionActor, SessionRecord
+from paddock.contract import (
+    ConfigWarning,
+    DeprecationNotice,
+    EventBase,
+    PaddockError,
+    ProviderRefs,
+    RequestError,
+    RequestOpened,
+    ResumeCursor,
+    RuntimeWarningEvent,
+    SendTurnInput,
+    Session,
+    SessionConfigured,
+    SessionStarted,
+    SessionStateChanged,
+    ThreadSnapshot,
+    TokenUsage,
+    TurnStartResult,
+    TurnState,
+    UserInputOption,
+    UserInputQuestion,
+    UserInputRequested,
+    UserInputResolved,
+    ValidationError,
+)
+from paddock.supervisors import ChildContext
+
+from . import _wire as w
+from ._approvals import NativeRequest, answer_for, cancel_answer, request_kind
+from ._server import Incoming, Note, Req, ServerLink
+from ._settings import SessionSettings, cursor_for, thread_id_of
+from ._translate import DELTA_STREAMS, TURN_STATES, Translator, turn_error_text
+
+__all__ = ["CodexSessionActor", "Compact", "Fork", "RespondInput", "Rollback", "Steer"]
+
+log = logging.getLogger(__name__)
+
+_thread_result = msgspec.json.Decoder(w.ThreadResult)
+_turn_result = msgspec.json.Decoder(w.TurnResult)
+_command = msgspec.json.Decoder(w.CommandApprovalParams)
+_file_change = msgspec.json.Decoder(w.FileChangeApprovalParams)
+_permissions = msgspec.json.Decoder(w.PermissionsApprovalParams)
+_legacy = msgspec.json.Decoder(w.LegacyApprovalParams)
+_user_input = msgspec.json.Decoder(w.UserInputParams)
+_NO_TURN = "no turn is running"
+_HOLD_LIMIT = 4096  # events held across queued Incoming batches before an emit regardless
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    """Add input to the running turn (``turn/steer``); answers a ``TurnStartResult``."""
+
+    input: SendTurnInput
+
+
+@dataclass(frozen=True, slots=True)
+class RespondInput:
+    """Answer an open ``user-input.requested``; answers ``None``."""
+
+    request_id: str
+    answers: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """``thread/fork`` this thread; answers the forked thread's resume cursor."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """``thread/compact/start`` on this thread; answers ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """Drop the last ``num_turns`` turns (``thread/revert``); answers a ``ThreadSnapshot``."""
+
+    num_turns: int
+
+
+class CodexSessionActor(SessionActor[NativeRequest]):
+    """One Codex thread. Built by the session supervisor's child spec; see the module docstring.
+    ``get_link()`` returns the current app-server link (``None`` while it restarts)."""
+
+    def __init__(self, record: SessionRecord, emitter: Any, settings: SessionSettings, get_link: Any, *,
+                 context: ChildContext | None = None) -> None:
+        super().__init__(record, emitter, context=context)
+        self.settings = settings
+        self._get_link = get_link
+        self._link: ServerLink | None = None
+        x = record.extra
+        self.start_input = x["input"]
+        self.tr = Translator(self.identity)
+        self.tr.native_thread_id = x.get("native_thread_id")
+        self.tr.usage = x.get("usage")
+        self._inputs: dict[str, tuple[int | str, str | None]] = {}  # user-input request id -> (rpc id, turn)
+        self._held: list[EventBase] = []  # translated, not yet emitted (see _handle_receive)
+
+    # lifecycle -----------------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        super().on_start()
+        link = self._get_link()
+        tid = self.tr.native_thread_id
+        if link is not None and tid and self.record.extra.get("generation") == link.generation:
+            self._link = link  # a restarted incarnation on the same process takes over the routing
+            link.router.register(tid, self.actor_ref)
+        elif link is not None and tid:
+            self.emit([SessionStateChanged(**self.identity, state="ready",
+                                           reason="the app-server restarted; the thread resumes on its next turn")])
+
+    def on_shutdown(self, deadline: float) -> None:
+        self._end_session()
+
+    def on_terminate(self, reason: Any) -> None:
+        # Always runs, also after a failure; _end_session is idempotent.
+        try:
+            self._end_session(failed=bool(getattr(reason, "abnormal", False)))
+        finally:
+            self._persist()
+
+    def _end_session(self, *, failed: bool = False) -> None:
+        self._flush()
+        x = self.record.extra
+        if x.get("finished_incarnation") is self:
+            return
+        x["finished_incarnation"] = self
+        link = self._link or self._get_link()
+        dead = link is not None and link.exit_info is not None
+        events: list[EventBase] = []
+        if dead or failed:
+            info = link.exit_info if dead and link is not None else None
+            detail = link.exit_detail() if info is not None and link is not None else "the session actor failed"
+            self._resolve_inputs(events, "expired", answer=False)
+            self.end_turn(events, "failed", error=detail, requests="expired")
+            events.append(self.session_exited(detail, recoverable=self.tr.native_thread_id is not None, info=info))
+            self.publish(status="error", active_turn_id=None, last_error=detail)
+        elif self.tr.native_thread_id is None:
+            self.publish(status="stopped")  # never opened (a failed start): nothing to report
+        else:
+            in_turn = self.turn.in_turn
+            self.resolve_requests(events, "cancelled", answer=True)
+            self._resolve_inputs(events, "cancelled", answer=True)
+            if in_turn:
+                self._send_interrupt()
+            self.end_turn(events, "cancelled", error="the session was stopped")
+            events.append(self.session_exited("stopped", recoverable=True))
+            self.publish(status="stopped", active_turn_id=None)
+            if link is not None:
+                link.router.unregister(self.tr.native_thread_id, self.actor_ref)
+        self.emit(events)
+
+    def _persist(self) -> None:
+        x = self.record.extra
+        x["native_thread_id"] = self.tr.native_thread_id
+        x["usage"] = self.tr.usage
+
+    # message dispatch ----------------------------------------------------------------------------
+
+    def _handle_receive(self, message: Any) -> Any:
+        # The app-server writes one line per delta, so at its ~10k lines/s each read batch holds
+        # a few lines and every hop downstream (hub, subscribers) would run per tiny batch.
+        # Consecutive Incoming batches already waiting in this actor's inbox are translated
+        # into one emit: the events are held only while another message is queued behind them,
+        # and any other message (a host operation, a stop) first flushes them, so order and
+        # latency are unchanged when the stream is slow.
+        if type(message) is Incoming:
+            self._incoming(message.items)
+            if len(self._held) >= _HOLD_LIMIT or self.actor_inbox.empty():
+                self._flush()
+            return None
+        self._flush()
+        return super()._handle_receive(message)
+
+    def _flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, []
+            self.emit(held)
+
+    def on_receive(self, message: Any) -> Any:
+        cls = type(message)
+        if cls is Incoming:
+            return self._incoming(message.items)
+        if cls is Steer:
+            return self._steer(message.input)
+        if cls is RespondInput:
+            return self._respond_input(message.request_id, message.answers)
+        if cls is Rollback:
+            return self._rollback(message.num_turns)
+        if cls is Fork:
+            return self._fork()
+        if cls is Compact:
+            return self._compact()
+        return super().on_receive(message)
+
+    # helpers -------------------------------------------------------------------------------------
+
+    def _current_link(self) -> ServerLink:
+        link = self._get_link()
+        if link is None or link.exit_info is not None:
+            raise self.closed_error("the app-server is restarting")
+        return link
+
+    def _call(self, link: ServerLink, method: str, params: dict[str, Any]) -> msgspec.Raw:
+        return link.call(method, params, timeout=self.settings.request_timeout, thread_id=self.thread_id)
+
+    def _cursor(self) -> ResumeCursor | None:
+        tid = self.tr.native_thread_id
+        return cursor_for(tid) if tid else None
+
+    def _thread_params(self, model: str | None) -> dict[str, Any]:
+        mode = self.start_input.runtime_mode
+        params: dict[str, Any] = {
+            "cwd": self.start_input.cwd,
+            "approvalPolicy": self.settings.approval_policies[mode],
+            "sandbox": self.settings.sandbox_modes[mode],
+        }
+        if model:
+            params["model"] = model
+        return params
+
+    # open and resume -----------------------------------------------------------------------------
+
+    def open_session(self) -> Session:
+        """Hook (``Open``): start or resume the native thread (blocking on the app-server)."""
+        if self.record.closed:
+            raise self.closed_error()
+        link = self._current_link()
+        inp = self.start_input
+        events: list[EventBase] = []
+        resumed = resume_failed = False
+        detail = None
+        result: w.ThreadResult | None = None
+        if inp.resume_cursor is not None:
+            try:
+                result = self._resume(link, thread_id_of(inp.resume_cursor))
+                resumed = True
+            except PaddockError as exc:
+                resume_failed = True
+                detail = f"resume failed, started a new thread: {exc}"
+                events.append(RuntimeWarningEvent(**self.identity, code="codex.resume_failed", message=detail))
+        if result is None:
+            result = self._start_thread(link)
+        self._bind(link, result)
+        events.append(SessionStarted(
+            **self.identity, cwd=inp.cwd, model=result.model or inp.model, runtime_mode=inp.runtime_mode,
+            interaction_mode=inp.interaction_mode, resumed=resumed, resume_failed=resume_failed, detail=detail,
+            provider_refs=ProviderRefs(thread=self.tr.native_thread_id),
+        ))
+        events += self._configured(link, result)
+        self.emit(events)
+        return self.publish(status="ready", resume_cursor=self._cursor(), resumed=resumed,
+                            model=result.model or inp.model)
+
+    def _start_thread(self, link: ServerLink) -> w.ThreadResult:
+        raw = self._call(link, "thread/start", self._thread_params(self.start_input.model or self.settings.model))
+        result = _thread_result.decode(raw)
+        self.record.extra["persisted_turns"] = 0
+        return result
+
+    def _resume(self, link: ServerLink, native_id: str) -> w.ThreadResult:
+        params = {"threadId": native_id, **self._thread_params(self.start_input.model or self.settings.model)}
+        result = _thread_result.decode(self._call(link, "thread/resume", params))
+        self.record.extra["persisted_turns"] = len(result.thread.turns)
+        self.record.extra["native_turns"] = [t.id for t in result.thread.turns]
+        return result
+
+    def _bind(self, link: ServerLink, result: w.ThreadResult) -> None:
+        old = self.tr.native_thread_id
+        if old and old != result.thread.id and self._link is not None:
+            self._link.router.unregister(old, self.actor_ref)
+        self.tr.native_thread_id = result.thread.id
+        link.router.register(result.thread.id, self.actor_ref)
+        self._link = link
+        self.record.extra["generation"] = link.generation
+        self._persist()
+
+    def _configured(self, link: ServerLink, result: w.ThreadResult) -> list[EventBase]:
+        events: list[EventBase] = [SessionConfigured(**self.identity, config={
+            "model": result.model, "model_provider": result.modelProvider,
+            "approval_policy": result.approvalPolicy, "sandbox": result.sandbox,
+            "rollout_path": result.thread.path,
+        })]
+        for method, text in list(link.router.instance_notes):
+            if not text:
+                continue
+            if method == "configWarning":
+                events.append(ConfigWarning(**self.identity, message=text))
+            else:
+                events.append(DeprecationNotice(**self.identity, message=text))
+        return events
+
+    def _ensure_native(self) -> tuple[ServerLink, list[EventBase]]:
+        """The link to send the turn on; resumes the thread first when the app-server restarted."""
+        link = self._current_link()
+        x = self.record.extra
+        if x.get("generation") == link.generation:
+            self._link = link
+            return link, []
+        events: list[EventBase] = []
+        native = self.tr.native_thread_id
+        detail: str
+        result: w.ThreadResult | None = None
+        if native and x.get("persisted_turns", 0) > 0:
+            try:
+                result = self._resume(link, native)
+            except PaddockError as exc:
+                detail = f"could not resume thread {native} after the app-server restarted ({exc}); started a new thread"
+                events.append(RuntimeWarningEvent(**self.identity, code="codex.resume_failed", message=detail))
+        else:
+            detail = (f"thread {native} had no completed turn, so Codex never persisted it and it cannot be resumed "
+                      "after the app-server restarted; started a new thread")
+            events.append(RuntimeWarningEvent(**self.identity, code="codex.resume_unpersisted", message=detail))
+        resumed = result is not None
+        if result is None:
+            result = self._start_thread(link)
+            x["native_turns"] = []
+        self._bind(link, result)
+        events.append(SessionStarted(
+            **self.identity, cwd=self.start_input.cwd, model=result.model, runtime_mode=self.start_input.runtime_mode,
+            interaction_mode=self.start_input.interaction_mode, resumed=resumed, resume_failed=not resumed,
+            detail="resumed after the app-server restarted" if resumed else detail,
+            provider_refs=ProviderRefs(thread=self.tr.native_thread_id),
+        ))
+        self.publish(status="ready", last_error=None, resume_cursor=self._cursor())
+        return link, events
+
+    # turns ---------------------------------------------------------------------------------------
+
+    def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:
+        """Hook (``SendTurn``): resume on a restarted app-server, then ``turn/start``. The turn's
+        id is Codex's own unless the host chose one (``SendTurnInput.turn_id``)."""
+        link, events = self._ensure_native()
+        params: dict[str, Any] = {
+            "threadId": self.tr.native_thread_id,
+            "input": [w.TextInput(text=inp.text)],
+        }
+        if inp.model:
+            params["model"] = inp.model
+        try:
+            result = _turn_result.decode(self._call(link, "turn/start", params))
+        except PaddockError:
+            self.emit(events)
+            raise
+        native_turn = result.turn.id
+        ours = inp.turn_id or native_turn
+        events.append(self.turn.start(
+            ours, input_text=inp.text, model=inp.model or self.record.session.model,
+            interaction_mode=inp.interaction_mode or self.start_input.interaction_mode,
+            provider_refs=ProviderRefs(thread=self.tr.native_thread_id, turn=native_turn),
+        ))
+        self.tr.begin(ours, native_turn)
+        self.emit(events)
+        cursor = self._cursor()
+        self.publish(status="running", active_turn_id=ours, resume_cursor=cursor)
+        return TurnStartResult(thread_id=self.thread_id, turn_id=ours, resume_cursor=cursor)
+
+    def _steer(self, inp: SendTurnInput) -> TurnStartResult:
+        if self.record.closed:
+            raise self.closed_error()
+        turn_id = self.turn.turn_id
+        if turn_id is None or self.tr.native_turn_id is None or self._link is None:
+            raise ValidationError("steer_turn", f"{_NO_TURN} on this thread; send a turn instead", **self.where())
+        self._call(self._link, "turn/steer", {
+            "threadId": self.tr.native_thread_id, "expectedTurnId": self.tr.native_turn_id,
+            "input": [w.TextInput(text=inp.text)],
+        })
+        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=self._cursor())
+
+    def cancel_turn(self, events: list[EventBase]) -> None:
+        """Hook (``Interrupt``): ``turn/interrupt``; the turn ends with Codex's ``turn/completed
+        (interrupted)``, or after ``interrupt_timeout`` by the driver."""
+        self.tr.interrupted = True
+        self._resolve_inputs(events, "cancelled", answer=True)
+        self._send_interrupt()
+        self.schedule_turn_timer("interrupt", self.settings.interrupt_timeout)
+
+    def _send_interrupt(self) -> None:
+        link = self._link
+        if link is None or link.exit_info is not None or self.tr.native_turn_id is None:
+            return
+        future = link.conn.request("turn/interrupt", {"threadId": self.tr.native_thread_id,
+                                                      "turnId": self.tr.native_turn_id},
+                                   timeout=self.settings.request_timeout)
+        future.add_done_callback(_log_failure)
+
+    def on_turn_timer(self, name: str, turn_id: str) -> None:
+        if name != "interrupt":
+            return
+        detail = f"the app-server did not end the interrupted turn within {self.settings.interrupt_timeout:g} s"
+        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id,
+                                                       code="codex.interrupt_unacknowledged", message=detail)]
+        self.end_turn(events, "interrupted", error=detail, answer=True)
+        self.emit(events)
+        self.publish(status="ready", active_turn_id=None)
+
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+        """Hook: pending user inputs end with the turn; the translator forgets the turn."""
+        self._resolve_inputs(events, "cancelled", answer=True)
+        self.tr.end()
+        return usage if isinstance(usage, TokenUsage) else None
+
+    def _turn_completed(self, n: w.TurnNotification, events: list[EventBase]) -> None:
+        if not self.turn.in_turn or n.turn.id != self.tr.native_turn_id:
+            return
+        state: TurnState = TURN_STATES.get(n.turn.status, "failed")  # type: ignore[assignment]
+        x = self.record.extra
+        x["persisted_turns"] = x.get("persisted_turns", 0) + 1
+        x.setdefault("native_turns", []).append(n.turn.id)
+        self.end_turn(events, state, stop_reason=n.turn.status, error=turn_error_text(n.turn.error), answer=True,
+                      usage=self.tr.usage)
+        self.publish(status="ready", active_turn_id=None)
+
+    # rollback ------------------------------------------------------------------------------------
+
+    def _rollback(self, num_turns: int) -> ThreadSnapshot:
+        if self.record.closed:
+            raise self.closed_error()
+        if self.turn.in_turn:
+            raise ValidationError("rollback_thread", "a turn is running; wait for it or interrupt it", **self.where())
+        link, events = self._ensure_native()
+        self.emit(events)
+        natives: list[str] = self.record.extra.get("native_turns", [])
+        if num_turns > len(natives):
+            raise ValidationError("rollback_thread", f"the thread has {len(natives)} turns, cannot drop {num_turns}",
+                                  **self.where())
+        self._call(link, "thread/revert", {"threadId": self.tr.native_thread_id, "beforeTurnId": natives[-num_turns]})
+        del natives[-num_turns:]
+        self.record.extra["persisted_turns"] = len(natives)
+        return self.forget_turns(num_turns)
+
+    def _fork(self) -> ResumeCursor:
+        if self.record.closed:
+            raise self.closed_error()
+        if self.turn.in_turn:
+            raise ValidationError("fork_thread", "a turn is running; wait for it or interrupt it", **self.where())
+        link, events = self._ensure_native()
+        self.emit(events)
+        if not self.record.extra.get("persisted_turns"):
+            raise ValidationError("fork_thread", "the thread has no turn yet; there is nothing to fork", **self.where())
+        result = _thread_result.decode(self._call(link, "thread/fork", {"threadId": self.tr.native_thread_id}))
+        return cursor_for(result.thread.id)
+
+    def _compact(self) -> TurnStartResult:
+        """``thread/compact/start``. Codex runs the compaction as a turn of its own (a second
+        ``turn/start`` meanwhile fails with ``ActiveTurnNotSteerable { turn_kind: Compact }``),
+        so it is a turn here too: ``turn.started`` now, bound to Codex's turn id at its
+        ``turn/started``, ended by its ``turn/completed``."""
+        if self.record.closed:
+            raise self.closed_error()
+        if self.turn.in_turn:
+            raise ValidationError("compact_thread", "a turn is running; wait for it or interrupt it", **self.where())
+        link, events = self._ensure_native()
+        self._call(link, "thread/compact/start", {"threadId": self.tr.native_thread_id})
+        turn_id = self.turn.new_id(None)
+        events.append(self.turn.start(turn_id, input_text=None, model=self.record.session.model,
+                                      provider_refs=ProviderRefs(thread=self.tr.native_thread_id)))
+        self.tr.begin(turn_id, None)
+        self.emit(events)
+        self.publish(status="running", active_turn_id=turn_id)
+        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=self._cursor())
+
+    # incoming ------------------------------------------------------------------------------------
+
+    def _incoming(self, items: list[Note | Req]) -> None:
+        events = self._held
+        tr = self.tr
+        streams = DELTA_STREAMS
+        for item in items:
+            try:
+                if isinstance(item, Req):
+                    self._request(item, events)
+                    continue
+                method, p = item
+                stream = streams.get(method)
+                if stream is not None:
+                    if not tr.interrupted:
+                        tr.delta(stream, p, events)
+                elif method == "item/started":
+                    tr.item_started(p, events)
+                elif method == "item/completed":
+                    tr.item_completed(p, events)
+                elif method == "turn/completed":
+                    self._turn_completed(p, events)
+                elif method == "turn/started":
+                    if tr.turn_id is not None and tr.native_turn_id is None:
+                        tr.native_turn_id = p.turn.id  # the compaction turn Codex started for us
+                elif method == "thread/tokenUsage/updated":
+                    tr.token_usage(p, events)
+                elif method == "turn/plan/updated":
+                    tr.plan(p, events)
+                elif method == "turn/diff/updated":
+                    tr.diff(p, events)
+                elif method == "error":
+                    tr.error(p, events)
+                elif method == "warning":
+                    tr.warning(p, events)
+                elif method == "thread/status/changed":
+                    tr.status(p, events)
+                elif method == "serverRequest/resolved":
+                    rid = p.requestId
+                    for request_id in self.requests.take_where(lambda n: n.rpc_id == rid):
+                        events.append(self.resolved(request_id, "cancelled"))
+            except Exception as exc:  # one bad payload must not end the session
+                log.exception("Codex notification skipped on thread %s", self.thread_id)
+                events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="codex.update_failed",
+                                                  message=f"an app-server message could not be handled: {exc!r}"))
+
+    def _request(self, req: Req, events: list[EventBase]) -> None:
+        link = self._link or self._get_link()
+        if link is None:
+            return
+        method = req.method
+        if method == "item/tool/requestUserInput":
+            return self._ask_user(link, req, events)
+        item_id: str | None = None
+        native_turn: str | None = None
+        title: str | None = None
+        detail: str | None = None
+        permissions: Any = None
+        approval_id: str | None = None
+        data: dict[str, Any] = {"method": method, "rpc_id": req.id}
+        try:
+            if method == "item/commandExecution/requestApproval":
+                c = _command.decode(req.params)
+                item_id, native_turn, title, detail = c.itemId, c.turnId, c.command, c.reason
+                approval_id = c.approvalId
+                data.update(command=c.command, cwd=c.cwd, approval_id=c.approvalId)
+            elif method == "item/fileChange/requestApproval":
+                f = _file_change.decode(req.params)
+                item_id, native_turn, detail = f.itemId, f.turnId, f.reason
+                data.update(grant_root=f.grantRoot)
+            elif method == "item/permissions/requestApproval":
+                pr = _permissions.decode(req.params)
+                item_id, native_turn, detail, permissions = pr.itemId, pr.turnId, pr.reason, pr.permissions
+                data.update(permissions=pr.permissions)
+            elif method in ("execCommandApproval", "applyPatchApproval"):
+                lg = _legacy.decode(req.params)
+                item_id, detail, approval_id = lg.callId, lg.reason, lg.approvalId
+                if method == "execCommandApproval":
+                    title = " ".join(lg.command)
+                    data.update(command=list(lg.command), cwd=lg.cwd)
+                else:
+                    data.update(files=sorted(lg.fileChanges))
+            else:
+                data["raw"] = msgspec.json.decode(req.params)  # a kind we do not know: the payload itself
+        except msgspec.DecodeError as exc:
+            data["raw"] = msgspec.json.decode(req.params) if req.params else None
+            data["decode_error"] = str(exc)
+        native = NativeRequest(req.id, method, item_id, permissions)
+        if not self.turn.in_turn or self.turn.interrupt_requested or (
+                native_turn is not None and native_turn != self.tr.native_turn_id):
+            self._answer(native, cancel_answer(native))  # no turn to ask the host for
+            return
+        if item_id is not None and title is None:
+            title = self.tr.titles.get(item_id)
+        opened = RequestOpened(
+            **self.identity, turn_id=self.turn.turn_id, item_id=item_id, request_id=self.requests.new_id(self.turn.turn_id),
+            kind=request_kind(method), title=title, detail=detail, data=data,  # type: ignore[arg-type]
+            # The native request id: Codex's approvalId where it gives one, else the item's id
+            # (the model's call id); the JSON-RPC id is reused per process (data["rpc_id"]).
+            provider_refs=self.tr.refs(item=item_id, request=approval_id or item_id or str(req.id)),
+        )
+        self.open_request(events, opened, native)
+
+    def _answer(self, native: NativeRequest, result: dict[str, Any]) -> None:
+        link = self._link
+        if link is None or link.exit_info is not None:
+            return
+        try:
+            link.respond(native.rpc_id, result)
+        except PaddockError as exc:
+            log.debug("answer to %s not delivered on thread %s: %s", native.method, self.thread_id, exc)
+
+    def answer_request(self, native: NativeRequest, decision: str) -> None:
+        """Hook: the host's decision, verbatim in the request's vocabulary."""
+        self._answer(native, answer_for(native, decision))
+
+    def cancel_request(self, native: NativeRequest) -> None:
+        """Hook: the runtime cancelled the request (interrupt, turn end, stop)."""
+        self._answer(native, cancel_answer(native))
+
+    # structured user input -----------------------------------------------------------------------
+
+    def _ask_user(self, link: ServerLink, req: Req, events: list[EventBase]) -> None:
+        try:
+            p = _user_input.decode(req.params)
+        except msgspec.DecodeError as exc:
+            link.respond_error(req.id, -32602, f"Invalid params: {exc}")
+            return
+        if not self.turn.in_turn or self.turn.interrupt_requested:
+            self._answer(NativeRequest(req.id, req.method), {"answers": {}})
+            return
+        request_id = self.requests.new_id(self.turn.turn_id)
+        self._inputs[request_id] = (req.id, self.turn.turn_id)
+        questions = tuple(
+            UserInputQuestion(id=q.id, question=q.question, header=q.header,
+                              options=tuple(UserInputOption(label=o.label, description=o.description) for o in q.options or ()))
+            for q in p.questions
+        )
+        events.append(UserInputRequested(**self.identity, turn_id=self.turn.turn_id, item_id=p.itemId,
+                                         request_id=request_id, questions=questions,
+                                         provider_refs=self.tr.refs(item=p.itemId, request=str(req.id))))
+
+    def _respond_input(self, request_id: str, answers: dict[str, Any]) -> None:
+        entry = self._inputs.pop(request_id, None)
+        if entry is None:
+            raise RequestError("respond_to_user_input", None,
+                               f"no open user-input request {request_id!r} (unknown or already resolved)", **self.where())
+        native_answers = {
+            qid: {"answers": [str(a) for a in value] if isinstance(value, (list, tuple)) else [str(value)]}
+            for qid, value in answers.items()
+        }
+        self._answer(NativeRequest(entry[0], "item/tool/requestUserInput"), {"answers": native_answers})
+        self.emit([UserInputResolved(**self.identity, turn_id=entry[1], request_id=request_id, resolution="answered",
+                                     answers=answers)])
+
+    def _resolve_inputs(self, events: list[EventBase], resolution: str, *, answer: bool) -> None:
+        for request_id, (rpc_id, turn_id) in list(self._inputs.items()):
+            del self._inputs[request_id]
+            if answer:
+                self._answer(NativeRequest(rpc_id, "item/tool/requestUserInput"), {"answers": {}})
+            events.append(UserInputResolved(**self.identity, turn_id=turn_id, request_id=request_id,
+                                            resolution=resolution))  # type: ignore[arg-type]
+
+
+def _log_failure(future: Any) -> None:
+    # Reader (or timer) thread: the interrupt's answer; its failure only matters for debugging.
+    error = future.exception()
+    if error is not None:
+        log.debug("turn/interrupt failed: %s", error)
