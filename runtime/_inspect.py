@@ -41,6 +41,12 @@ def _home(state_dir: Path, instance_id: str, configured: str | None) -> Path:
     return (Path(configured).expanduser() if configured else state_dir / "instances" / instance_id).resolve()
 
 
+def _homes(home: Path) -> dict[str, str]:
+    return {"HOME": str(home), "TMPDIR": str(home / "tmp"), "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"), "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(home / ".cache")}
+
+
 def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.PathLike[str] | None = None) -> list[InstanceCheck]:
     """Validate ``config`` (a TOML path, or ``None`` for the built-in ``local`` instance) and
     resolve every instance. Raises :class:`ConfigError` for a malformed file or table."""
@@ -63,9 +69,7 @@ def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.P
         home = _home(root, entry.instance_id, getattr(decoded, "home", None))
         with tempfile.TemporaryDirectory(prefix="paddock-check-") as scratch:
             env = build_env(home=Path(scratch), configured=decoded.env, pass_env=decoded.pass_env)
-        env.update(HOME=str(home), TMPDIR=str(home / "tmp"), XDG_CONFIG_HOME=str(home / ".config"),
-                   XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".local" / "state"),
-                   XDG_CACHE_HOME=str(home / ".cache"))
+        env.update(_homes(home))
         env.update(decoded.env)
         shown: dict[str, str] = {}
         reason: str | None = None
@@ -86,10 +90,14 @@ def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.P
             reason = spec.probe(ctx)
         report: dict[str, Any] = {}
         if spec.diagnose is not None and reason is None:
-            try:
-                report = spec.diagnose(ctx)
-            except Exception as exc:  # a report, never a crash
-                reason = f"cannot inspect the binary: {exc!r}"
+            # A diagnose hook may run `<binary> --version`, and some CLIs write their home on any
+            # run (codex): give that run a scratch home so the check creates nothing.
+            with tempfile.TemporaryDirectory(prefix="paddock-check-") as scratch:
+                quiet = msgspec.structs.replace(ctx, env={**env, **_homes(Path(scratch))})
+                try:
+                    report = spec.diagnose(quiet)
+                except Exception as exc:  # a report, never a crash
+                    reason = f"cannot inspect the binary: {exc!r}"
         command = None
         if spec.command is not None and reason is None:
             try:

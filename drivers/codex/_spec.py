@@ -48,6 +48,14 @@ def diagnose(ctx: InstanceContext) -> dict[str, Any]:
     return {"binary": found.path, "version": binary_version(list(found.argv), ctx.env), "auth": auth}
 
 
+def command(ctx: InstanceContext) -> list[str]:
+    """The app-server's command line (``paddock config check``); spawns nothing."""
+    found = find_binary(ctx.config.binary, peer="codex", env=ctx.env)
+    if not isinstance(found, BinaryLocation):
+        raise LookupError(found)
+    return [*found.argv, *ctx.config.args, "app-server"]
+
+
 def _create(ctx: InstanceContext) -> ProviderAdapter:
     from ._adapter import CodexAdapter
 
@@ -57,4 +65,4 @@ def _create(ctx: InstanceContext) -> ProviderAdapter:
 def codex_driver_spec() -> DriverSpec:
     """The ``codex`` driver: the Codex app-server, one process per instance."""
     return DriverSpec(kind="codex", config_type=CodexConfig, create=_create, probe=probe,
-                      capabilities=CODEX_CAPABILITIES, diagnose=diagnose)
+                      capabilities=CODEX_CAPABILITIES, diagnose=diagnose, command=command)
