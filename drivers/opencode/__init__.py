@@ -1,0 +1,1 @@
+"""The ``opencode`` driver (placeholder while it is built)."""
