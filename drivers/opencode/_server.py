@@ -1,5 +1,5 @@
 """The instance's one OpenCode server: spawned (``opencode serve``, supervised) or external, its
-HTTP transport, its one ``/event`` stream and the routing of events to session actors.
+HTTP transport, its one event stream (``/global/event``) and the routing of events to session actors.
 
 Threads: the SSE reader thread calls :meth:`ServerLink._on_events` (one ``tell`` per session and
 read batch) and :meth:`ServerLink._on_status`; the server process's stdout reader and exit watcher
@@ -150,6 +150,8 @@ class ServerLink:
     def _on_events(self, batch: list[Any]) -> None:
         per: dict[str, list[dict[str, Any]]] = {}
         for event in batch:
+            if isinstance(event, dict) and isinstance(event.get("payload"), dict):
+                event = event["payload"]  # /global/event wraps each event: {directory, payload}
             props = event.get("properties") if isinstance(event, dict) else None
             sid = props.get("sessionID") if isinstance(props, dict) else None
             if isinstance(sid, str):
@@ -189,7 +191,9 @@ class ServerLink:
         if transport is None:
             transport = HttpTransport(url, password=self._password, timeout=self._request_timeout, tap=self._tap,
                                       where=self._where)
-            stream = transport.stream("/event", on_events=self._on_events, on_status=self._on_status,
+            # /global/event, not /event: /event carries only the events of the server's own
+            # directory, and sessions live in their own cwd (POST /session?directory=...).
+            stream = transport.stream("/global/event", on_events=self._on_events, on_status=self._on_status,
                                       on_warning=self._on_warning, name=f"sse-{self.instance_id}")
             with self._lock:
                 self.transport, self.stream = transport, stream
