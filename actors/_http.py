@@ -27,6 +27,7 @@ import logging
 import random
 import socket
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -143,6 +144,9 @@ class HttpTransport:
         if self._closed:
             raise RequestError(f"{method} {path}", None, "the HTTP transport is closed", **self._where)
         limit = self._timeout if timeout is None else timeout
+        if params:
+            # Encoded here, not by httpx, so the tap records exactly the target sent (`/` kept).
+            path = f"{path}?{urllib.parse.urlencode(params, safe='/:')}"
         req = self.next_req()
         self._tap_out(req, method, path, body)
         content = None if body is None else _encode_json(body)
@@ -150,7 +154,7 @@ class HttpTransport:
         with self._lock:
             client = self._client
         with self.map_errors(f"{method} {path}", limit):
-            response = client.request(method, path, content=content, params=params, headers=headers,
+            response = client.request(method, path, content=content, headers=headers,
                                       timeout=httpx.Timeout(limit, connect=min(limit, self._connect_timeout)))
         raw = response.content
         decoded: Any
