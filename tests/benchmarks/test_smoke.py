@@ -24,7 +24,8 @@ def bench(capsys, name: str, *rest: str) -> dict:
 def test_the_suite_is_listed(capsys):
     assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
     names = capsys.readouterr().out.split()
-    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex", "hub",
+    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex",
+                 "peer-opencode", "hub",
                  "floor"):
         assert name in names
     assert not any(n.startswith("-") or n.startswith("_") for n in names)
@@ -89,6 +90,20 @@ def test_peer_claude_shape_or_says_why(capsys):
         assert r[side]["turn"]["n"] == 2 and r[side]["first_text"]["n"] == 2
         assert r[side]["session_start"]["n"] == 1
     assert r["ratio_paddock_over_sdk"]["turn_median"] > 0
+    assert doc["survivors"] == []
+
+
+@pytest.mark.timeout(300)
+def test_peer_opencode_shape_or_says_why(capsys):
+    doc = bench(capsys, "peer-opencode", "--turns", "1", "--warmup", "0", "--long", "1", "--chunks", "50")
+    assert "skipped" in doc or "results" in doc
+    if "skipped" in doc:
+        assert doc["skipped"]
+        return
+    r = doc["results"]
+    for side in ("paddock", "client"):
+        assert r[side]["long_deltas"] == [50] and r[side]["turn_ms"]["median"] > 0
+    assert r["ratio"]["events_per_s_paddock_over_client"] > 0
     assert doc["survivors"] == []
 
 
