@@ -271,9 +271,10 @@ class ServerLink:
                 handle.terminate(1.0)
                 if info is not None:
                     raise ProcessError("opencode serve exited before it was ready", info.returncode,
-                                       stderr_tail=info.stderr_tail[-4096:], **self._where)
+                                       stderr_tail=info.stderr_tail[-4096:], driver=self.driver,
+                                       instance_id=self.instance_id)
                 raise ProcessError(f"opencode serve printed no readiness line within {self._start_timeout:g} s",
-                                   stderr_tail=tail, **self._where)
+                                   stderr_tail=tail, driver=self.driver, instance_id=self.instance_id)
             self.handle = handle
             try:
                 self._come_up(found[0], restarted)

@@ -105,9 +105,9 @@ def error_message(error: Any) -> str:
     """``{name, data: {message, statusCode?}}`` -> one sentence (model API errors name the status)."""
     if not isinstance(error, dict):
         return "OpenCode reported an error"
-    name = error.get("name") if isinstance(error.get("name"), str) else "Error"
-    data = error.get("data") if isinstance(error.get("data"), dict) else {}
-    message = data.get("message") if isinstance(data.get("message"), str) else None
+    name = _str(error.get("name")) or "Error"
+    data = _dict(error.get("data"))
+    message = _str(data.get("message"))
     status = data.get("statusCode")
     text = f"{name}: {message}" if message else name
     if name == "APIError" and isinstance(status, int):
@@ -120,7 +120,7 @@ def usage_of_tokens(tokens: Any, cost: Any = None) -> TokenUsage | None:
     (``input`` excludes the cached tokens; ours includes them)."""
     if not isinstance(tokens, dict):
         return None
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = _dict(tokens.get("cache"))
     fresh = int(tokens.get("input") or 0)
     read = int(cache.get("read") or 0)
     write = int(cache.get("write") or 0)
@@ -286,7 +286,7 @@ class Translator:
                 self._set_error(props.get("error"))
         elif etype == "permission.asked":
             if self.turn_id is not None:
-                tool = props.get("tool") if isinstance(props.get("tool"), dict) else {}
+                tool = _dict(props.get("tool"))
                 return [Signal("permission", native=str(props.get("id")), data=props,
                                item_id=self._calls.get(str(tool.get("callID"))))]
         elif etype == "permission.replied":
@@ -363,24 +363,24 @@ class Translator:
                 kind: ItemKind = "assistant_message" if ptype == "text" else "reasoning"
                 stream: StreamKind = "assistant_text" if ptype == "text" else "reasoning_text"
                 item = self._start(events, part_id, kind, stream, part.get("messageID"))
-            text = part.get("text") if isinstance(part.get("text"), str) else ""
+            text = _str(part.get("text")) or ""
             streamed = "".join(item.text)
             if len(text) > len(streamed) and text.startswith(streamed):
                 self._delta(events, item, text[len(streamed):])
-            time_ = part.get("time") if isinstance(part.get("time"), dict) else {}
+            time_ = _dict(part.get("time"))
             if time_.get("end") is not None:
                 self._complete(events, item, text="".join(item.text))
         elif ptype == "tool":
             self._tool(part_id, part, events)
 
     def _tool(self, part_id: str, part: dict[str, Any], events: list[EventBase]) -> None:
-        state = part.get("state") if isinstance(part.get("state"), dict) else {}
+        state = _dict(part.get("state"))
         status = state.get("status")
         tool = str(part.get("tool") or "tool")
         call_id = part.get("callID")
         item = self._items.get(part_id)
-        inp = state.get("input") if isinstance(state.get("input"), dict) else {}
-        title = state.get("title") if isinstance(state.get("title"), str) else _tool_title(tool, inp)
+        inp = _dict(state.get("input"))
+        title = _str(state.get("title")) or _tool_title(tool, inp)
         data: dict[str, Any] = {"tool": tool, "input": inp}
         if isinstance(call_id, str):
             data["call_id"] = call_id
@@ -393,7 +393,7 @@ class Translator:
             events.append(ItemUpdated(**self.identity, turn_id=self.turn_id, item_id=part_id, kind=item.kind,
                                       title=title, status="in_progress", data=data, provider_refs=self._refs(part_id)))
         elif status == "completed":
-            metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+            metadata = _dict(state.get("metadata"))
             done = dict(data)
             for key in ("exit", "truncated"):
                 if key in metadata:
@@ -466,6 +466,14 @@ class Translator:
         events.append(ItemCompleted(**self.identity, turn_id=self.turn_id, item_id=item.item_id, kind=item.kind,  # type: ignore[arg-type]
                                     status=status, title=title, text=text, data=data,  # type: ignore[arg-type]
                                     provider_refs=self._refs(item.item_id)))
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _tool_title(tool: str, inp: dict[str, Any]) -> str:
