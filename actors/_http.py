@@ -250,6 +250,7 @@ class SseStream:
         self._max_event = max_event_bytes
         self._read_timeout = read_timeout
         self._stop = threading.Event()
+        self._wake = threading.Event()  # cuts a backoff wait short (reconnect, close)
         self._sock_lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._response: Any = None
@@ -265,13 +266,15 @@ class SseStream:
         return self.connected.wait(timeout)
 
     def reconnect(self) -> None:
-        """Drop the current connection (the reader reconnects at once, to the transport's
-        current origin). Thread-safe."""
+        """Drop the current connection, or cut a backoff wait short: the reader reconnects at
+        once, to the transport's current origin. Thread-safe."""
+        self._wake.set()
         self._shutdown_socket()
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the reader thread (idempotent; thread: any but the reader's)."""
         self._stop.set()
+        self._wake.set()
         self._shutdown_socket()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
@@ -307,6 +310,7 @@ class SseStream:
         attempt = 0
         while not self._stop.is_set():
             attempt += 1
+            self._wake.clear()
             try:
                 delivered = self._connect_once(attempt)
                 detail = "the server ended the event stream"
@@ -320,7 +324,9 @@ class SseStream:
                 attempt = 1
             delay = min(self._backoff_cap, self._backoff_base * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
             self._status(SseStatus(state="disconnected", attempt=attempt, detail=detail, retry_in=round(delay, 3)))
-            self._stop.wait(delay)
+            if self._wake.wait(delay):
+                self._wake.clear()
+                attempt = 0
         self.connected.clear()
         self._status(SseStatus(state="closed"))
 

@@ -194,7 +194,9 @@ class ServerLink:
             # /global/event, not /event: /event carries only the events of the server's own
             # directory, and sessions live in their own cwd (POST /session?directory=...).
             stream = transport.stream("/global/event", on_events=self._on_events, on_status=self._on_status,
-                                      on_warning=self._on_warning, name=f"sse-{self.instance_id}")
+                                      on_warning=self._on_warning, name=f"sse-{self.instance_id}",
+                                      # server.heartbeat comes every 10 s: 3 missed means a dead link
+                                      read_timeout=35.0)
             with self._lock:
                 self.transport, self.stream = transport, stream
         else:

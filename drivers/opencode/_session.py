@@ -459,6 +459,10 @@ class OpencodeSessionActor(SessionActor[_Ask]):
             return
         if isinstance(status, dict) and self.session_id in status:
             return  # still busy: the rest of the turn arrives on the new connection
+        if not self.tr.busy:
+            # Not busy and never seen busy: the server has not taken the prompt up yet (or its
+            # whole run fell into the gap, which the interrupt timer or a stop still ends).
+            return
         state: TurnState = "interrupted" if self.turn.interrupt_requested else "completed"
         error = None
         try:

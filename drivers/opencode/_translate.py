@@ -9,7 +9,8 @@ Protocol facts it relies on (opencode-server.md sections 3-4):
 
 - a turn's events start with ``message.updated`` of a NEW user message; assistant messages name
   it as ``parentID``. Parts of other messages (the tail of an aborted turn, late updates of an old
-  user message) arrive interleaved with a next turn and are not this turn's;
+  user message) arrive interleaved with a next turn and are not this turn's: an assistant
+  message answering a user message of an earlier turn, or seen in an earlier turn, is dropped;
 - ``session.idle`` (and ``session.status idle``) may come twice (abort, API errors); a turn ends
   at the first idle after its first ``busy``;
 - the text of a part arrives as ``message.part.delta`` (field ``text``) between an empty and a
@@ -216,6 +217,7 @@ class Translator:
         self.turn_id: str | None = None
         self.interrupt_requested = False
         self._seen_users: set[str] = set()
+        self._seen_assistants: set[str] = set()
         self._reset()
 
     def _reset(self) -> None:
@@ -316,9 +318,13 @@ class Translator:
         if role != "assistant" or self.turn_id is None:
             return
         if msg_id not in self._assistants:
-            if info.get("parentID") not in self._users:
+            parent = info.get("parentID")
+            if msg_id in self._seen_assistants or (parent in self._seen_users and parent not in self._users):
                 return  # an assistant message of an earlier turn (the tail of an abort)
+            # Ours: it answers this turn's prompt (or one not seen yet: the order of the user
+            # and assistant message.updated events is not guaranteed under load).
             self._assistants.add(msg_id)
+            self._seen_assistants.add(msg_id)
         usage = usage_of_tokens(info.get("tokens"), info.get("cost"))
         if usage is not None and (usage.total_tokens or usage.cost):
             self._usage[msg_id] = usage

@@ -308,3 +308,23 @@ def test_stream_retries_on_an_error_status_then_connects():
         stream.close()
         http.close()
         s.close()
+
+
+def test_reconnect_cuts_a_backoff_wait_short(server):
+    import time
+
+    server.streams.put([_data({"type": "first"}), None])
+    server.streams.put([_data({"type": "second"})])
+    got = Collector()
+    http = HttpTransport(server.url, timeout=5)
+    stream = http.stream("/event", on_events=got.on_events, on_status=got.on_status, backoff_base=30.0,
+                         backoff_cap=30.0)
+    try:
+        got.wait(lambda: any(s.state == "disconnected" for s in got.statuses))
+        t0 = time.monotonic()
+        stream.reconnect()
+        got.wait(lambda: len(got.events) == 2)
+        assert time.monotonic() - t0 < 5.0  # not the 30 s backoff
+    finally:
+        stream.close()
+        http.close()

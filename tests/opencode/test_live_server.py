@@ -137,7 +137,8 @@ def test_external_mode_against_a_server_the_test_started(make, tmp_path, workspa
         session = h.start()
         assert session.status == "ready"
         res, evs = h.turn("hello SCENARIO:text")
-        assert of_type(evs, "turn.completed")[0].state == "completed" and text_of(evs) == "Hello from mock"
+        assert of_type(evs, "turn.completed")[0].state == "completed", [(etype(e), getattr(e, "error", None)) for e in evs]
+        assert text_of(evs) == "Hello from mock", [etype(e) for e in evs]
         assert h.adapter.server_pid is None
         configured = [e for e in evs if etype(e) == "session.configured"]
         assert all("ext-s3cret" not in json.dumps(e.config) for e in configured)

@@ -243,3 +243,30 @@ def test_every_recorded_turn_ends_exactly_once(name):
         for events, signals in _run(name, session):
             assert len([s for s in signals if s.kind == "idle"]) == 1
             _check_grammar(events)
+
+
+def test_a_late_part_of_the_previous_turn_is_dropped_and_message_order_may_vary():
+    tr = Translator(ID, "ses_x")
+    events: list = []
+    feed = lambda t, p: tr.feed({"type": t, "properties": p}, events)  # noqa: E731
+    tr.start("turn-1")
+    feed("message.updated", {"info": {"id": "msg_u1", "role": "user"}})
+    feed("session.status", {"status": {"type": "busy"}})
+    feed("message.updated", {"info": {"id": "msg_a1", "role": "assistant", "parentID": "msg_u1"}})
+    feed("message.part.delta", {"messageID": "msg_a1", "partID": "prt_1", "field": "text", "delta": "one"})
+    (idle,) = feed("session.idle", {})
+    tr.close(events, idle.state)
+    events.clear()
+    tr.start("turn-2")
+    # the previous turn's tail, then this turn's assistant message before its user message
+    feed("message.part.updated", {"part": {"id": "prt_1", "messageID": "msg_a1", "type": "text", "text": "one more",
+                                           "time": {"start": 1, "end": 2}}})
+    feed("message.updated", {"info": {"id": "msg_a1", "role": "assistant", "parentID": "msg_u1", "error": {
+        "name": "MessageAbortedError", "data": {}}}})
+    feed("session.status", {"status": {"type": "busy"}})
+    feed("message.updated", {"info": {"id": "msg_a2", "role": "assistant", "parentID": "msg_u2"}})
+    feed("message.updated", {"info": {"id": "msg_u2", "role": "user"}})
+    feed("message.part.delta", {"messageID": "msg_a2", "partID": "prt_2", "field": "text", "delta": "two"})
+    (idle,) = feed("session.idle", {})
+    assert idle.state == "completed"  # the old message's abort error is not this turn's
+    assert [e.delta for e in events if isinstance(e, ContentDelta)] == ["two"]
