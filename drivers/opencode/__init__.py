@@ -31,6 +31,11 @@ Conventions (what hosts and other layers can rely on):
 - Resume cursor: ``ResumeCursor(driver="opencode", version=1, payload='{"session_id": "ses_…",
   "cwd": ..., "usage": {...}}')``; a cursor used with another cwd is invalid (a new session
   starts, ``runtime.warning`` opencode.resume_failed).
+- Fork and compaction (adapter calls; the Runtime has none yet): ``fork_thread(thread_id,
+  new_thread_id)`` copies the session on the server (``/session/{id}/fork``) and starts the new
+  thread on it; ``compact_thread(thread_id)`` summarizes it (``/session/{id}/summarize``). A
+  resumed or forked session gets the permission rules of its own start's runtime mode (``PATCH
+  /session/{id}``).
 - Server death: running turns fail, open requests expire, sessions report
   ``session.state.changed`` starting, then ready once the supervisor restarted the server (at most
   3 restarts in 60 s).

@@ -48,7 +48,8 @@ from paddock.supervisors import ChildSpec, Scope
 
 from ._capabilities import OPENCODE_CAPABILITIES
 from ._config import API_KEY_VAR, QUIET_ENV, OpencodeConfig, server_config
-from ._messages import AnswerUserInput, NativeMessages, SessionSettings
+from ._cursor import cursor_for
+from ._messages import AnswerUserInput, Compact, Fork, NativeMessages, SessionSettings
 from ._server import ServerLink
 from ._session import OpencodeSessionActor
 
@@ -265,6 +266,26 @@ class OpencodeAdapter(SessionTable):
         """The thread's OpenCode session as the server keeps it (``{id, role, text}``, oldest
         first): a resumed session lists its earlier messages here."""
         return self._ask(self._record(thread_id), NativeMessages(limit), "native_messages", self._limit(timeout))
+
+    def fork_thread(self, thread_id: str, new_thread_id: str, *, runtime_mode: str | None = None,
+                    timeout: float | None = None) -> Session:
+        """Fork the thread's OpenCode session on the server (``/session/{id}/fork``: a new
+        session with the same history) and start ``new_thread_id`` on it (resumed, same cwd).
+        Refused while a turn runs (:class:`ValidationError`)."""
+        record = self._record(thread_id)
+        sid = self._ask(record, Fork(), "fork_thread", self._limit(timeout))
+        source = record.session
+        return self.start_session(StartSessionInput(
+            thread_id=new_thread_id, cwd=source.cwd, runtime_mode=runtime_mode or source.runtime_mode,  # type: ignore[arg-type]
+            interaction_mode=source.interaction_mode, model=source.model,
+            resume_cursor=cursor_for(DRIVER, sid, source.cwd)), timeout=timeout)
+
+    def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> None:
+        """Summarize the thread's session on the server (``/session/{id}/summarize``, one model
+        call with the session's model): later turns carry the summary instead of the full
+        history. Refused while a turn runs."""
+        limit = timeout if timeout is not None else self._config.request_timeout + 5.0
+        self._ask(self._record(thread_id), Compact(), "compact_thread", limit)
 
     def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
         """Stop the session: a running turn is aborted and cancelled, open requests are cancelled

@@ -24,8 +24,9 @@ OPENCODE_CAPABILITIES = Capabilities(
     # Prompting a saved `ses_…` id continues it, also on a new server process with the same data
     # dir (there is no resume call); nothing replays the history as events, so no `load`. One
     # server per instance carries every session (events demultiplexed by sessionID).
-    # The server has /session/{id}/fork, but the runtime has no fork operation to reach it yet.
-    sessions=SessionsCaps(resume=True, load=False, fork=False, list=False, shared_process=True),
+    # /session/{id}/fork copies a session: OpencodeAdapter.fork_thread (the Runtime has no fork
+    # call yet).
+    sessions=SessionsCaps(resume=True, load=False, fork=True, list=False, shared_process=True),
     # The driver keeps the turn snapshot; titles are set at creation (thread.metadata.updated).
     # /session/{id}/revert exists but is not wired to rollback_thread.
     threads=ThreadsCaps(read=True, rollback=False, metadata=True),
@@ -44,8 +45,9 @@ OPENCODE_CAPABILITIES = Capabilities(
     approvals=ApprovalsCaps(commands=True, file_changes=True, accept_for_session=True, user_input=True),
     planning=PlanningCaps(plan_updates=False, plan_mode=False),
     subagents=SubagentsCaps(tasks=False),
-    # /session/{id}/summarize exists, but the runtime has no compaction operation to reach it yet.
-    context=ContextCaps(compaction=False, context_window=False),
+    # /session/{id}/summarize compacts a session: OpencodeAdapter.compact_thread (the Runtime has
+    # no compaction call yet).
+    context=ContextCaps(compaction=True, context_window=False),
     checkpointing=CheckpointingCaps(diffs=False, restore=False),
     # ses_ (session), prt_ (part = item) and per_/que_ (request) ids come from the server; turns
     # are ours.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AnswerUserInput", "NativeMessages", "SessionSettings"]
+__all__ = ["AnswerUserInput", "Compact", "Fork", "NativeMessages", "SessionSettings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,17 @@ class NativeMessages:
     """List the session's messages on the server (``limit`` newest, ``None``: all)."""
 
     limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """Fork the session on the server (``POST /session/{id}/fork``); answers the new ``ses_…`` id."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """Summarize (compact) the session on the server (``POST /session/{id}/summarize``); answers
+    ``None`` once the server has written the summary."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from paddock.supervisors import ChildContext
 
 from ._config import model_ref, permission_rules
 from ._cursor import cursor_for, decode_cursor
-from ._messages import AnswerUserInput, NativeMessages, SessionSettings
+from ._messages import AnswerUserInput, Compact, Fork, NativeMessages, SessionSettings
 from ._server import ServerDown, ServerEvents, ServerLink, ServerUp
 from ._translate import Signal, Translator, error_message, question_answers, questions_of, reply_of_decision, request_kind_of_permission
 
@@ -141,6 +141,10 @@ class OpencodeSessionActor(SessionActor[_Ask]):
             return self._answer_user_input(message.request_id, message.answers)
         if cls is NativeMessages:
             return self._native_messages(message.limit)
+        if cls is Fork:
+            return self._fork()
+        if cls is Compact:
+            return self._compact()
         return super().on_receive(message)
 
     # helpers -------------------------------------------------------------------------------------
@@ -195,6 +199,8 @@ class OpencodeSessionActor(SessionActor[_Ask]):
                     info = self._call("GET", f"/session/{sid}")
                     if not isinstance(info, dict) or info.get("id") != sid:
                         raise RequestError("GET /session", None, "the server answered without the session")
+                    # The rules of this start's runtime mode, not those the session was made with.
+                    self._call("PATCH", f"/session/{sid}", {"permission": permission_rules(inp.runtime_mode)})
                     resumed = True
                     self.session_id = sid
                     title = info.get("title") or title
@@ -244,6 +250,26 @@ class OpencodeSessionActor(SessionActor[_Ask]):
                            if isinstance(p, dict) and p.get("type") == "text" and not p.get("synthetic"))
             out.append({"id": info.get("id"), "role": info.get("role"), "text": text})
         return out
+
+    def _fork(self) -> str:
+        if self.turn.in_turn:
+            raise ValidationError("fork_thread", f"turn {self.turn.turn_id!r} is still running; fork between turns",
+                                  **self.where())
+        info = self._call("POST", f"/session/{self.session_id}/fork", {})
+        if not isinstance(info, dict) or not isinstance(info.get("id"), str):
+            raise RequestError("POST /session/fork", None, "the server answered without a session id", **self.where())
+        return str(info["id"])
+
+    def _compact(self) -> None:
+        if self.turn.in_turn:
+            raise ValidationError("compact_thread", f"turn {self.turn.turn_id!r} is still running; compact between "
+                                  "turns", **self.where())
+        model = model_ref(self.record.session.model, endpoint=self.settings.endpoint)
+        if model is None:
+            raise ValidationError("compact_thread", "the session has no model as provider/model to summarize with",
+                                  **self.where())
+        self._call("POST", f"/session/{self.session_id}/summarize", model)
+        return None
 
     # turns ---------------------------------------------------------------------------------------
 

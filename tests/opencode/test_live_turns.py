@@ -84,3 +84,22 @@ def test_abort_mid_stream_ends_interrupted_then_model_error_fails(make):
     assert failed.state == "failed" and "400" in (failed.error or "")
     res3, evs3 = h.turn("after SCENARIO:text")
     assert of_type(evs3, "turn.completed")[0].state == "completed" and text_of(evs3) == "Hello from mock"
+
+
+def test_fork_and_compact(make, model_server):
+    h = make()
+    h.start()
+    h.turn("remember HERON SCENARIO:text")
+    h.subs["t2"] = h.hub.subscribe(thread_id="t2")
+    forked = h.adapter.fork_thread("t1", "t2", timeout=60)
+    assert forked.resumed and forked.thread_id == "t2"
+    assert forked.resume_cursor.payload != h.adapter.list_sessions()[0].resume_cursor.payload
+    assert [m["role"] for m in h.adapter.native_messages("t2")] == ["user", "assistant"]
+    res, evs = h.turn("and now? SCENARIO:text", "t2")
+    assert of_type(evs, "turn.completed")[0].state == "completed"
+    assert len(h.adapter.native_messages("t1")) == 2  # the source is untouched
+    calls_before = len(model_server.requests)
+    h.adapter.compact_thread("t1", timeout=60)
+    assert len(model_server.requests) > calls_before  # the summary is one model call
+    res, evs = h.turn("after the summary SCENARIO:text")
+    assert of_type(evs, "turn.completed")[0].state == "completed"

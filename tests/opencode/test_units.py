@@ -89,7 +89,7 @@ def test_readiness_line_is_parsed():
 def test_capabilities_are_declared():
     assert SPEC.capabilities is OPENCODE_CAPABILITIES
     assert OPENCODE_CAPABILITIES.sessions.shared_process and OPENCODE_CAPABILITIES.approvals.user_input
-    assert not OPENCODE_CAPABILITIES.sessions.fork and not OPENCODE_CAPABILITIES.context.compaction
+    assert OPENCODE_CAPABILITIES.sessions.fork and OPENCODE_CAPABILITIES.context.compaction
 
 
 def test_probe_says_what_to_install(tmp_path, hub, monkeypatch):
