@@ -20,7 +20,17 @@ from typing import Any
 
 import pykka
 
-from paddock.actors import ExitInfo, HttpTransport, LineTap, ProcessActor, ProcessHandle, ProcessSpec, SseStatus, SseStream
+from paddock.actors import (
+    ExitInfo,
+    HttpTransport,
+    LineTap,
+    ProcessActor,
+    ProcessHandle,
+    ProcessSpec,
+    SseStatus,
+    SseStream,
+    TransportWarning,
+)
 from paddock.contract import DriverError, OperationTimeout, PaddockError, ProcessError
 from paddock.supervisors import ChildContext, ChildSpec
 
@@ -178,7 +188,10 @@ class ServerLink:
                 self._broadcast(ServerUp(self.generation, restarted=False))
 
     def _on_warning(self, code: str, message: str, detail: dict[str, Any]) -> None:
+        # A malformed or over-long event names no session: every session reports it
+        # (runtime.warning transport.<code>), so none is lost silently.
         log.warning("%s: %s", self.instance_id, message)
+        self._broadcast(TransportWarning(code, message, detail))
 
     # bring-up ---------------------------------------------------------------------------------
 

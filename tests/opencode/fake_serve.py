@@ -6,7 +6,8 @@
   comments as heartbeats) and ``/global/health``; exit on SIGTERM;
 - ``ignore-term``: the same, but SIGTERM is ignored (seen on a fresh data dir): only SIGKILL stops it;
 - ``exit-early``: write an error to stderr and exit 1 before the readiness line;
-- ``silent``: never print the readiness line.
+- ``silent``: never print the readiness line;
+- ``garbage``: like ``ok``, but the stream also sends one event that is not JSON.
 Every request's ``Authorization`` header is checked against ``OPENCODE_SERVER_PASSWORD``.
 """
 
@@ -51,6 +52,10 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b'data: {"payload":{"type":"server.connected","properties":{}}}\n\n')
             self.wfile.flush()
+            if mode == "garbage":
+                time.sleep(0.5)
+                self.wfile.write(b"data: {this is not json\n\n")
+                self.wfile.flush()
             while True:
                 time.sleep(0.2)
                 try:

@@ -154,3 +154,34 @@ def test_a_server_ignoring_sigterm_is_killed_after_the_grace(tmp_path, hub):
     took = time.monotonic() - t0
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert 0.9 <= took < 6.0, took
+
+
+def test_a_malformed_event_reaches_every_session_as_a_transport_warning(tmp_path, hub):
+    import pykka
+
+    from paddock.actors import TransportWarning
+
+    class Sink(pykka.ThreadingActor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.got: list = []
+
+        def on_receive(self, message):
+            if message == "get":
+                return list(self.got)
+            self.got.append(message)
+
+    adapter = _adapter(tmp_path, hub, "garbage")
+    sink = Sink.start()
+    try:
+        _, link = adapter._ensure_link(time.monotonic() + 30)
+        link.register("ses_x", sink)
+        deadline = time.monotonic() + 10
+        while not [m for m in sink.ask("get") if isinstance(m, TransportWarning)]:
+            assert time.monotonic() < deadline, sink.ask("get")
+            time.sleep(0.05)
+        [warning] = [m for m in sink.ask("get") if isinstance(m, TransportWarning)]
+        assert warning.code == "sse.malformed_event" and "not valid JSON" in warning.message
+    finally:
+        sink.stop()
+        adapter.close()
