@@ -259,6 +259,10 @@ class SseStream:
         self.req: int | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
+    @property
+    def transport(self) -> HttpTransport:
+        return self._transport
+
     def start(self) -> None:
         self._thread.start()
 
