@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "mock-model": "paddock.cli._mock_model",
     "peers": "paddock.cli._peers",
     "record": "paddock.cli._record",
+    "serve": "paddock.cli._serve",
 }
 """Subcommand name -> module path."""
 
