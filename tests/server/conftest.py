@@ -133,7 +133,7 @@ def make_server(short_root):
 
     def make(transport: str = "unix", config: str = TWO_LOCAL_TOML, name: str = "") -> Served:
         root = short_root / (name or f"s{len(made)}")
-        root.mkdir()
+        root.mkdir(exist_ok=True)
         served = Served(root, transport, config).start()
         made.append(served)
         return served
