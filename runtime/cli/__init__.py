@@ -26,6 +26,9 @@ COMMANDS: dict[str, str] = {
     "peers": "paddock.cli._peers",
     "record": "paddock.cli._record",
     "serve": "paddock.cli._serve",
+    "chat": "paddock.cli._chat",
+    "requests": "paddock.cli._requests",
+    "approve": "paddock.cli._approve",
 }
 """Subcommand name -> module path."""
 
