@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import socket as _socket
 import threading
 import time
@@ -147,26 +148,33 @@ def _params(thread_id: str | None, instance_id: str | None, types: Iterable[str]
 
 
 class _Frames:
-    """Splits an SSE byte stream into events; remembers the last ``id:`` seen."""
+    """Splits the server's SSE byte stream into events; remembers the last ``id:`` seen.
+
+    The server writes one ``data:`` line per frame (an event's JSON has no raw newline), so the
+    bodies are every ``data:`` line, found in one pass per chunk; comment lines (``:``) and
+    unknown fields are skipped. The bodies of a chunk are decoded as one JSON array."""
+
+    _DATA = re.compile(rb"^data: ?(.*)$", re.M)
+    _ID = re.compile(rb"^id: ?(\d+)$", re.M)
 
     def __init__(self) -> None:
         self._tail = b""
         self.last_id: int | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
-        data = self._tail + chunk
-        frames = data.split(b"\n\n")
-        self._tail = frames.pop()
-        bodies = []
-        for frame in frames:
-            body = None
-            for line in frame.split(b"\n"):
-                if line.startswith(b"data: "):
-                    body = line[6:]
-                elif line.startswith(b"id: "):
-                    self.last_id = int(line[4:])
-            if body is not None:
-                bodies.append(body)
+        data = self._tail + chunk if self._tail else chunk
+        end = data.rfind(b"\n\n")
+        if end < 0:
+            self._tail = data
+            return []
+        self._tail = data[end + 2:]
+        block = data[:end + 1]
+        bodies = self._DATA.findall(block)
+        last = block.rfind(b"\nid: ")
+        if last >= 0 or block.startswith(b"id: "):
+            found = self._ID.search(block, last + 1 if last >= 0 else 0)
+            if found:
+                self.last_id = int(found.group(1))
         if not bodies:
             return []
         return decode_events(b"[" + b",".join(bodies) + b"]")

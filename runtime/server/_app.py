@@ -41,7 +41,7 @@ from paddock._wire import API_PREFIX, ErrorBody, ErrorDocument, body_error, deco
 from paddock.actors import Subscription
 from paddock.actors._subscription import _END, _NEEDS_IO
 from paddock.aio import AsyncSubscription
-from paddock.contract import MAX_PROMPT_CHARS, PaddockError, ValidationError, encode_event
+from paddock.contract import MAX_PROMPT_CHARS, PaddockError, ValidationError
 
 __all__ = ["build_app"]
 
@@ -187,10 +187,14 @@ async def _sse(sub: Subscription) -> AsyncIterator[bytes]:
         sub.close()
 
 
+_encode = msgspec.json.Encoder().encode
+
+
 def _frame(event: Any) -> bytes:
     # A gap warning carries seq 0: it has no id, so the client's Last-Event-ID stays where it was.
-    head = b"id: %d\n" % event.seq if event.seq else b""
-    return head + b"data: " + encode_event(event) + b"\n\n"
+    if event.seq:
+        return b"id: %d\ndata: %b\n\n" % (event.seq, _encode(event))
+    return b"data: " + _encode(event) + b"\n\n"
 
 
 _READS = frozenset({"instances", "diagnose", "sessions", "threads", "requests", "has_session", "read_thread", "events"})

@@ -4,6 +4,8 @@ turn ends, or once its session exits."""
 
 from __future__ import annotations
 
+import time
+
 from tests.runtime.conftest import run_turn
 
 
@@ -36,5 +38,9 @@ def test_pending_requests_across_threads(rt, workspace):
     assert [r.thread_id for r in rt.pending_requests()] == ["c"]
     rt.stop_session("c")
     assert rt.pending_requests() == []
-    assert {b.thread_id: b.status for b in rt.list_threads()} == {"a": "ready", "b": "ready", "c": "stopped"}
+    want = {"a": "ready", "b": "ready", "c": "stopped"}
+    deadline = time.monotonic() + 10  # the tracker follows each turn.completed
+    while (got := {b.thread_id: b.status for b in rt.list_threads()}) != want and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert got == want
     run_turn(rt, "a", "@reply still fine")

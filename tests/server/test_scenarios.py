@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -34,8 +35,11 @@ def test_turn_snapshot_instances_and_sessions(any_rt):
     [t] = rt.read_thread("t1").turns
     assert t.turn_id == turn.turn_id and t.state == "completed"
     assert any(i.kind == "assistant_message" and i.text == "hello world" for i in t.items)
-    [binding] = rt.list_threads()
-    assert binding.thread_id == "t1" and binding.status == "ready"
+    # the runtime's tracker marks the binding ready after the turn.completed it follows
+    deadline = time.monotonic() + 10
+    while (binding := rt.list_threads()[0]).status != "ready" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert binding.thread_id == "t1" and binding.status == "ready" and len(rt.list_threads()) == 1
 
 
 def test_approval_accept_writes_and_decline_does_not(any_rt):
