@@ -13,7 +13,9 @@ stream ``@chunks C`` at once. Measured, round by round:
 events/s = events one client received / seconds from the first ``send_turn`` to the last
 ``turn.completed`` it saw (``sse_50``: of the slowest client; aggregate = all clients' events over
 the same span). Latency of an event = the moment a client holds it minus its ``created_at`` (wall
-clock; the server and this process share it). Target: ``sse_1`` at least half the in-process
+clock; the server and this process share it): under the flood it is mostly queueing, so each
+round also runs the three paths ``paced`` (``@delay`` between chunks, well below saturation).
+Target: ``sse_1`` at least half the in-process
 rate. Prints one JSON document.
 """
 
@@ -71,7 +73,11 @@ def _figures(events: int, seconds: float, latencies: list[float], ok: bool, cpu:
     return out
 
 
-def run_in_process(sessions: int, chunks: int, tmp: str) -> dict:
+def _prompt(chunks: int, delay: float | None) -> str:
+    return f"@chunks {chunks}" + (f"\n@delay {delay}" if delay else "")
+
+
+def run_in_process(sessions: int, chunks: int, tmp: str, delay: float | None = None) -> dict:
     from paddock import Runtime
 
     state = tempfile.mkdtemp(prefix="inproc-", dir=tmp)
@@ -84,7 +90,7 @@ def run_in_process(sessions: int, chunks: int, tmp: str) -> dict:
         cpu0 = self_cpu()
         started = time.perf_counter()
         for tid in threads:
-            rt.send_turn(tid, f"@chunks {chunks}")
+            rt.send_turn(tid, _prompt(chunks, delay))
         events, last, latencies, ok = _count(sub, sessions, 60)
         cpu = self_cpu() - cpu0
         sub.close()
@@ -133,12 +139,12 @@ class _Server:
         self.config.unlink(missing_ok=True)
 
 
-def run_sse(server: _Server, clients: int, sessions: int, chunks: int, round_no: int) -> dict:
+def run_sse(server: _Server, clients: int, sessions: int, chunks: int, round_no: int, delay: float | None = None) -> dict:
     from paddock.client import RemoteRuntime
 
     rt = RemoteRuntime.connect(server.state)
     try:
-        threads = [f"r{round_no}-{clients}-{n}" for n in range(sessions)]
+        threads = [f"r{round_no}-{clients}-{delay}-{n}" for n in range(sessions)]
         cwd = server.state
         for tid in threads:
             rt.start_session(tid, instance="local0", cwd=cwd)
@@ -154,7 +160,7 @@ def run_sse(server: _Server, clients: int, sessions: int, chunks: int, round_no:
         cpu0, server_cpu0 = self_cpu(), server.cpu()
         started = time.perf_counter()
         for tid in threads:
-            rt.send_turn(tid, f"@chunks {chunks}")
+            rt.send_turn(tid, _prompt(chunks, delay))
         for t in readers:
             t.join(300)
         cpu, server_cpu = self_cpu() - cpu0, server.cpu() - server_cpu0
@@ -182,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=20_000, help="@chunks per session (in-process and 1 client)")
     parser.add_argument("--chunks-50", type=int, default=2_000, help="@chunks per session with 50 clients")
     parser.add_argument("--clients", type=int, default=50, help="clients of the many-clients run")
+    parser.add_argument("--paced-chunks", type=int, default=1_000, help="@chunks per session of the paced runs")
+    parser.add_argument("--paced-delay", type=float, default=0.002, help="@delay between chunks of the paced runs")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians reported)")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
@@ -194,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
                     "in_process": run_in_process(args.sessions, args.chunks, tmp),
                     "sse_1": run_sse(server, 1, args.sessions, args.chunks, n),
                     f"sse_{args.clients}": run_sse(server, args.clients, args.sessions, args.chunks_50, n),
+                }
+                # paced: the same three paths well below saturation, for latency without queueing
+                r["paced"] = {
+                    "in_process": run_in_process(args.sessions, args.paced_chunks, tmp, args.paced_delay),
+                    "sse_1": run_sse(server, 1, args.sessions, args.paced_chunks, n, args.paced_delay),
+                    f"sse_{args.clients}": run_sse(server, args.clients, args.sessions, args.paced_chunks, n, args.paced_delay),
                 }
                 ip, one = r["in_process"]["events_per_s"], r["sse_1"]["events_per_s"]
                 r["ratio_sse_1_to_in_process"] = round(one / ip, 3) if ip and one else None
@@ -212,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
         for key in ("in_process", "sse_1", many)
     }
     summary[many]["aggregate_events_per_s"] = med(many, "aggregate_events_per_s")
+    for key in ("in_process", "sse_1", many):
+        lat = [r["paced"][key] for r in rounds]
+        summary[f"paced_{key}"] = {
+            field: median(x[field] for x in lat if x[field] is not None)
+            for field in ("events_per_s", "p50_ms", "p99_ms", "max_ms")
+        }
     ratio = median(r["ratio_sse_1_to_in_process"] for r in rounds if r["ratio_sse_1_to_in_process"] is not None)
     emit({
         "benchmark": "serve",
@@ -224,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_sse_1_to_in_process_median": ratio,
         "target_sse_1_to_in_process": TARGET_SSE_1_TO_IN_PROCESS,
         "meets_targets": {"sse_1_at_least_half_in_process": ratio is not None and ratio >= TARGET_SSE_1_TO_IN_PROCESS},
-        "every_client_got_every_event": all(r[many]["every_client_got_every_event"] for r in rounds),
+        "every_client_got_every_event": all(r[many]["every_client_got_every_event"]
+                                            and r["paced"][many]["every_client_got_every_event"] for r in rounds),
+        "paced": {"chunks": args.paced_chunks, "delay_s": args.paced_delay},
         "per_round": rounds,
     })
     return 0

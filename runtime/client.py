@@ -87,7 +87,7 @@ def find_server(state_dir: str | os.PathLike[str] | None = None, *, timeout: flo
 
 
 def _folder(state_dir: str | os.PathLike[str] | None) -> Path:
-    return Path(state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
+    return Path(state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").expanduser().resolve()
 
 
 def _client(endpoint: Endpoint, token: str | None, timeout: float | None) -> httpx.Client:
@@ -359,7 +359,9 @@ class RemoteSubscription:
         self._owner = owner
         self._params = params
         self._cond = threading.Condition()
-        self._events: deque[Event] = deque()
+        self._batches: deque[list[Event]] = deque()  # filled by the reader thread, under _cond
+        self._cur: list[Event] = []  # consumer side: the batch in hand
+        self._pos = 0
         self._closed = False
         self._done = False
         self._error: PaddockError | None = None
@@ -372,7 +374,7 @@ class RemoteSubscription:
     def ended(self) -> bool:
         """Closed, or the stream ended for good and every event it brought was taken."""
         with self._cond:
-            return self._closed or (self._done and not self._events)
+            return self._closed or (self._done and not self._batches and self._pos >= len(self._cur))
 
     def _open(self) -> None:
         self._thread.start()
@@ -432,7 +434,7 @@ class RemoteSubscription:
                     events = self._frames.feed(chunk)
                     if events:
                         with self._cond:
-                            self._events.extend(events)
+                            self._batches.append(events)
                             self._cond.notify_all()
                 # the server ended the stream: the runtime closed
                 response.close()
@@ -457,16 +459,24 @@ class RemoteSubscription:
 
     def get(self, timeout: float | None = None) -> Event | None:
         """The next event; ``None`` when ``timeout`` passed or the subscription ended."""
+        pos = self._pos
+        if pos < len(self._cur) and not self._closed:  # fast path: the batch in hand, no lock
+            self._pos = pos + 1
+            return self._cur[pos]
         with self._cond:
             deadline = None if timeout is None else time.monotonic() + timeout
-            while not self._events:
+            while not self._batches:
                 if self._closed or self._done:
                     return None
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return None
                 self._cond.wait(left)
-            return self._events.popleft()
+            if self._closed:
+                return None
+            self._cur = self._batches.popleft()
+        self._pos = 1
+        return self._cur[0]
 
     def __iter__(self) -> Iterator[Event]:
         return self
