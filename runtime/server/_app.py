@@ -162,11 +162,12 @@ def _operations(rt: AsyncRuntime) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     }
 
 
-async def _sse(sub: Subscription) -> AsyncIterator[bytes]:
+async def _sse(sub: Subscription, streams: list[int]) -> AsyncIterator[bytes]:
     """The subscription as SSE frames. Runs on the event loop; reading the log (a replay or a
     slow client's catch-up) runs in the default executor. Ends (and closes the subscription)
     when the client goes away or the runtime closes."""
     asub = AsyncSubscription(sub)
+    streams[0] += 1
     try:
         yield b": paddock events\n\n"  # the subscription exists: a client may now send its turn
         while True:
@@ -184,6 +185,7 @@ async def _sse(sub: Subscription) -> AsyncIterator[bytes]:
                 out.append(_frame(more))
             yield b"".join(out)
     finally:
+        streams[0] -= 1
         sub.close()
 
 
@@ -205,11 +207,12 @@ def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp
     ``transport`` (``unix`` or ``tcp``) is reported by ``/health``."""
     operations = _operations(rt)
     started = time.time()
+    streams = [0]  # open event streams (the loop's thread only)
 
     async def health(request: Request) -> Any:
         return {
             "status": "ok", "version": __version__, "pid": os.getpid(), "transport": transport,
-            "state_dir": str(rt.runtime.state_dir), "started_at": started,
+            "state_dir": str(rt.runtime.state_dir), "started_at": started, "event_streams": streams[0],
         }
 
     async def instances(request: Request) -> Any:
@@ -263,7 +266,7 @@ def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp
         except PaddockError as exc:
             return _error(exc)
         return StreamingResponse(
-            _sse(sub), media_type="text/event-stream",
+            _sse(sub, streams), media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 

@@ -279,3 +279,24 @@ def test_openapi_document_describes_every_route(server):
         assert ref in doc["components"]["schemas"], ref
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     msgspec.json.decode(json.dumps(doc).encode())  # plain JSON all the way down
+
+
+def test_a_client_that_goes_away_ends_its_subscription(server):
+    import time
+
+    with server.http() as http:
+        post(http, "start_session", thread_id="t1", instance="local-a", cwd=str(server.workspace))
+        clients = [server.http() for _ in range(10)]
+        streams = [c.stream("GET", "/v1/events", params={"thread_id": "t1"}) for c in clients]
+        raws = [s.__enter__().iter_raw() for s in streams]  # keep each iterator: dropping one closes it
+        for raw in raws:
+            assert next(raw).startswith(b": paddock events")
+        assert http.get("/health").json()["event_streams"] == 10
+        post(http, "send_turn", thread_id="t1", text="@chunks 500\n@delay 0.005")
+        for s, c in zip(streams, clients):  # leave mid-turn
+            s.__exit__(None, None, None)
+            c.close()
+        deadline = time.monotonic() + 10
+        while http.get("/health").json()["event_streams"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert http.get("/health").json()["event_streams"] == 0
