@@ -6,8 +6,8 @@ thread's subscription in short slices and polls stdin (its file descriptor, unbu
 ``select`` tells the truth) in between.
 
 During a turn a line answers the oldest open approval, or is ``/steer TEXT``, ``/stop`` or
-``/interrupt``; any other line is queued and sent after the turn (type-ahead, so a piped script
-works). Ctrl-C interrupts the running turn, never the session; at the prompt it only reminds how
+``/interrupt``; any other line is queued and sent after the turn (type-ahead). From a pipe every
+line but an answer waits for the turn, so a script runs in order. Ctrl-C interrupts the running turn, never the session; at the prompt it only reminds how
 to leave (Ctrl-D or ``/quit``). In a terminal the output has colour and a spinner; in a pipe it
 is plain text.
 """
@@ -142,6 +142,11 @@ class _Leave(Exception):
     pass
 
 
+def _unanswered(pending: dict[str, Any], ours: set[str]) -> tuple[str, Any] | None:
+    """The oldest open request this chat has not answered yet."""
+    return next(((k, v) for k, v in pending.items() if k not in ours), None)
+
+
 class _Chat:
     def __init__(self, rt: Any, remote: bool, args: argparse.Namespace, thread_id: str, view: _View, inp: _Input,
                  interactive: bool) -> None:
@@ -271,8 +276,8 @@ class _Chat:
                     turn_id, done = self.show(event, turn_id, pending, ours)
                     if done:
                         return
-                    if pending and self.queued:  # a line typed (or piped) ahead answers it
-                        turn_id = self.during(self.queued.popleft(), turn_id, pending, ours)
+                    if self.queued and _unanswered(pending, ours):  # a line typed (or piped) ahead answers it
+                        turn_id = self.during(self.queued.popleft(), turn_id, pending, ours, queued=True)
                 if time.monotonic() - last_poll >= 0.05 and not self.inp.eof:
                     last_poll = time.monotonic()
                     try:
@@ -289,16 +294,24 @@ class _Chat:
                 except PaddockError as exc:
                     self.view.line(f"error: {exc}", "31")
 
-    def during(self, text: str, turn_id: str, pending: dict[str, Any], ours: set[str]) -> str:
-        """A line typed while the turn runs; returns the turn to follow (a steer may start one)."""
+    def during(self, text: str, turn_id: str, pending: dict[str, Any], ours: set[str], queued: bool = False) -> str:
+        """A line typed while the turn runs; returns the turn to follow (a steer may start one).
+        ``queued``: the line was typed ahead and waited in the queue."""
         from paddock.contract import PaddockError
 
         if not text:
             return turn_id
+        target = _unanswered(pending, ours)
+        answer = target is not None and not text.startswith("/")
+        # Lines typed ahead keep their order; from a pipe (a script) every line but an answer
+        # waits for the turn to end, so "/stop" on the next line does not cut the turn short.
+        if not answer and not queued and (self.queued or not self.interactive):
+            self.queued.append(text)
+            return turn_id
         name, _, arg = text.partition(" ")
         try:
-            if pending and not text.startswith("/"):
-                request_id, opened = next(iter(pending.items()))
+            if answer and target is not None:
+                request_id, opened = target
                 if opened.type == "user-input.requested":
                     answers = {q.id: text for q in opened.questions}
                     ours.add(request_id)

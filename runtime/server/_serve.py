@@ -184,7 +184,7 @@ def serve(
         arun = AsyncRuntime(runtime, executor)
         try:
             app = build_app(arun, token=token, transport="unix" if endpoint.socket else "tcp")
-            server = _Server(uvicorn.Config(
+            server = _uvicorn_server(uvicorn.Config(
                 app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3,
                 timeout_keep_alive=30, ws="none", http="h11",
             ))
@@ -197,18 +197,17 @@ def serve(
     return 0
 
 
-class _Server:
-    """uvicorn's Server without its own signal handling (ours closes the Runtime first)."""
+def _uvicorn_server(config: Any) -> Any:
+    """A uvicorn Server without its own signal handling: ours closes the Runtime first, and
+    uvicorn's would re-raise the signal after its shutdown instead of letting serve() return."""
+    import uvicorn
 
-    def __new__(cls, config: Any) -> Any:
-        import uvicorn
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
 
-        class Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Iterator[None]:
-                yield
-
-        return Server(config)
+    return Server(config)
 
 
 async def _run(server: Any, sock: socket.socket, folder: Path, endpoint: Endpoint,

@@ -185,3 +185,42 @@ def test_run_events_and_doctor_talk_to_the_server(make_server):
         assert follow.wait(10) == 0
         follow.stdout.close()
         follow.stderr.close()
+
+
+def test_chat_without_a_server_runs_in_process(short_root):
+    ws = short_root / "ws"
+    ws.mkdir()
+    script = f"@reply alone\n@write {ws}/solo.txt here\nn\n@reply-history\n/stop\n"
+    r = subprocess.run([*PADDOCK, "chat", "--state-dir", str(short_root / "state"), "--thread", "solo", "--cwd", str(ws)],
+                       input=script, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "· in-process" in r.stdout and "alone" in r.stdout and "  decline" in r.stdout
+    assert not (ws / "solo.txt").exists() and "history: 2" in r.stdout and "thread solo stopped" in r.stdout
+    listed = cli("sessions", "--state-dir", str(short_root / "state"))
+    assert re.search(r"^solo\s+local\s+local\s+stopped", listed.stdout, re.M)
+
+
+def test_chat_steer_and_mode_in_a_pty(make_server):
+    served = make_server("unix")
+    chat = Pty("chat", "--state-dir", str(served.state), "--instance", "local-b", "--thread", "st", "--cwd",
+               str(served.workspace))
+    try:
+        chat.expect(b"you> ")
+        chat.send(b"@chunks 3000\\n@delay 0.01\n")
+        chat.expect(b"You said")
+        chat.send(b"/steer @reply steered now\n")  # typed while the turn runs
+        chat.expect(b"steered (turn")
+        chat.expect(b"interrupted")  # the first turn, then the steered one
+        assert b"steered now" in chat.expect(b"turn completed")
+        chat.expect(b"you> ")
+        chat.send(b"/mode full-access\n")
+        assert b"full-access" in chat.expect(b"you> ")
+        chat.send(b"/stop\n")
+        chat.expect(b"thread st stopped")
+        assert chat.wait() == 0
+    finally:
+        chat.close()
+    with served.remote() as rt:
+        assert not rt.has_session("st")
+        assert [t.state for t in rt.read_thread("st").turns] == ["interrupted", "completed"]
+        assert [b.runtime_mode for b in rt.list_threads()] == ["full-access"]

@@ -82,3 +82,12 @@ def test_a_socket_path_too_long_is_named(short_root):
     r = subprocess.run([*PADDOCK, "serve", "--state-dir", str(deep)], cwd=ROOT, env=env(),
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "longer than 107 bytes" in r.stderr and "--listen" in r.stderr
+
+
+def test_a_bad_config_fails_cleanly(short_root):
+    bad = short_root / "bad.toml"
+    bad.write_text("[instances.a]\ndriver = 'local'\nenv = 5\n")
+    r = subprocess.run([*PADDOCK, "serve", "--state-dir", str(short_root / "s"), "--config", str(bad)],
+                       cwd=ROOT, env=env(), capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "Invalid config" in r.stderr and "instances.a" in r.stderr
+    assert not (short_root / "s" / "paddock.sock").exists() and not (short_root / "s" / "server.json").exists()
