@@ -201,7 +201,12 @@ class RemoteRuntime:
         self._subs: set[RemoteSubscription] = set()
         self._lock = threading.Lock()
         self._closed = False
-        self.state_dir = folder or Path(self.health()["state_dir"])
+        try:
+            health = self.health()  # fail now, with the server's address, when nobody answers
+        except BaseException:
+            self._http.close()
+            raise
+        self.state_dir = folder or Path(health["state_dir"])
 
     @classmethod
     def connect(cls, state_dir: str | os.PathLike[str] | None = None, *, socket: str | None = None,
@@ -248,6 +253,7 @@ class RemoteRuntime:
         return self._get("instances", list[InstanceInfo])
 
     def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+        # the server diagnoses every instance in turn, each within ``timeout``
         return msgspec.json.decode(self._request("GET", f"{API_PREFIX}/diagnose", timeout=timeout * 10 + _SLACK))
 
     def start_session(

@@ -171,3 +171,18 @@ def test_ten_threads_at_once(any_rt):
         t.join(30)
     assert not errors, errors
     assert results == {f"c{i}": f"thread {i}" for i in range(10)}
+
+
+def test_connecting_to_a_state_dir_without_a_live_server(short_root, make_server):
+    from paddock.client import RemoteRuntime, find_server
+
+    with pytest.raises(SessionClosedError, match="(?i)no paddock server owns"):
+        RemoteRuntime.connect(short_root / "nothing")
+    served = make_server("unix")
+    assert find_server(served.state).socket == str(served.state / "paddock.sock")
+    rt = served.remote()
+    served.stop()
+    assert find_server(served.state) is None
+    with pytest.raises(SessionClosedError, match="unreachable"):
+        rt.list_sessions()
+    rt.close()
