@@ -113,6 +113,12 @@ def _listener(state_dir: Path, listen: str | None) -> Iterator[tuple[socket.sock
     endpoint and token files at exit."""
     token = None
     created: list[Path] = []
+    previous = read_endpoint(state_dir)
+    if previous is not None and previous.pid != os.getpid() and _pid_alive(previous.pid) and (
+        previous.url or (previous.socket and _answers(Path(previous.socket)))
+    ):
+        where = previous.url or f"unix:{previous.socket}"
+        raise ConfigError(None, f"a paddock server (pid {previous.pid}) already listens on {where}; it owns this state directory")
     if listen is None:
         path = state_dir / SOCKET_NAME
         sock = _bind_unix(path)
@@ -120,9 +126,6 @@ def _listener(state_dir: Path, listen: str | None) -> Iterator[tuple[socket.sock
         endpoint = Endpoint(pid=os.getpid(), socket=str(path))
     else:
         host, port = parse_listen(listen)
-        previous = read_endpoint(state_dir)
-        if previous is not None and previous.url and _pid_alive(previous.pid) and previous.pid != os.getpid():
-            raise ConfigError(None, f"a paddock server (pid {previous.pid}) already serves this state directory at {previous.url}")
         sock = _bind_tcp(host, port)
         token = secrets.token_urlsafe(32)
         _write_private(state_dir / TOKEN_FILE, token.encode() + b"\n")

@@ -68,9 +68,10 @@ def test_only_loopback_listen_addresses(short_root, listen):
     assert not (short_root / "s" / "server.token").exists()
 
 
-def test_a_second_server_on_the_same_state_dir_is_refused(make_server):
-    served = make_server("unix")
-    r = subprocess.run([*PADDOCK, "serve", "--state-dir", str(served.state)], cwd=ROOT, env=env(),
+@pytest.mark.parametrize(("first", "second"), [("unix", []), ("unix", ["--listen", "127.0.0.1:0"]), ("tcp", [])])
+def test_a_second_server_on_the_same_state_dir_is_refused(make_server, first, second):
+    served = make_server(first)
+    r = subprocess.run([*PADDOCK, "serve", "--state-dir", str(served.state), *second], cwd=ROOT, env=env(),
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "already listens" in r.stderr
     with served.http() as http:
