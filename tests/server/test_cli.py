@@ -224,3 +224,20 @@ def test_chat_steer_and_mode_in_a_pty(make_server):
         assert not rt.has_session("st")
         assert [t.state for t in rt.read_thread("st").turns] == ["interrupted", "completed"]
         assert [b.runtime_mode for b in rt.list_threads()] == ["full-access"]
+
+
+def test_ctrl_c_in_run_through_a_server_interrupts_the_turn_and_keeps_the_session(make_server):
+    served = make_server("unix")
+    run = Pty("run", "--state-dir", str(served.state), "--instance", "local-a", "--thread", "k1", "--cwd",
+              str(served.workspace), "@chunks 3000\\n@delay 0.01")
+    try:
+        run.expect(b"You said")
+        run.send(b"\x03")
+        assert run.wait() == 130
+    finally:
+        run.close()
+    with served.remote() as rt:
+        with rt.subscribe(thread_id="k1", from_seq=1, types=["turn.completed"]) as sub:
+            done = sub.get(timeout=10)
+        assert done is not None and done.state == "interrupted"
+        assert rt.has_session("k1")
