@@ -218,16 +218,24 @@ class ErrorDocument(msgspec.Struct, frozen=True, kw_only=True):
 def error_document(exc: PaddockError) -> tuple[int, ErrorDocument]:
     """The HTTP status and JSON document of an error."""
     code, status = status_of(exc)
-    attrs = {
-        k: v for k, v in vars(exc).items()
-        if k not in ("driver", "instance_id", "thread_id", "field") and (v is None or isinstance(v, (str, int, float, bool)))
-    }
+    attrs = {k: v for k, v in vars(exc).items() if k not in ("driver", "instance_id", "thread_id", "field") and _plain(v)}
     return status, ErrorDocument(
         error=ErrorBody(
             code=code, type=type(exc).__name__, message=str(exc), field=getattr(exc, "field", None),
             thread_id=exc.thread_id, instance_id=exc.instance_id, driver=exc.driver, attrs=attrs,
         )
     )
+
+
+def _plain(value: Any) -> bool:
+    """JSON data (scalars, and lists and dicts of them, as ``RequestError.data``)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
 
 
 _BY_CODE = {code: cls for cls, code, _ in _STATUS}

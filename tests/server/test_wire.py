@@ -98,3 +98,12 @@ def test_loopback_listen_addresses(listen, want):
 def test_other_listen_addresses_are_refused(listen):
     with pytest.raises(ConfigError):
         parse_listen(listen)
+
+
+def test_json_attributes_cross_and_others_are_left_out():
+    err = RequestError("session/prompt", -32603, "internal", thread_id="t")
+    err.data = {"details": ["quota", 3]}  # what an agent put in the JSON-RPC error's data
+    err.handle = object()
+    _, doc = error_document(err)
+    back = error_from_document(doc.error)
+    assert back.data == {"details": ["quota", 3]} and not hasattr(back, "handle") and str(back) == str(err)
