@@ -68,13 +68,17 @@ def test_dashboard_streams_a_turn_approves_by_click_and_interrupts(make_server, 
     page.wait_for_selector("#transcript >> text=· turn completed")
 
     page.wait_for_selector("#send:not([disabled])")
+    page.fill("#prompt", "@reply quick")  # its events may arrive before the POST returns
+    page.click("#send")
+    page.wait_for_function("() => [...document.querySelectorAll('#transcript .assistant')].some(a => a.textContent === 'quick')")
+    page.wait_for_selector("#send:not([disabled])")
     page.fill("#prompt", f"@write {ws}/from-browser.txt clicked in chromium")
     page.click("#send")
     page.click("#requests button.accept")
     assert _wait_for_file(ws / "from-browser.txt") == "clicked in chromium"
     page.wait_for_selector("#transcript >> text=approval answered: accept")
     page.wait_for_function("() => document.querySelectorAll('#transcript .note').length > 0 && "
-                           "[...document.querySelectorAll('#transcript div')].filter(d => d.textContent === '· turn completed').length === 2")
+                           "[...document.querySelectorAll('#transcript div')].filter(d => d.textContent === '· turn completed').length === 3")
     page.wait_for_selector("#requests >> text=none")
 
     page.wait_for_selector("#send:not([disabled])")
@@ -85,7 +89,7 @@ def test_dashboard_streams_a_turn_approves_by_click_and_interrupts(make_server, 
     page.wait_for_selector("#transcript >> text=· turn interrupted")
     assert not errors, errors
     with served.remote() as rt:
-        assert [t.state for t in rt.read_thread("web").turns] == ["completed", "completed", "interrupted"]
+        assert [t.state for t in rt.read_thread("web").turns] == ["completed", "completed", "completed", "interrupted"]
 
 
 def test_dashboard_without_the_token_asks_for_it(make_server, browser):
