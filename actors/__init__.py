@@ -1,4 +1,4 @@
-"""The runtime's own actors: ProcessActor, the line and JSON-RPC transports, the SessionActor base
+"""The runtime's own actors: ProcessActor, the line, JSON-RPC and HTTP/SSE transports, the SessionActor base
 and the EventHub (fan-in)."""
 
 from ._event_log import EventLog as EventLog, LogReader as LogReader, build_chunks as build_chunks
@@ -24,6 +24,13 @@ from ._control import (
 )
 from ._requests import PendingRequests as PendingRequests
 from ._turns import TurnTracker as TurnTracker
+from ._http import (
+    HTTP_EXTRA_HINT as HTTP_EXTRA_HINT,
+    HttpTransport as HttpTransport,
+    SseStatus as SseStatus,
+    SseStream as SseStream,
+    http_available as http_available,
+)
 from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord, SessionTable as SessionTable, StoppedSnapshots as StoppedSnapshots
 from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
 from .process import (
@@ -36,6 +43,7 @@ from .process import (
 
 __all__ = [
     "BUFFERED_TEXT_LIMIT",
+    "HTTP_EXTRA_HINT",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "METHOD_NOT_FOUND",
@@ -48,6 +56,7 @@ __all__ = [
     "TransportWarning",
     "TurnTimerExpired",
     "TurnTracker",
+    "HttpTransport",
     "JsonRpcConnection",
     "JsonRpcNotification",
     "JsonRpcRequest",
@@ -58,6 +67,8 @@ __all__ = [
     "SessionActor",
     "SessionRecord",
     "SessionTable",
+    "SseStatus",
+    "SseStream",
     "StoppedSnapshots",
     "Terminal",
     "TerminalExit",
@@ -70,5 +81,6 @@ __all__ = [
     "Subscription",
     "TimerEntry",
     "build_chunks",
+    "http_available",
     "timers",
 ]

@@ -45,6 +45,7 @@ def _built_in() -> dict[str, Any]:
     from .claude import claude_driver_spec
     from .codex import codex_driver_spec
     from .local import LOCAL_FLAVOR
+    from .opencode import opencode_driver_spec
 
     # Every driver shipped with Paddock, by kind. Adding a driver is one line here (an ACP
     # flavor: one entry in paddock.drivers.acp.flavors.FLAVORS).
@@ -53,6 +54,7 @@ def _built_in() -> dict[str, Any]:
         "claude": claude_driver_spec(),
         "codex": codex_driver_spec(),
         "local": acp_driver_spec(LOCAL_FLAVOR),
+        "opencode": opencode_driver_spec(),
         **{kind: acp_driver_spec(flavor) for kind, flavor in {**FLAVORS, **OTHER_FLAVORS}.items()},
     }
 

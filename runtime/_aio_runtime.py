@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from paddock._pending import PendingRequest
 from paddock._runtime import InstanceInfo, Runtime
+from paddock.store import Binding
 from paddock.contract import (
     Decision,
     Event,
@@ -65,11 +67,12 @@ class AsyncRuntime:
         runtime_mode: RuntimeMode = "full-access",
         interaction_mode: InteractionMode = "default",
         model: str | None = None,
+        resume: Literal["auto", "require", "never"] | None = None,
         timeout: float | None = None,
     ) -> Session:
         return await self._call(
             self.runtime.start_session, thread_id, instance=instance, cwd=cwd, runtime_mode=runtime_mode,
-            interaction_mode=interaction_mode, model=model, timeout=timeout,
+            interaction_mode=interaction_mode, model=model, resume=resume, timeout=timeout,
         )
 
     async def send_turn(
@@ -109,6 +112,18 @@ class AsyncRuntime:
 
     async def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
         return await self._call(self.runtime.rollback_thread, thread_id, num_turns, timeout=timeout)
+
+    async def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+        return await self._call(self.runtime.diagnose, timeout=timeout)
+
+    async def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
+        return await self._call(self.runtime.pending_requests, thread_id, timeout=timeout)
+
+    async def list_threads(self) -> list[Binding]:
+        return await self._call(self.runtime.list_threads)
+
+    async def compact_events(self, before_seq: int) -> int:
+        return await self._call(self.runtime.compact_events, before_seq)
 
     def subscribe(
         self,

@@ -53,6 +53,7 @@ from paddock.contract._construct import NoPublicConstructor
 from paddock._config import RuntimeConfig, issue_from, load_config
 from paddock._isolation import build_env, instance_home
 from paddock.drivers._access import ModelAccess, model_access
+from paddock._pending import PendingRequest, PendingRequests
 from paddock.store import RESUMABLE, Binding, BindingStore
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ class Runtime(metaclass=NoPublicConstructor):
         for entry in config.instances:
             self._instances[entry.instance_id] = self._prepare(entry)
         self._tracker = self._hub.subscribe(types=("turn.completed", "session.exited", "session.started"))
+        self._pending = PendingRequests(self._hub)
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._track, name="paddock-tracker", daemon=True),
@@ -587,6 +589,21 @@ class Runtime(metaclass=NoPublicConstructor):
             raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=thread_id)
         return adapter.rollback_thread(thread_id, num_turns, timeout=_t(timeout))
 
+    # pending requests and thread bindings (what `paddock requests` and `paddock sessions` list) ---
+
+    def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
+        """The approval (``request.opened``) and user-input (``user-input.requested``) requests
+        still open, across threads or for ``thread_id``, oldest first. Every request opened before
+        the call is included; one resolved, whose turn completed or whose session exited is not."""
+        self._check_open()
+        open_now = self._pending.snapshot(timeout=_t(timeout))
+        return [e for e in open_now if thread_id is None or e.thread_id == thread_id]
+
+    def list_threads(self) -> list[Binding]:
+        """Every thread bound in the state directory (live or not), as persisted."""
+        self._check_open()
+        return self._store.list()
+
     # events -------------------------------------------------------------------------------------
 
     def subscribe(
@@ -650,6 +667,7 @@ class Runtime(metaclass=NoPublicConstructor):
         except PaddockError:
             pass
         self._tracker.close()
+        self._pending.close()
         self._hub.close(timeout=max(0.5, deadline - time.monotonic()))
         for t in self._threads:
             t.join(timeout=1.0)

@@ -27,6 +27,10 @@ COMMANDS: dict[str, str] = {
     "mock-model": "paddock.cli._mock_model",
     "peers": "paddock.cli._peers",
     "record": "paddock.cli._record",
+    "serve": "paddock.cli._serve",
+    "chat": "paddock.cli._chat",
+    "requests": "paddock.cli._requests",
+    "approve": "paddock.cli._approve",
 }
 """Subcommand name -> module path."""
 

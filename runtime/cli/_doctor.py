@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from paddock.cli._common import add_runtime_options, open_runtime, write
+from paddock.cli._common import add_runtime_options, write
+from paddock.cli._connect import connect
 
 HELP = "check every configured instance: binary, version, auth, why it is unavailable"
 
@@ -15,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rt = open_runtime(args)
+    rt, _ = connect(args)
     try:
         reports = rt.diagnose()
     finally:

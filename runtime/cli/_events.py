@@ -26,6 +26,12 @@ def run(args: argparse.Namespace) -> int:
     from paddock.contract import EVENT_TYPES, ContentDelta, decode_event
 
     handle_termination()
+    if args.follow:
+        from paddock.cli._connect import server_of
+
+        remote = server_of(args)
+        if remote is not None:  # the owner streams new events as they happen
+            return _follow(args, remote)
     db = state_dir(args) / "events.db"
     if not db.exists():
         write(f"paddock events: no event log at {db}\n", err=True)
@@ -59,3 +65,25 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         reader.close()
+
+
+def _follow(args: argparse.Namespace, remote) -> int:
+    from paddock.contract import ContentDelta, PaddockError
+
+    try:
+        with remote, remote.subscribe(thread_id=args.thread, instance_id=args.instance, types=args.types,
+                                      from_seq=args.from_seq) as events:
+            for event in events:
+                if args.json:
+                    write(event_json(event) + "\n")
+                    continue
+                line = format_event(event)
+                if line is None and isinstance(event, ContentDelta):
+                    line = f"[{event.thread_id}] {event.stream}: {event.delta!r}"
+                write(f"{event.seq:>8} {line or event_json(event)}\n")
+    except KeyboardInterrupt:
+        return 0
+    except PaddockError as exc:
+        write(f"paddock events: {exc}\n", err=True)
+        return 1
+    return 0

@@ -7,7 +7,8 @@ import os
 import sys
 import uuid
 
-from paddock.cli._common import add_runtime_options, event_json, format_event, handle_termination, open_runtime, write
+from paddock.cli._common import add_runtime_options, event_json, format_event, handle_termination, write
+from paddock.cli._connect import connect
 
 HELP = "send one prompt to an instance and stream what the agent does"
 
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     handle_termination()
     text = " ".join(args.prompt).replace("\\n", "\n")
     thread_id = args.thread or f"run-{uuid.uuid4().hex[:8]}"
-    rt = open_runtime(args)
+    rt, _ = connect(args)  # the owning server when one runs, else in-process
     state = "failed"
     turn_id = None
     try:

@@ -23,10 +23,14 @@ def state_dir(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    import msgspec
-
+    from paddock.cli._connect import server_of
     from paddock.store import BindingStore
 
+    remote = server_of(args)
+    if remote is not None:  # the owner knows which sessions are live
+        with remote:
+            bindings = remote.list_threads()
+        return _show(args, bindings)
     db = state_dir(args) / "paddock.db"
     if not db.exists():
         write(f"no state at {db.parent}\n")
@@ -36,6 +40,12 @@ def run(args: argparse.Namespace) -> int:
         bindings = store.list()
     finally:
         store.close()
+    return _show(args, bindings)
+
+
+def _show(args: argparse.Namespace, bindings: list) -> int:
+    import msgspec
+
     if args.json:
         for b in bindings:
             write(json.dumps(msgspec.to_builtins(b)) + "\n")

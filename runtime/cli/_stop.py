@@ -7,7 +7,7 @@ import argparse
 from paddock.cli._common import write
 from paddock.cli._sessions import state_dir
 
-HELP = "mark a thread stopped (a running runtime stops its live session with Runtime.stop_session)"
+HELP = "stop a thread's live session (through the server that owns the state dir), or mark it stopped"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,8 +16,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from paddock.cli._connect import server_of
+    from paddock.contract import PaddockError
     from paddock.store import BindingStore
 
+    remote = server_of(args)
+    if remote is not None:
+        try:
+            with remote:
+                live = remote.has_session(args.thread)
+                remote.stop_session(args.thread)
+        except PaddockError as exc:
+            write(f"paddock stop: {exc}\n", err=True)
+            return 1
+        write(f"thread {args.thread} stopped" + (" (its live session ended)" if live else "") + "\n")
+        return 0
     db = state_dir(args) / "paddock.db"
     if not db.exists():
         write(f"paddock stop: no state at {db.parent}\n", err=True)

@@ -17,10 +17,18 @@ from typing import Any
 
 import msgspec
 
-from paddock.actors import ExitInfo, JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, LineTap, ProcessActor, ProcessSpec
+from paddock.actors import (
+    ExitInfo,
+    HttpTransport,
+    JsonRpcConnection,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    LineTap,
+    ProcessActor,
+    ProcessSpec,
+)
 from paddock.contract import OperationTimeout
 
-from ._http import TappedHttp
 
 __all__ = ["SESSIONS", "SessionResult", "run_acp", "run_claude", "run_codex", "run_opencode"]
 
@@ -275,8 +283,15 @@ def run_opencode(argv: Sequence[str], env: dict[str, str], workspace: str, promp
             raise OperationTimeout("waiting for the opencode readiness line", timeout)
         if handle.exit_info is not None:
             raise handle.exit_info.error("'opencode' exited before it was ready")
-        client = TappedHttp(port, tap=tap, timeout=timeout)
-        stream = client.stream("/event", inbox.add)
+        def on_events(batch: list) -> None:
+            for event in batch:  # the stream's reader thread
+                inbox.add(event)
+
+        # The runtime's own HTTP + SSE transport (the `opencode` extra), tapped.
+        client = HttpTransport(f"http://127.0.0.1:{port}", timeout=timeout, tap=tap)
+        stream = client.stream("/event", on_events=on_events, name="sse-recording")
+        if not stream.wait_connected(timeout):
+            raise OperationTimeout("opening the opencode event stream", timeout)
         status, session = client.call("POST", "/session", {"title": "paddock recording"})
         if status != 200:
             raise ConnectionError(f"POST /session answered {status}: {session}")
@@ -289,6 +304,7 @@ def run_opencode(argv: Sequence[str], env: dict[str, str], workspace: str, promp
     finally:
         if stream is not None:
             stream.close()
+            stream.transport.close()
         handle.terminate(5.0)
     return _result(inbox, handle.exit_info)
 

@@ -24,8 +24,8 @@ def bench(capsys, name: str, *rest: str) -> dict:
 def test_the_suite_is_listed(capsys):
     assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
     names = capsys.readouterr().out.split()
-    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex", "hub",
-                 "floor"):
+    for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex",
+                 "peer-opencode", "hub", "floor", "serve"):
         assert name in names
     assert not any(n.startswith("-") or n.startswith("_") for n in names)
 
@@ -92,6 +92,20 @@ def test_peer_claude_shape_or_says_why(capsys):
     assert doc["survivors"] == []
 
 
+@pytest.mark.timeout(300)
+def test_peer_opencode_shape_or_says_why(capsys):
+    doc = bench(capsys, "peer-opencode", "--turns", "1", "--warmup", "0", "--long", "1", "--chunks", "50")
+    assert "skipped" in doc or "results" in doc
+    if "skipped" in doc:
+        assert doc["skipped"]
+        return
+    r = doc["results"]
+    for side in ("paddock", "client"):
+        assert r[side]["long_deltas"] == [50] and r[side]["turn_ms"]["median"] > 0
+    assert r["ratio"]["events_per_s_paddock_over_client"] > 0
+    assert doc["survivors"] == []
+
+
 def test_hub_shape(capsys):
     doc = bench(capsys, "hub", "--events", "2000", "--paced-rate", "4000", "--paced-seconds", "0.2")
     assert len(doc["results"]) == 8
@@ -120,3 +134,17 @@ def test_peer_codex_shape_or_says_why(capsys):
     assert r["ratio_paddock_over_sdk"]["turn_median"] > 0
     assert set(doc["meets_targets"]) == {"turn_median", "events_per_s", "cpu_per_event"}
     assert doc["survivors"] == []
+
+
+@pytest.mark.timeout(180)
+def test_serve_shape(capsys):
+    doc = bench(capsys, "serve", "--sessions", "2", "--chunks", "200", "--chunks-50", "20", "--clients", "5", "--rounds", "1",
+                "--paced-chunks", "20", "--paced-delay", "0.001")
+    [r] = doc["per_round"]
+    assert r["in_process"]["events"] == r["sse_1"]["events"] and r["sse_1"]["completed"]
+    assert r["sse_5"]["clients"] == 5 and r["sse_5"]["every_client_got_every_event"]
+    for key in ("in_process", "sse_1", "sse_5"):
+        assert 0 <= doc["summary"][key]["p50_ms"] <= doc["summary"][key]["p99_ms"]
+    assert r["paced"]["sse_5"]["every_client_got_every_event"] and doc["every_client_got_every_event"]
+    assert doc["summary"]["paced_sse_1"]["p99_ms"] is not None
+    assert set(doc["meets_targets"]) == {"sse_1_at_least_half_in_process"}

@@ -1,0 +1,42 @@
+"""The opencode resume cursor: the ``ses_…`` id, the cwd it belongs to, the cumulative usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from paddock.contract import ResumeCursor, TokenUsage, ValidationError
+
+__all__ = ["CURSOR_VERSION", "cursor_for", "decode_cursor"]
+
+CURSOR_VERSION = 1
+_encode = msgspec.json.Encoder().encode
+
+
+def cursor_for(driver: str, session_id: str, cwd: str, usage: TokenUsage | None = None) -> ResumeCursor:
+    """``{"session_id": "ses_…", "cwd": ..., "usage": {...}}``. OpenCode has no resume call:
+    prompting the same session id continues it, on any server with the same data dir. The cwd
+    is kept because a session is bound to its directory: a cursor used elsewhere is invalid."""
+    payload: dict[str, Any] = {"session_id": session_id, "cwd": cwd}
+    if usage is not None and (usage.total_tokens or usage.cost):
+        payload["usage"] = msgspec.to_builtins(usage)
+    return ResumeCursor(driver=driver, version=CURSOR_VERSION, payload=_encode(payload).decode())
+
+
+def decode_cursor(cursor: ResumeCursor, driver: str) -> tuple[str, str | None, TokenUsage | None]:
+    """``(session_id, cwd, usage)`` of a cursor made by :func:`cursor_for`; ValidationError when
+    it is not ours or malformed."""
+    if cursor.driver != driver or cursor.version != CURSOR_VERSION:
+        raise ValidationError("start_session", f"resume cursor of {cursor.driver!r} v{cursor.version} is not a "
+                                               f"{driver!r} v{CURSOR_VERSION} cursor")
+    try:
+        data = msgspec.json.decode(cursor.payload)
+        sid = data["session_id"]
+        cwd = data.get("cwd")
+        usage = msgspec.convert(data["usage"], TokenUsage) if data.get("usage") else None
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, AttributeError) as exc:
+        raise ValidationError("start_session", f"malformed resume cursor: {exc}") from None
+    if not isinstance(sid, str) or not sid.startswith("ses"):
+        raise ValidationError("start_session", "the resume cursor holds no OpenCode session id (ses_…)")
+    return sid, cwd if isinstance(cwd, str) else None, usage

@@ -1,0 +1,52 @@
+"""``paddock requests``: the approval and user-input requests still open, across threads."""
+
+from __future__ import annotations
+
+import argparse
+
+from paddock.cli._common import event_json, write
+from paddock.cli._connect import connect
+
+HELP = "list the approval and user-input requests still open (across threads, from the server)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+    parser.add_argument("--config", help=argparse.SUPPRESS)
+    parser.add_argument("--thread", help="only this thread")
+    parser.add_argument("--json", action="store_true", help="print each request's event as a JSON line")
+
+
+def describe(event) -> str:
+    """What a request asks, in one line."""
+    if event.type == "user-input.requested":
+        return "; ".join(q.question for q in event.questions) or "user input"
+    return event.title or event.detail or event.kind
+
+
+def run(args: argparse.Namespace) -> int:
+    from paddock.contract import PaddockError
+
+    rt, remote = connect(args)
+    try:
+        pending = rt.pending_requests(args.thread)
+    except PaddockError as exc:
+        write(f"paddock requests: {exc}\n", err=True)
+        return 1
+    finally:
+        rt.close()
+    if args.json:
+        for event in pending:
+            write(event_json(event) + "\n")
+        return 0
+    if not pending:
+        write("no open requests" + ("" if remote else " (no server owns this state directory, so no session is live)") + "\n")
+        return 0
+    rows = [("thread", "request", "kind", "asks")]
+    for e in pending:
+        kind = "user-input" if e.type == "user-input.requested" else e.kind
+        rows.append((e.thread_id, e.request_id or "", kind, describe(e)))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        write("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3] + "\n")
+    return 0

@@ -1,0 +1,43 @@
+"""``paddock serve``: own a state directory and serve its Runtime over HTTP until a signal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from paddock.cli._common import write
+
+HELP = "own a state directory and serve its Runtime over HTTP (unix socket, or loopback TCP with a token)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else the built-in 'local' instance)")
+    parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+    parser.add_argument(
+        "--listen", metavar="127.0.0.1:PORT",
+        help="serve on loopback TCP with a bearer token (written to STATE_DIR/server.token) instead of "
+             "the unix socket STATE_DIR/paddock.sock",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from paddock.server import serve
+    except ImportError as exc:
+        write(f"paddock serve: needs the server extra ({exc.name} is missing): pip install 'agent-paddock[server]'\n", err=True)
+        return 2
+    from paddock.contract import PaddockError
+
+    def ready(endpoint) -> None:
+        if endpoint.socket:
+            write(f"paddock serve: listening on unix:{endpoint.socket} (pid {endpoint.pid})\n")
+        else:
+            write(f"paddock serve: listening on {endpoint.url} (pid {endpoint.pid}); "
+                  f"dashboard {endpoint.url}/ ; the bearer token is in {os.path.join(state, 'server.token')}\n")
+
+    state = os.path.abspath(args.state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock")
+    try:
+        return serve(args.config or os.environ.get("PADDOCK_CONFIG"), state_dir=state, listen=args.listen, on_ready=ready)
+    except PaddockError as exc:
+        write(f"paddock serve: {exc}\n", err=True)
+        return 1

@@ -1,0 +1,107 @@
+"""The dashboard in a real headless Chromium (Debian's package) driven by Playwright: it shows the
+instances and sessions, streams a turn in, approves a request by a click (the file lands on
+disk), and interrupts a turn."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def browser():
+    if not os.path.exists(CHROMIUM):
+        reason = "needs Debian's Chromium: apt-get update && apt-get install -y chromium"
+        if os.environ.get("PADDOCK_REQUIRE_PEERS") == "1":  # CI installs it: missing is a failure there
+            pytest.fail(reason + " (PADDOCK_REQUIRE_PEERS=1)", pytrace=False)
+        pytest.skip(reason)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright: pip install -e '.[test]'")
+    with sync_api.sync_playwright() as p:
+        # the system browser: Playwright's own browser download cannot work offline
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _wait_for_file(path, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} was not written"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def test_dashboard_streams_a_turn_approves_by_click_and_interrupts(make_server, browser):
+    served = make_server("tcp")
+    ws = served.workspace
+    with served.remote() as rt:
+        rt.start_session("web", instance="local-a", cwd=ws, runtime_mode="approval-required")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{served.url}/#token={served.token}")
+    assert "token=" not in page.url  # the page moved the token out of the address bar
+    page.wait_for_selector("#instances li[data-instance='local-a'] .available")
+    assert "turns.interrupt" in page.inner_text("#instances li[data-instance='local-a']")
+    page.click("#sessions li[data-thread='web']")
+    page.wait_for_selector("#sessions li.selected[data-thread='web']")
+
+    full = "streaming into the page"
+    page.fill("#prompt", f"@chunks 23\n@delay 0.08\n@reply {full}")
+    page.click("#send")
+    # part of the answer is on screen before all of it: the text streams in
+    page.wait_for_function(
+        "(full) => { const a = document.querySelector('#transcript .assistant');"
+        " return a && a.textContent.length > 0 && a.textContent.length < full.length; }", arg=full)
+    page.wait_for_function(
+        "(full) => [...document.querySelectorAll('#transcript .assistant')].some(a => a.textContent === full)", arg=full)
+    page.wait_for_selector("#transcript >> text=· turn completed")
+
+    page.wait_for_selector("#send:not([disabled])")
+    page.fill("#prompt", "@reply quick")  # its events may arrive before the POST returns
+    page.click("#send")
+    page.wait_for_function("() => [...document.querySelectorAll('#transcript .assistant')].some(a => a.textContent === 'quick')")
+    page.wait_for_selector("#send:not([disabled])")
+    page.fill("#prompt", f"@write {ws}/from-browser.txt clicked in chromium")
+    page.click("#send")
+    page.click("#requests button.accept")
+    assert _wait_for_file(ws / "from-browser.txt") == "clicked in chromium"
+    page.wait_for_selector("#transcript >> text=approval answered: accept")
+    page.wait_for_function("() => document.querySelectorAll('#transcript .note').length > 0 && "
+                           "[...document.querySelectorAll('#transcript div')].filter(d => d.textContent === '· turn completed').length === 3")
+    page.wait_for_selector("#requests >> text=none")
+
+    page.wait_for_selector("#send:not([disabled])")
+    page.fill("#prompt", "@chunks 3000\n@delay 0.01")
+    page.click("#send")
+    page.wait_for_selector("#interrupt:not([disabled])")
+    page.click("#interrupt")
+    page.wait_for_selector("#transcript >> text=· turn interrupted")
+    assert not errors, errors
+    with served.remote() as rt:
+        assert [t.state for t in rt.read_thread("web").turns] == ["completed", "completed", "completed", "interrupted"]
+
+
+def test_dashboard_without_the_token_asks_for_it(make_server, browser):
+    served = make_server("tcp")
+    page = browser.new_page()
+    page.goto(f"{served.url}/")
+    page.wait_for_selector("#token-form:not([hidden])")
+    assert page.is_hidden("#app")
+    page.fill("#token-input", "not-the-token")
+    page.click("#token-save")
+    page.wait_for_selector("#token-form:not([hidden])")
+    page.fill("#token-input", served.token)
+    page.click("#token-save")
+    page.wait_for_selector("#instances li[data-instance='local-b']")
+    assert page.is_hidden("#token-form")
