@@ -186,6 +186,10 @@ def tell_urgent(ref: pykka.ActorRef[Any], message: Any) -> bool:
     if not ref.is_alive():
         return False
     inbox = ref.actor_inbox
+    urgent = getattr(inbox, "put_urgent", None)
+    if urgent is not None:  # a dispatched actor's inbox (paddock.actors)
+        urgent(Envelope(message))
+        return True
     if not isinstance(inbox, queue.Queue):
         ref.tell(message)
         return True
