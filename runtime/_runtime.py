@@ -659,8 +659,10 @@ class Runtime(metaclass=NoPublicConstructor):
                     inst.adapter.close(timeout=max(0.5, deadline - time.monotonic()))
                 except PaddockError:
                     pass
-        for thread_id in live:
-            self._store.update(thread_id, status="closed")
+        try:
+            self._store.set_status(live, "closed")  # one commit for every live thread
+        except PaddockError:
+            pass
         self._live.clear()
         try:
             self._hub.flush(timeout=max(0.5, deadline - time.monotonic()))
