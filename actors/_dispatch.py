@@ -36,6 +36,7 @@ import collections
 import contextlib
 import logging
 import os
+import queue
 import sys
 import threading
 import time
@@ -49,7 +50,7 @@ from pykka._threading import ThreadingFuture
 
 from paddock.supervisors import SupervisedActor
 
-__all__ = ["DispatchActor", "Dispatcher", "SupervisedDispatchActor", "blocking", "default_dispatcher", "on_worker"]
+__all__ = ["DispatchActor", "Dispatcher", "Reply", "SupervisedDispatchActor", "blocking", "default_dispatcher", "on_worker"]
 
 log = logging.getLogger("paddock.actors")
 
@@ -334,6 +335,13 @@ class DispatchActor(pykka.Actor):
     Threads: ``__init__`` runs on the caller of ``start()``; ``on_start``, every handler,
     ``on_stop`` and ``on_failure`` run on a worker of the dispatcher, one at a time.
 
+    A handler that must wait for something (an agent's answer) does not wait: it calls
+    :meth:`defer_reply` and returns; whoever learns the answer later (usually a message told to
+    this actor) completes the :class:`Reply`. While it waits, the actor can :meth:`stash`
+    messages that must not run yet and :meth:`unstash_all` them, in order, ahead of its inbox
+    (Akka's ``Stash``; OTP's ``{noreply, State}`` with ``gen_server:reply/2``). Replies still
+    open when the actor finishes are answered ``ActorDeadError``.
+
     Loop hooks for subclasses that wrap the loop (as ``SupervisedActor`` does for threads):
     ``_loop_enter()`` before each slice (worker thread), ``_loop_crashed(exc)`` when a
     ``BaseException`` escapes pykka's own handling, ``_loop_exit()`` once, after the teardown.
@@ -361,6 +369,46 @@ class DispatchActor(pykka.Actor):
 
     def _dispatcher_(self) -> Dispatcher:
         return self.dispatcher or default_dispatcher()
+
+    # -- deferred replies and stash (worker thread: inside a handler) ----------------------
+
+    _current: Envelope[Any] | None = None
+    _handled: bool = True  # False once the current message was deferred or stashed
+    _replies: set[Reply] | None = None
+    _stash: list[Envelope[Any]] | None = None
+
+    def defer_reply(self) -> Reply:
+        """Take over the answer to the message being handled: the handler's return value is
+        not sent; ``set``/``fail`` on the returned :class:`Reply` answers the asker later (a
+        ``tell``-ed message gets a Reply that answers no one)."""
+        envelope = self._current
+        if envelope is None:
+            raise RuntimeError("defer_reply() is only valid inside a message handler")
+        self._handled = False
+        reply = Reply(self, envelope.reply_to)
+        if envelope.reply_to is not None:
+            if self._replies is None:
+                self._replies = set()
+            self._replies.add(reply)
+        return reply
+
+    def stash(self) -> None:
+        """Put the message being handled aside (unanswered) until :meth:`unstash_all`."""
+        envelope = self._current
+        if envelope is None:
+            raise RuntimeError("stash() is only valid inside a message handler")
+        self._handled = False
+        if self._stash is None:
+            self._stash = []
+        self._stash.append(envelope)
+
+    def unstash_all(self) -> None:
+        """Queue every stashed message again, in stash order, ahead of the inbox."""
+        stashed, self._stash = self._stash, None
+        if stashed:
+            inbox = self.actor_inbox
+            with inbox._lock:
+                inbox._items.extendleft(reversed(stashed))
 
     def _start_actor_loop(self) -> None:
         inbox = self.actor_inbox
@@ -413,15 +461,28 @@ class DispatchActor(pykka.Actor):
         self._dispatch_teardown()
 
     def _dispatch_one(self, envelope: Envelope[Any]) -> None:
-        # The body of pykka's Actor._actor_loop_running for one envelope.
+        # The body of pykka's Actor._actor_loop_running for one envelope, plus deferred replies.
+        self._current = envelope
+        self._handled = True
         try:
             response = self._handle_receive(envelope.message)
-            if envelope.reply_to is not None:
+            if envelope.reply_to is not None and self._handled:
                 envelope.reply_to.set(response)
         except Exception:
+            if not self._handled:  # deferred or stashed, then failed: answer the asker now
+                self._handled = True
+                if self._stash and self._stash[-1] is envelope:
+                    self._stash.pop()
+                if self._replies:
+                    for reply in [r for r in self._replies if r._future is envelope.reply_to]:
+                        self._replies.discard(reply)
+                        reply._done = True
             if envelope.reply_to is not None:
                 log.info("Exception returned from %s to caller:", self, exc_info=sys.exc_info())
-                envelope.reply_to.set_exception()
+                try:
+                    envelope.reply_to.set_exception()
+                except queue.Full:  # a deferred reply already answered it
+                    pass
             else:
                 self._handle_failure(*sys.exc_info())
                 try:
@@ -432,21 +493,61 @@ class DispatchActor(pykka.Actor):
             log.debug("%r in %s: stopping it", sys.exc_info()[1], self)
             self._stop()
             raise
+        finally:
+            self._current = None
 
     def _dispatch_teardown(self) -> None:
         inbox = self.actor_inbox
         try:
             with inbox._lock:
                 inbox._closed = True
-                queued = list(inbox._items)
+                queued = list(self._stash or ()) + list(inbox._items)
                 inbox._items.clear()
+            self._stash = None
             for envelope in queued:
                 _reply_dead(envelope, self)
+            for reply in list(self._replies or ()):
+                reply.fail(ActorDeadError(f"{self} stopped before it answered"))
         finally:
             try:
                 self._loop_exit()
             finally:
                 self._dispatcher_()._finished()
+
+
+class Reply:
+    """The pending answer to one message (from :meth:`DispatchActor.defer_reply`). ``set`` and
+    ``fail`` may be called from any thread, once; later calls are ignored."""
+
+    __slots__ = ("_actor", "_done", "_future")
+
+    def __init__(self, actor: DispatchActor, future: pykka.Future[Any] | None) -> None:
+        self._actor = actor
+        self._future = future
+        self._done = future is None
+
+    @property
+    def pending(self) -> bool:
+        return not self._done
+
+    def set(self, value: Any = None) -> None:
+        if self._finish():
+            assert self._future is not None
+            self._future.set(value)
+
+    def fail(self, error: BaseException) -> None:
+        if self._finish():
+            assert self._future is not None
+            self._future.set_exception(exc_info=(type(error), error, error.__traceback__))
+
+    def _finish(self) -> bool:
+        if self._done:
+            return False
+        self._done = True
+        replies = self._actor._replies
+        if replies is not None:
+            replies.discard(self)
+        return True
 
 
 class SupervisedDispatchActor(DispatchActor, SupervisedActor):

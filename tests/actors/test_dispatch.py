@@ -323,3 +323,66 @@ def test_tell_urgent_puts_a_message_ahead_of_the_queue(pool):
     ref.ask("sync", timeout=5)
     assert [m for kind, m in log if kind == "msg"] == ["first", 0, 1, 2, 3, 4, "sync"]
     ref.stop(timeout=5)
+
+
+class Opener(DispatchActor):
+    """Answers "open" only when "answer" arrives; stashes "use" until then."""
+
+    dispatcher = Dispatcher("test-defer", workers=1)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending = None
+        self.order: list = []
+
+    def on_receive(self, message):
+        if message == "open":
+            self.pending = self.defer_reply()
+            return "ignored"
+        if isinstance(message, tuple) and message[0] == "answer":
+            reply, self.pending = self.pending, None
+            if message[1] == "fail":
+                reply.fail(ValueError("agent said no"))
+            else:
+                reply.set(message[1])
+            self.unstash_all()
+            return None
+        if message == "defer-then-raise":
+            self.defer_reply()
+            raise KeyError("late")
+        if self.pending is not None and isinstance(message, str) and message.startswith("use"):
+            self.stash()
+            return None
+        self.order.append(message)
+        return message
+
+
+def test_a_deferred_reply_answers_later_and_stashed_messages_keep_their_order():
+    ref = Opener.start()
+    opened = ref.ask("open", block=False)
+    used = [ref.ask(f"use{n}", block=False) for n in range(3)]
+    assert ref.ask("other", timeout=5) == "other"  # not stashed: runs while the open waits
+    with pytest.raises(pykka.Timeout):
+        opened.get(timeout=0.05)
+    ref.tell(("answer", "session-1"))
+    assert opened.get(timeout=5) == "session-1"
+    assert [f.get(timeout=5) for f in used] == ["use0", "use1", "use2"]
+    assert ref._actor_weakref().order == ["other", "use0", "use1", "use2"]
+    failing = ref.ask("open", block=False)
+    ref.tell(("answer", "fail"))
+    with pytest.raises(ValueError, match="agent said no"):
+        failing.get(timeout=5)
+    with pytest.raises(KeyError):
+        ref.ask("defer-then-raise", timeout=5)
+    ref.stop(timeout=5)
+
+
+def test_open_deferred_replies_and_stashed_messages_are_answered_dead_at_stop():
+    ref = Opener.start()
+    opened = ref.ask("open", block=False)
+    used = ref.ask("use", block=False)
+    assert ref.ask("sync", timeout=5) == "sync"
+    ref.stop(timeout=5)
+    for future in (opened, used):
+        with pytest.raises(pykka.ActorDeadError):
+            future.get(timeout=5)
