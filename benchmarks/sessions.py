@@ -33,7 +33,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import emit, host_rss, local_config, ms, percentile, tree_rss  # noqa: E402
+from benchmarks._common import TreeCpu, emit, host_rss, local_config, ms, percentile, tree_rss  # noqa: E402
 
 TARGETS = {
     "turns_per_s_ratio_min": 0.8,
@@ -102,7 +102,8 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
     start_times: list[float] = []
     live: list = []
     before_close: list[psutil.Process] = []
-    start_all = turns_seconds = 0.0
+    start_all = turns_seconds = host_turns = 0.0
+    agents_cpu = TreeCpu()
     with tempfile.TemporaryDirectory(prefix="paddock-bench-sessions-") as state:
         rt = Runtime.open(local_config(instances, event_log=True), state_dir=state)
         peaks.start()
@@ -124,6 +125,9 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
             start_all = time.perf_counter() - t0
             live = rt.list_sessions()
             sub = rt.subscribe(types=("turn.completed",))
+            agents_cpu = TreeCpu()
+            agents_cpu.sample()
+            host_turns0 = sum(_cpu())
             t1 = time.perf_counter()
             with ThreadPoolExecutor(workers) as pool:
                 futures = [pool.submit(rt.send_turn, tid, "@reply ok", timeout=120) for tid, _ in threads]
@@ -138,6 +142,8 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
                 if sub.get(timeout=max(0.01, deadline - time.monotonic())) is not None:
                     completed += 1
             turns_seconds = time.perf_counter() - t1
+            host_turns = sum(_cpu()) - host_turns0
+            agents_cpu.sample()
             sub.close()
             peaks.sample()
             before_close = [p for p in psutil.Process().children(recursive=True)]
@@ -169,6 +175,8 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
         "turns_completed": completed,
         "turns_seconds": round(turns_seconds, 3),
         "turns_per_s": round(completed / turns_seconds, 1) if turns_seconds > 0 else None,
+        "turn_host_cpu_ms": round(host_turns / max(1, completed) * 1000, 3),
+        "turn_agents_cpu_ms": round(agents_cpu.delta() / max(1, completed) * 1000, 3),
         "host_rss_before_mb": round(rss_before / mb, 1),
         "host_rss_peak_mb": round(peaks.host_rss / mb, 1),
         "agents_rss_peak_mb": round(peaks.tree_rss / mb, 1),
