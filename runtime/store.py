@@ -143,12 +143,13 @@ class BindingStore:
         try:
             with self._lock:
                 cursor = self._db.execute(sql, args)
-                rows = cursor.fetchall() if _RETURNING else cursor.rowcount
+                rows: list[tuple] = cursor.fetchall() if _RETURNING else []
+                changed = bool(rows) if _RETURNING else cursor.rowcount > 0
         except sqlite3.Error as exc:
             raise PersistenceError("update a binding", f"{self.path}: {exc}") from None
-        if not _RETURNING:
-            return self.get(thread_id) if rows else None
-        return self._row(rows[0]) if rows else None
+        if not changed:
+            return None
+        return self._row(rows[0]) if rows else self.get(thread_id)
 
     def set_status(self, thread_ids: Collection[str], status: str) -> None:
         """Set the status of many bindings in one transaction (one commit, not one per row)."""
