@@ -49,8 +49,9 @@ from paddock.contract import (
     TurnState,
     ValidationError,
 )
-from paddock.supervisors import ChildContext, SupervisedActor, map_exceptions
+from paddock.supervisors import ChildContext, map_exceptions
 
+from ._dispatch import SupervisedDispatchActor
 from ._control import Interrupt, Open, Respond, SendTurn, TransportWarning, TurnTimerExpired
 from ._requests import PendingRequests
 from ._timers import TimerEntry, timers
@@ -106,7 +107,7 @@ class SessionRecord:
         return self.thread
 
 
-class SessionActor(SupervisedActor, Generic[N]):
+class SessionActor(SupervisedDispatchActor, Generic[N]):
     """Base of every driver's session actor. ``N`` is the driver's native handle of an open
     request (what it needs to answer it on the wire).
 

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import ExitInfo, JsonRpcConnection, JsonRpcRequest
+from paddock.actors import ExitInfo, JsonRpcConnection, JsonRpcRequest, blocking
 from paddock.contract import OperationTimeout, PaddockError, ProcessError, RequestError
 
 from . import _wire as w
@@ -180,7 +180,8 @@ class AgentLink:
         family naming this instance (and ``thread_id``)."""
         future = self.conn.request(method, params, timeout=timeout)
         try:
-            return future.result(timeout + 1.0)
+            with blocking():  # on a dispatcher worker: the pool runs other actors meanwhile
+                return future.result(timeout + 1.0)
         except RequestError as exc:
             raise RequestError(method, exc.code, exc.detail, **self._where, thread_id=thread_id) from None
         except OperationTimeout:
