@@ -119,7 +119,9 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
     ``Interrupt``, ``Respond``, ``TransportWarning``, ``TurnTimerExpired``) and calls the
     driver's hooks:
 
-    - :meth:`open_session` -> ``Session``: create or resume the native session (``Open``);
+    - :meth:`open_session` -> ``Session``: create or resume the native session (``Open``); a
+      driver that must wait for its agent's answer calls ``self.defer_reply()``, returns
+      ``None`` and answers the reply when the answer arrives (as a message to this actor);
     - :meth:`start_turn` ``(input, turn_id)`` -> ``TurnStartResult``: send the prompt; the base has
       refused a closed session and a running turn already; use ``self.turn.start`` for the
       ``turn.started``;
@@ -339,7 +341,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
 
     # hooks (a driver overrides them; all run on this actor's thread) -------------------------------
 
-    def open_session(self) -> Session:
+    def open_session(self) -> Session | None:
         raise NotImplementedError
 
     def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:

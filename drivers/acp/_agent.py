@@ -182,22 +182,25 @@ class AgentLink:
         try:
             with blocking():  # on a dispatcher worker: the pool runs other actors meanwhile
                 return future.result(timeout + 1.0)
-        except RequestError as exc:
-            raise RequestError(method, exc.code, exc.detail, **self._where, thread_id=thread_id) from None
-        except OperationTimeout:
-            raise OperationTimeout(f"ACP {method!r}", timeout, **self._where, thread_id=thread_id) from None
-        except ProcessError as exc:
-            raise ProcessError(exc.detail, exc.exit_code, stderr_tail=exc.stderr_tail, **self._where,
-                               thread_id=thread_id) from None
-        except TimeoutError:
-            raise OperationTimeout(f"ACP {method!r}", timeout, **self._where, thread_id=thread_id) from None
-        except PaddockError:
-            raise
+        except (PaddockError, TimeoutError) as exc:
+            raise self.error_of(method, exc, timeout, thread_id) from None
 
-    def request_async(self, method: str, params: Any, done: Callable[[Any, BaseException | None], None]) -> None:
+    def error_of(self, method: str, exc: BaseException, timeout: float | None, thread_id: str | None) -> BaseException:
+        """A request's failure as the PaddockError naming this instance (and ``thread_id``)."""
+        where = {**self._where, "thread_id": thread_id}
+        if isinstance(exc, RequestError):
+            return RequestError(method, exc.code, exc.detail, **where)
+        if isinstance(exc, (OperationTimeout, TimeoutError)):
+            return OperationTimeout(f"ACP {method!r}", timeout or 0.0, **where)
+        if isinstance(exc, ProcessError):
+            return ProcessError(exc.detail, exc.exit_code, stderr_tail=exc.stderr_tail, **where)
+        return exc
+
+    def request_async(self, method: str, params: Any, done: Callable[[Any, BaseException | None], None], *,
+                      timeout: float | None = None) -> None:
         """Send a request; ``done(result, error)`` runs once on the reader thread (or at once
-        if the connection is closed)."""
-        future = self.conn.request(method, params)
+        if the connection is closed; on the timer thread when ``timeout`` expires first)."""
+        future = self.conn.request(method, params, timeout=timeout)
 
         def finished(f: Any) -> None:
             error = f.exception()
