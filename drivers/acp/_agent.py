@@ -3,7 +3,9 @@ reader-thread router that hands each session its share of every read batch.
 
 Threads: :meth:`Router.on_batch` and the prompt done-callbacks run on the connection's stdout
 reader thread and only decode and ``tell``; :meth:`AgentLink.call` blocks its caller (a session
-actor or the supervisor starting the agent) on the agent's answer, with a timeout.
+actor, inside ``paddock.actors.blocking()`` so its dispatcher runs the other sessions meanwhile,
+or the supervisor starting the agent) on the agent's answer, with a timeout;
+:meth:`AgentLink.request_async` never blocks.
 """
 
 from __future__ import annotations

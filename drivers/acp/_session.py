@@ -1,6 +1,7 @@
 """AcpSessionActor: one ACP session (one host thread) on a shared agent process.
 
-Thread: every method of the actor runs on its own actor thread. The agent link's reader thread
+Thread: every method of the actor runs inside it, on a worker of the shared dispatcher (one
+message at a time; see ``paddock.actors.DispatchActor``). The agent link's reader thread
 only ``tell``s it: batches of already-decoded ``session/update`` payloads and agent requests for
 this session (:class:`Incoming`), and the outcome of its ``session/prompt`` (:class:`PromptDone`).
 Host operations arrive as ``ask`` messages from the adapter, with the caller's timeout.
@@ -8,7 +9,9 @@ Host operations arrive as ``ask`` messages from the adapter, with the caller's t
 Lifecycle of the native session:
 - ``Open``: ``session/new``, or ``session/load`` / ``session/resume`` from a resume cursor; a failed
   resume falls back to ``session/new`` and says so (``session.started(resume_failed=True)`` plus a
-  ``runtime.warning``);
+  ``runtime.warning``). ``session/new`` holds no worker: the ``Open`` is answered when the agent's
+  answer arrives (:class:`NewSessionDone`); a resume, ``session/set_mode`` and
+  ``session/set_config_option`` wait for the agent inside ``blocking()`` (the pool compensates);
 - after the agent process restarted (new link generation), the next ``SendTurn`` first reloads the
   native session (``session/load``, else ``session/resume``), transparently;
 - ``on_shutdown``: when the agent died, the running turn fails, open requests expire and
