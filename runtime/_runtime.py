@@ -453,7 +453,7 @@ class Runtime(metaclass=NoPublicConstructor):
         adapter = self._session_adapter(thread_id, "send_turn", timeout=timeout)
         # "running" goes in before the turn can end, so the tracker's running -> ready sticks.
         before = self._store.get(thread_id)
-        self._store.update(thread_id, status="running")
+        running = self._store.update(thread_id, status="running")
         try:
             result = adapter.send_turn(
                 SendTurnInput(thread_id=thread_id, text=text, interaction_mode=interaction_mode, model=model),
@@ -464,8 +464,8 @@ class Runtime(metaclass=NoPublicConstructor):
                 self._store.update(thread_id, only_if={"running"}, status=before.status)
             raise
         self._last_used[thread_id] = time.monotonic()
-        if result.resume_cursor is not None:
-            self._store.update(thread_id, resume_cursor=result.resume_cursor)
+        if result.resume_cursor is not None and (running is None or running.resume_cursor != result.resume_cursor):
+            self._store.update(thread_id, resume_cursor=result.resume_cursor)  # only a new cursor is written
         return result
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
