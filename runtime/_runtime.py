@@ -653,12 +653,7 @@ class Runtime(metaclass=NoPublicConstructor):
         deadline = time.monotonic() + timeout
         self._stop.set()
         live = dict(self._live)
-        for inst in self._instances.values():
-            if inst.adapter is not None:
-                try:
-                    inst.adapter.close(timeout=max(0.5, deadline - time.monotonic()))
-                except PaddockError:
-                    pass
+        self._close_adapters(deadline)
         try:
             self._store.set_status(live, "closed")  # one commit for every live thread
         except PaddockError:
@@ -675,6 +670,28 @@ class Runtime(metaclass=NoPublicConstructor):
             t.join(timeout=1.0)
         self._store.close()
         _open_runtimes.discard(self)
+
+    def _close_adapters(self, deadline: float) -> None:
+        """Close every instance at once, each under the same deadline (one after the other, 100
+        instances took 100 times one instance's teardown). Thread: the caller of close(), plus
+        one short-lived thread per further instance."""
+        adapters = [inst.adapter for inst in self._instances.values() if inst.adapter is not None]
+
+        def close_one(adapter: Any) -> None:
+            try:
+                adapter.close(timeout=max(0.5, deadline - time.monotonic()))
+            except PaddockError:
+                pass
+
+        threads = [threading.Thread(target=close_one, args=(a,), name="paddock-close", daemon=True)
+                   for a in adapters[1:]]
+        for t in threads:
+            t.start()
+        if adapters:
+            close_one(adapters[0])
+        for t in threads:
+            # Teardown SIGKILLs at the deadline and then reaps (a bounded wait): allow for it.
+            t.join(max(0.0, deadline + 1.0 - time.monotonic()))
 
     def __enter__(self) -> Runtime:
         return self
