@@ -182,6 +182,7 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
         "agents_rss_peak_mb": round(peaks.tree_rss / mb, 1),
         "host_threads_before": threads_before,
         "host_threads_peak": peaks.threads,
+        "dispatcher_threads_peak": _dispatcher_peak(),
         "processes_peak": peaks.processes,
         "processes_before_close": len(before_close),
         "user_cpu_seconds": round(cpu1[0] - cpu0[0], 2),
@@ -192,6 +193,14 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
         "errors": errors[:10],
         "error_count": len(errors),
     }
+
+
+def _dispatcher_peak() -> int | None:
+    try:
+        from paddock.actors import default_dispatcher
+    except ImportError:  # a runtime without the dispatcher (the code before it)
+        return None
+    return default_dispatcher().peak_threads
 
 
 def _sizes(text: str) -> list[tuple[int, int]]:
