@@ -1,6 +1,5 @@
-"""The runtime's own actors: the dispatcher (many actors on few threads), ProcessActor, the line, JSON-RPC
-and HTTP/SSE transports, the SessionActor base
-and the EventHub (fan-in)."""
+"""The runtime's own actors: the dispatcher (many actors on few threads), ProcessActor, the line,
+JSON-RPC and HTTP/SSE transports, the SessionActor base and the EventHub (fan-in)."""
 
 from ._event_log import EventLog as EventLog, LogReader as LogReader, build_chunks as build_chunks
 from ._timers import TimerEntry as TimerEntry, timers as timers
