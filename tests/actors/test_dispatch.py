@@ -129,14 +129,16 @@ def test_messages_are_handled_one_at_a_time_in_order_per_sender(pool):
         ref.stop(timeout=5)
 
 
-def test_many_actors_share_few_threads(pool):
+def test_many_actors_share_few_threads():
+    # A monitor too slow to fire: on a loaded machine a descheduled slice would look stalled.
+    pool = Dispatcher("test-many", workers=2, stall=30.0)
     Echo = make_actor_class(pool)
     before = threading.active_count()
     refs = [Echo.start() for _ in range(2000)]
     futures = [ref.ask("x", block=False) for ref in refs]
     assert [f.get(timeout=30) for f in futures] == ["x"] * 2000
     assert pool.actors == 2000
-    assert pool.peak_threads <= 3  # 2 workers (+1 if the monitor saw a long slice)
+    assert pool.peak_threads == 2
     assert threading.active_count() - before <= 4  # the workers and the monitor
     for ref in refs:
         ref.stop(block=False)
@@ -211,7 +213,7 @@ def test_a_blocked_handler_does_not_delay_other_actors(declared):
         t0 = time.monotonic()
         assert other.ask("turn", timeout=5) == "turn"
         assert time.monotonic() - t0 < 2.0
-        assert pool.threads <= 3
+        assert pool.threads <= 4  # the stuck one, its compensation (+1 for a slow slice under load)
     finally:
         gate.set()
     assert stuck.ask("after", timeout=5) == "after"
