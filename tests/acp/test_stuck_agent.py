@@ -51,7 +51,7 @@ def test_sessions_stuck_on_their_agent_do_not_delay_another_sessions_turn(make, 
     res, events = h.turn("hello", thread_id="ok")
     took = time.monotonic() - t0
     assert text_of(events, res.turn_id) == "unknown:hello\n"
-    assert took < 5.0, f"the healthy session's turn took {took:.2f} s behind {stuck} stuck sessions"
+    assert took < 8.0, f"the healthy session's turn took {took:.2f} s behind {stuck} stuck sessions"
     for t in threads:
         t.join(30)
     assert len(outcomes) == stuck
