@@ -1,8 +1,15 @@
-"""The runtime's own actors: ProcessActor, the line, JSON-RPC and HTTP/SSE transports, the SessionActor base
-and the EventHub (fan-in)."""
+"""The runtime's own actors: the dispatcher (many actors on few threads), ProcessActor, the line,
+JSON-RPC and HTTP/SSE transports, the SessionActor base and the EventHub (fan-in)."""
 
 from ._event_log import EventLog as EventLog, LogReader as LogReader, build_chunks as build_chunks
 from ._timers import TimerEntry as TimerEntry, timers as timers
+from ._dispatch import (
+    DispatchActor as DispatchActor,
+    Dispatcher as Dispatcher,
+    SupervisedDispatchActor as SupervisedDispatchActor,
+    blocking as blocking,
+    default_dispatcher as default_dispatcher,
+)
 from ._subscription import BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT, Subscription as Subscription
 from .event_hub import Emitter as Emitter, EventHub as EventHub, HubHandle as HubHandle
 from ._jsonrpc import (
@@ -43,6 +50,11 @@ from .process import (
 
 __all__ = [
     "BUFFERED_TEXT_LIMIT",
+    "DispatchActor",
+    "Dispatcher",
+    "SupervisedDispatchActor",
+    "blocking",
+    "default_dispatcher",
     "HTTP_EXTRA_HINT",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",

@@ -36,6 +36,7 @@ import msgspec
 
 from paddock.contract import DriverError, OperationTimeout, RequestError
 
+from ._dispatch import blocking
 from ._jsonrpc import LineTap
 from .process import WarningSink
 
@@ -153,7 +154,8 @@ class HttpTransport:
         headers = {"Content-Type": "application/json"} if content is not None else None
         with self._lock:
             client = self._client
-        with self.map_errors(f"{method} {path}", limit):
+        # blocking(): on a dispatcher worker (a session actor), the pool runs other actors meanwhile.
+        with self.map_errors(f"{method} {path}", limit), blocking():
             response = client.request(method, path, content=content, headers=headers,
                                       timeout=httpx.Timeout(limit, connect=min(limit, self._connect_timeout)))
         raw = response.content

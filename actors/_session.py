@@ -49,8 +49,9 @@ from paddock.contract import (
     TurnState,
     ValidationError,
 )
-from paddock.supervisors import ChildContext, SupervisedActor, map_exceptions
+from paddock.supervisors import ChildContext, map_exceptions
 
+from ._dispatch import SupervisedDispatchActor
 from ._control import Interrupt, Open, Respond, SendTurn, TransportWarning, TurnTimerExpired
 from ._requests import PendingRequests
 from ._timers import TimerEntry, timers
@@ -69,10 +70,10 @@ N = TypeVar("N")
 class SessionRecord:
     """The durable part of one session, shared by its successive actor incarnations.
 
-    Only the current incarnation writes it, on its actor thread. Any thread may read
+    Only the current incarnation writes it, inside its actor (on a dispatcher worker). Any thread may read
     :attr:`session`, :attr:`thread` and :attr:`ref`: ``session`` and ``ref`` are replaced whole
     (immutable values), ``thread`` is folded under a lock. ``extra`` is the driver's own durable
-    state (written on the actor thread only).
+    state (written inside the actor only).
     """
 
     def __init__(self, session: Session) -> None:
@@ -106,11 +107,13 @@ class SessionRecord:
         return self.thread
 
 
-class SessionActor(SupervisedActor, Generic[N]):
+class SessionActor(SupervisedDispatchActor, Generic[N]):
     """Base of every driver's session actor. ``N`` is the driver's native handle of an open
     request (what it needs to answer it on the wire).
 
-    Every method runs on the actor's own thread. Attributes for the driver: ``record``,
+    Every method runs inside the actor: on a worker thread of the shared dispatcher
+    (:mod:`paddock.actors` ``Dispatcher``), one message at a time and in order, never on a thread
+    of its own (many sessions share few threads). Attributes for the driver: ``record``,
     ``identity`` (``Event(**self.identity, ...)``), ``owner`` (``driver``/``instance_id`` for
     errors), ``turn`` (:class:`TurnTracker`), ``requests`` (:class:`PendingRequests`).
 
@@ -118,7 +121,9 @@ class SessionActor(SupervisedActor, Generic[N]):
     ``Interrupt``, ``Respond``, ``TransportWarning``, ``TurnTimerExpired``) and calls the
     driver's hooks:
 
-    - :meth:`open_session` -> ``Session``: create or resume the native session (``Open``);
+    - :meth:`open_session` -> ``Session``: create or resume the native session (``Open``); a
+      driver that must wait for its agent's answer calls ``self.defer_reply()``, returns
+      ``None`` and answers the reply when the answer arrives (as a message to this actor);
     - :meth:`start_turn` ``(input, turn_id)`` -> ``TurnStartResult``: send the prompt; the base has
       refused a closed session and a running turn already; use ``self.turn.start`` for the
       ``turn.started``;
@@ -135,11 +140,15 @@ class SessionActor(SupervisedActor, Generic[N]):
     ``super().on_receive``. ``on_start`` records the actor's ref in the record; a subclass that
     overrides it must call ``super().on_start()``.
 
-    Threads: every hook and helper runs on this actor's thread, and only there. Other threads
-    (a transport's reader, an exit watcher, the timer thread) only ``tell`` the actor; the
-    adapter (:class:`SessionTable`, on the host's thread) only asks it the control messages.
-    A hook may block the actor on its own agent's answer (an ACP ``session/new``) but never on
-    another actor.
+    Threads: ``__init__`` runs on the supervisor's thread that starts the child; ``on_start``,
+    every hook and helper, ``on_shutdown``, ``on_stop``/``on_failure`` and ``on_terminate`` run
+    inside the actor, on whichever dispatcher worker runs its message (two messages may run on
+    two workers, never at once), so a hook must not rely on thread-local state. Other threads (a
+    transport's reader, an exit watcher, the timer thread) only ``tell`` the actor; the adapter
+    (:class:`SessionTable`, on the host's thread) only asks it the control messages. A hook never
+    blocks: what needs an agent's answer defers its reply (``defer_reply``) or, where a driver
+    still waits, waits inside ``paddock.actors.blocking()``, so the pool runs the other sessions
+    on another worker meanwhile; it never waits for another actor.
 
     Writing a driver on this base:
 
@@ -338,7 +347,7 @@ class SessionActor(SupervisedActor, Generic[N]):
 
     # hooks (a driver overrides them; all run on this actor's thread) -------------------------------
 
-    def open_session(self) -> Session:
+    def open_session(self) -> Session | None:
         raise NotImplementedError
 
     def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:

@@ -52,6 +52,9 @@ _COLUMNS = (
 )  # fmt: skip
 
 
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35)  # UPDATE ... RETURNING
+
+
 class BindingStore:
     """Thread bindings, safe to use from any thread. Raises :class:`PersistenceError`."""
 
@@ -61,6 +64,11 @@ class BindingStore:
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a commit is durable once the WAL is written, without an fsync each
+            # (the WAL is synced at checkpoints). A crash of the host keeps every commit; a power
+            # loss may lose the last ones, never the file's consistency. One fsync per binding
+            # change made every start_session and send_turn wait for the disk.
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS bindings ("
@@ -130,12 +138,36 @@ class BindingStore:
         if only_if is not None:
             sql += f" AND status IN ({','.join('?' * len(only_if))})"
             args.extend(only_if)
+        if _RETURNING:
+            sql += f" RETURNING {','.join(_COLUMNS)}"
         try:
             with self._lock:
-                changed = self._db.execute(sql, args).rowcount
+                cursor = self._db.execute(sql, args)
+                rows: list[tuple] = cursor.fetchall() if _RETURNING else []
+                changed = bool(rows) if _RETURNING else cursor.rowcount > 0
         except sqlite3.Error as exc:
             raise PersistenceError("update a binding", f"{self.path}: {exc}") from None
-        return self.get(thread_id) if changed else None
+        if not changed:
+            return None
+        return self._row(rows[0]) if rows else self.get(thread_id)
+
+    def set_status(self, thread_ids: Collection[str], status: str) -> None:
+        """Set the status of many bindings in one transaction (one commit, not one per row)."""
+        now = time.time()
+        try:
+            with self._lock:
+                self._db.execute("BEGIN")
+                try:
+                    self._db.executemany(
+                        "UPDATE bindings SET status=?, updated_at=? WHERE thread_id=?",
+                        ((status, now, thread_id) for thread_id in thread_ids),
+                    )
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise PersistenceError("update bindings", f"{self.path}: {exc}") from None
 
     def delete(self, thread_id: str) -> None:
         self._run("delete a binding", "DELETE FROM bindings WHERE thread_id=?", (thread_id,))

@@ -89,7 +89,8 @@ class ChildSpec:
 class ChildContext:
     """The link between one incarnation of a child and whoever supervises it (thread-safe).
 
-    ``on_exit(context, reason)`` is called once, on the child's actor thread, when it exits.
+    ``on_exit(context, reason)`` is called once, on the child's actor thread (for an actor on a
+    dispatcher: the worker that runs its end), when it exits.
     Kill hooks (:meth:`add_kill_hook`) are plain callables the child registers to be run from
     the supervisor's thread when the child must die without its cooperation (``brutal_kill``,
     or a shutdown that overran its timeout); ProcessActor registers one that SIGKILLs its tree.
@@ -102,7 +103,7 @@ class ChildContext:
     ) -> None:
         self.child_id = child_id
         self.actor_ref: pykka.ActorRef[Any] | None = None
-        self.thread_ident: int | None = None  # the child's actor thread, once it runs
+        self.thread_ident: int | None = None  # the thread running the child (dispatched: its current worker)
         self._on_exit = on_exit
         self._lock = threading.Lock()
         self._started = threading.Event()
@@ -186,6 +187,10 @@ def tell_urgent(ref: pykka.ActorRef[Any], message: Any) -> bool:
     if not ref.is_alive():
         return False
     inbox = ref.actor_inbox
+    urgent = getattr(inbox, "put_urgent", None)
+    if urgent is not None:  # a dispatched actor's inbox (paddock.actors)
+        urgent(Envelope(message))
+        return True
     if not isinstance(inbox, queue.Queue):
         ref.tell(message)
         return True

@@ -250,7 +250,7 @@ class AcpAdapter(SessionTable):
         return self._link
 
     def _report_modes(self, mode_ids: list[str]) -> None:
-        # Session actor thread: the agent's modes decide planning.plan_mode.
+        # Inside a session actor (a dispatcher worker): the agent's modes decide planning.plan_mode.
         with self._lock:
             self._caps = with_modes(self._caps, mode_ids, self._settings.native_modes.get("plan"))
 

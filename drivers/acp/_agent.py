@@ -3,7 +3,9 @@ reader-thread router that hands each session its share of every read batch.
 
 Threads: :meth:`Router.on_batch` and the prompt done-callbacks run on the connection's stdout
 reader thread and only decode and ``tell``; :meth:`AgentLink.call` blocks its caller (a session
-actor or the supervisor starting the agent) on the agent's answer, with a timeout.
+actor, inside ``paddock.actors.blocking()`` so its dispatcher runs the other sessions meanwhile,
+or the supervisor starting the agent) on the agent's answer, with a timeout;
+:meth:`AgentLink.request_async` never blocks.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import ExitInfo, JsonRpcConnection, JsonRpcRequest
+from paddock.actors import ExitInfo, JsonRpcConnection, JsonRpcRequest, blocking
 from paddock.contract import OperationTimeout, PaddockError, ProcessError, RequestError
 
 from . import _wire as w
@@ -180,23 +182,27 @@ class AgentLink:
         family naming this instance (and ``thread_id``)."""
         future = self.conn.request(method, params, timeout=timeout)
         try:
-            return future.result(timeout + 1.0)
-        except RequestError as exc:
-            raise RequestError(method, exc.code, exc.detail, **self._where, thread_id=thread_id) from None
-        except OperationTimeout:
-            raise OperationTimeout(f"ACP {method!r}", timeout, **self._where, thread_id=thread_id) from None
-        except ProcessError as exc:
-            raise ProcessError(exc.detail, exc.exit_code, stderr_tail=exc.stderr_tail, **self._where,
-                               thread_id=thread_id) from None
-        except TimeoutError:
-            raise OperationTimeout(f"ACP {method!r}", timeout, **self._where, thread_id=thread_id) from None
-        except PaddockError:
-            raise
+            with blocking():  # on a dispatcher worker: the pool runs other actors meanwhile
+                return future.result(timeout + 1.0)
+        except (PaddockError, TimeoutError) as exc:
+            raise self.error_of(method, exc, timeout, thread_id) from None
 
-    def request_async(self, method: str, params: Any, done: Callable[[Any, BaseException | None], None]) -> None:
+    def error_of(self, method: str, exc: BaseException, timeout: float | None, thread_id: str | None) -> BaseException:
+        """A request's failure as the PaddockError naming this instance (and ``thread_id``)."""
+        where = {**self._where, "thread_id": thread_id}
+        if isinstance(exc, RequestError):
+            return RequestError(method, exc.code, exc.detail, **where)
+        if isinstance(exc, (OperationTimeout, TimeoutError)):
+            return OperationTimeout(f"ACP {method!r}", timeout or 0.0, **where)
+        if isinstance(exc, ProcessError):
+            return ProcessError(exc.detail, exc.exit_code, stderr_tail=exc.stderr_tail, **where)
+        return exc
+
+    def request_async(self, method: str, params: Any, done: Callable[[Any, BaseException | None], None], *,
+                      timeout: float | None = None) -> None:
         """Send a request; ``done(result, error)`` runs once on the reader thread (or at once
-        if the connection is closed)."""
-        future = self.conn.request(method, params)
+        if the connection is closed; on the timer thread when ``timeout`` expires first)."""
+        future = self.conn.request(method, params, timeout=timeout)
 
         def finished(f: Any) -> None:
             error = f.exception()

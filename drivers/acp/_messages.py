@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Incoming", "PromptDone", "ReplayDone", "Req"]
+__all__ = ["Incoming", "NewSessionDone", "PromptDone", "ReplayDone", "Req"]
 
 
 class Req:
@@ -46,3 +46,20 @@ class ReplayDone:
 
     __slots__ = ()
 
+
+
+class NewSessionDone:
+    """The agent's answer to ``session/new`` (told from the reader thread), with what the
+    deferred ``Open`` collected before it asked."""
+
+    __slots__ = ("detail", "error", "events", "link", "reply", "result", "resume_failed")
+
+    def __init__(self, reply: Any, link: Any, events: list[Any], resume_failed: bool, detail: str | None,
+                 result: Any, error: BaseException | None) -> None:
+        self.reply = reply
+        self.link = link
+        self.events = events
+        self.resume_failed = resume_failed
+        self.detail = detail
+        self.result = result
+        self.error = error

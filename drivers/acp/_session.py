@@ -1,6 +1,7 @@
 """AcpSessionActor: one ACP session (one host thread) on a shared agent process.
 
-Thread: every method of the actor runs on its own actor thread. The agent link's reader thread
+Thread: every method of the actor runs inside it, on a worker of the shared dispatcher (one
+message at a time; see ``paddock.actors.DispatchActor``). The agent link's reader thread
 only ``tell``s it: batches of already-decoded ``session/update`` payloads and agent requests for
 this session (:class:`Incoming`), and the outcome of its ``session/prompt`` (:class:`PromptDone`).
 Host operations arrive as ``ask`` messages from the adapter, with the caller's timeout.
@@ -8,7 +9,9 @@ Host operations arrive as ``ask`` messages from the adapter, with the caller's t
 Lifecycle of the native session:
 - ``Open``: ``session/new``, or ``session/load`` / ``session/resume`` from a resume cursor; a failed
   resume falls back to ``session/new`` and says so (``session.started(resume_failed=True)`` plus a
-  ``runtime.warning``);
+  ``runtime.warning``). ``session/new`` holds no worker: the ``Open`` is answered when the agent's
+  answer arrives (:class:`NewSessionDone`); a resume, ``session/set_mode`` and
+  ``session/set_config_option`` wait for the agent inside ``blocking()`` (the pool compensates);
 - after the agent process restarted (new link generation), the next ``SendTurn`` first reloads the
   native session (``session/load``, else ``session/resume``), transparently;
 - ``on_shutdown``: when the agent died, the running turn fails, open requests expire and
@@ -26,7 +29,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Emitter, SessionActor, SessionRecord
+from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Emitter, Interrupt, Open, Respond, SendTurn, SessionActor, SessionRecord
 from paddock.contract import (
     EventBase,
     PaddockError,
@@ -51,7 +54,7 @@ from paddock.supervisors import ChildContext
 from . import _wire as w
 from ._agent import AgentLink
 from ._capabilities import plan_mode_id
-from ._messages import Incoming, PromptDone, ReplayDone, Req
+from ._messages import Incoming, NewSessionDone, PromptDone, ReplayDone, Req
 from ._settings import SessionSettings, created_at_of, cursor_for, session_id_of
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
@@ -83,6 +86,7 @@ _read_decoder = msgspec.json.Decoder(w.ReadTextFileParams)
 _write_decoder = msgspec.json.Decoder(w.WriteTextFileParams)
 _prompt_decoder = msgspec.json.Decoder(w.PromptResult)
 _session_result_decoder = msgspec.json.Decoder(w.SessionResult)
+_HOST_OPERATIONS = (Open, SendTurn, Interrupt, Respond)
 _CONTENT_KINDS = (w.AgentMessageChunk, w.AgentThoughtChunk, w.ToolCallStart, w.ToolCallUpdate, w.PlanUpdate, w.UserMessageChunk)
 
 
@@ -118,6 +122,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         self._cancel_pending = False
         self._retry_until = 0.0
         self._replaying = False
+        self._opening = False  # a session/new is out: host operations wait (stashed) until it answers
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
 
     # lifecycle -----------------------------------------------------------------------------------
@@ -202,6 +207,11 @@ class AcpSessionActor(SessionActor[_Pending]):
         if cls is ReplayDone:
             self._replaying = False
             return None
+        if cls is NewSessionDone:
+            return self._new_session_done(message)
+        if self._opening and cls in _HOST_OPERATIONS:
+            self.stash()  # handled, in order, once the session is open (or failed to)
+            return None
         return super().on_receive(message)  # the control messages (Open, SendTurn, ...)
 
     # helpers -------------------------------------------------------------------------------------
@@ -224,23 +234,24 @@ class AcpSessionActor(SessionActor[_Pending]):
 
     # open, resume, modes -------------------------------------------------------------------------
 
-    def open_session(self) -> Session:
-        """Hook: create or resume the native session (blocking this actor on the agent's answers)."""
+    def open_session(self) -> Session | None:
+        """Hook: create or resume the native session. ``session/new`` does not hold the actor:
+        the ``Open`` is answered when the agent's answer arrives (:class:`NewSessionDone`), and
+        host operations that arrive meanwhile are stashed until then. A resume
+        (``session/load``/``session/resume``) still waits for its answer, inside ``blocking()``."""
         if self.record.closed:
             raise self.closed_error()
         link = self._current_link()
         inp = self.start_input
         events: list[EventBase] = []
-        resumed = False
         resume_failed = False
         detail = None
-        result: w.SessionResult | None = None
         if inp.resume_cursor is not None:
             try:
                 sid = session_id_of(inp.resume_cursor, self.settings.cursor_driver)
                 result = self._load(link, sid)
-                resumed = True
                 self.record.extra["created_at"] = created_at_of(inp.resume_cursor)
+                return self._opened(link, result, events, resumed=True, resume_failed=False, detail=None)
             except PaddockError as exc:
                 resume_failed = True
                 detail = f"resume failed, started a new session: {exc}"
@@ -250,18 +261,53 @@ class AcpSessionActor(SessionActor[_Pending]):
                 if why:
                     detail = f"{detail}. {why}"
                 events.append(RuntimeWarningEvent(**self.identity, code="acp.resume_failed", message=detail))
-        if not resumed:
-            raw = self._call(link, "session/new", {"cwd": inp.cwd, "mcpServers": []})
-            result = _session_result_decoder.decode(raw)
+        reply = self.defer_reply()
+        ref = self.actor_ref
+
+        def answered(result: Any, error: BaseException | None) -> None:
+            # Reader (or timer) thread: only tell. A stopped actor answered the Open already.
+            try:
+                ref.tell(NewSessionDone(reply, link, events, resume_failed, detail, result, error))
+            except pykka.ActorDeadError:
+                pass
+
+        self._opening = True
+        try:
+            link.request_async("session/new", {"cwd": inp.cwd, "mcpServers": []}, answered,
+                               timeout=self.settings.request_timeout)
+        except BaseException:
+            self._opening = False
+            raise
+        return None
+
+    def _new_session_done(self, msg: NewSessionDone) -> None:
+        self._opening = False
+        try:
+            if msg.error is not None:
+                raise msg.link.error_of("session/new", msg.error, self.settings.request_timeout, self.thread_id)
+            if self.record.closed:
+                raise self.closed_error()
+            result = _session_result_decoder.decode(msg.result)
             if not result.sessionId:
                 raise RequestError("session/new", None, "the agent answered without a sessionId", **self.where())
             self.tr.native_session_id = result.sessionId
             self.record.extra["created_at"] = time.time()
-            link.register(result.sessionId, self.actor_ref)
+            msg.link.register(result.sessionId, self.actor_ref)
+            session = self._opened(msg.link, result, msg.events, resumed=False, resume_failed=msg.resume_failed,
+                                   detail=msg.detail)
+        except Exception as exc:
+            msg.reply.fail(exc)
+        else:
+            msg.reply.set(session)
+        finally:
+            self.unstash_all()
+
+    def _opened(self, link: AgentLink, result: w.SessionResult, events: list[EventBase], *, resumed: bool,
+                resume_failed: bool, detail: str | None) -> Session:
         self._link = link
         self.record.extra["generation"] = link.generation
         self._persist()
-        assert result is not None
+        inp = self.start_input
         events.append(
             SessionStarted(
                 **self.identity, cwd=inp.cwd, model=inp.model, runtime_mode=inp.runtime_mode,

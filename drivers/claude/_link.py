@@ -93,7 +93,7 @@ class ProcessLink:
         self.init_done.set()
         self._deliver(Exited(info))
 
-    # session actor thread --------------------------------------------------------------------
+    # inside the session actor (a dispatcher worker) ------------------------------------------
 
     def attach(self, ref: pykka.ActorRef[Any]) -> None:
         with self._lock:

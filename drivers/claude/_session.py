@@ -1,6 +1,7 @@
 """ClaudeSessionActor: one Claude Code session (one host thread) on its own CLI process.
 
-Thread: every method runs on the actor's own thread. The process's reader thread only ``tell``s
+Thread: every method runs inside the actor, on a worker of the shared dispatcher (one message at
+a time; see ``paddock.actors.DispatchActor``). The process's reader thread only ``tell``s
 it decoded stdout batches (:class:`Lines`), the exit watcher the exit (:class:`Exited`); host
 operations arrive as ``ask`` messages from the adapter, with the caller's timeout.
 

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import JsonRpcConnection, JsonRpcRequest
+from paddock.actors import JsonRpcConnection, JsonRpcRequest, blocking
 from paddock.contract import OperationTimeout, PaddockError, ProcessError, RequestError
 
 from . import _wire as w
@@ -208,7 +208,8 @@ class ServerLink:
         naming this instance (and ``thread_id``)."""
         future = self.conn.request(method, params, timeout=timeout)
         try:
-            return future.result(timeout + 1.0)
+            with blocking():  # on a dispatcher worker: the pool runs other sessions meanwhile
+                return future.result(timeout + 1.0)
         except RequestError as exc:
             raise RequestError(method, exc.code, exc.detail, **self._where, thread_id=thread_id) from None
         except ProcessError as exc:

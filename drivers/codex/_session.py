@@ -1,8 +1,11 @@
 """CodexSessionActor: one Codex thread (one host thread) on the instance's shared app-server.
 
-Thread: every method runs on the actor's own thread. The router (the connection's stdout reader
-thread) only ``tell``\\ s it :class:`~._server.Incoming` batches of decoded notifications and
-server requests of its thread. Host operations arrive as ``ask`` messages from the adapter.
+Thread: every method runs inside the actor, on a worker of the shared dispatcher (one message at
+a time; see ``paddock.actors.DispatchActor``); a request it waits for waits inside
+``blocking()`` (:meth:`~._server.ServerLink.call`), so the pool runs other sessions meanwhile.
+The router (the connection's stdout reader thread) only ``tell``\\ s it
+:class:`~._server.Incoming` batches of decoded notifications and server requests of its thread.
+Host operations arrive as ``ask`` messages from the adapter.
 
 Lifecycle of the native thread:
 - ``Open``: ``thread/start``, or ``thread/resume`` from a resume cursor; a failed resume starts

@@ -1,7 +1,9 @@
 """OpencodeSessionActor: one host thread bound to one OpenCode session (``ses_…``) on the
 instance's server.
 
-Thread: every method runs on the actor's own thread. The SSE reader thread only ``tell``\\ s it
+Thread: every method runs inside the actor, on a worker of the shared dispatcher (one message at
+a time; see ``paddock.actors.DispatchActor``); its HTTP calls wait inside ``blocking()``, so the
+pool runs other sessions meanwhile. The SSE reader thread only ``tell``\\ s it
 its session's events (:class:`ServerEvents`); the server link tells :class:`ServerDown` and
 :class:`ServerUp`; host operations arrive as ``ask`` messages from the adapter, with the caller's
 timeout. HTTP calls made here are control operations, each bounded by ``request_timeout``

@@ -2,7 +2,9 @@
 against the client (``read PATH``, ``term CMD``, ``termlimit N CMD``, ``termhang CMD``,
 ``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result.
 The prompt ``deaf-start`` drops cancels sent in its first 0.3 s, like the agents the cancel guard is
-for; ``deaf-forever`` ignores cancels altogether."""
+for; ``deaf-forever`` ignores cancels altogether. With ``SCRIPTED_STUCK`` set, ``session/new`` for a
+cwd whose name starts with ``stuck`` is never answered (a stuck agent), and every other
+``session/new`` gets its own id (``scripted-N``)."""
 
 from __future__ import annotations
 
@@ -128,6 +130,9 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "session/resume" and os.environ.get("SCRIPTED_RESUME"):
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "session/new" and os.environ.get("SCRIPTED_STUCK"):
+            if not os.path.basename(params.get("cwd", "")).startswith("stuck"):
+                send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": f"scripted-{next(_next_id)}"}})
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "scripted-1"}})
         elif method == "session/prompt":

@@ -55,12 +55,17 @@ def test_latency_shape(capsys):
 
 
 def test_sessions_shape(capsys):
-    doc = bench(capsys, "sessions", "--sessions", "6", "--instances", "2", "--workers", "3")
-    assert doc["live_sessions"] == 6 and doc["turns_completed"] == 6
-    assert doc["survivors"] == 0 and doc["error_count"] == 0
-    assert doc["processes_before_close"] >= 2
-    assert doc["host_rss_peak_mb"] > 0 and doc["host_threads_peak"] > 1
-    assert doc["session_start_p50_ms"] <= doc["session_start_p99_ms"]
+    doc = bench(capsys, "sessions", "--sizes", "6/2,8/2", "--workers", "3")
+    assert doc["sizes"] == ["6/2", "8/2"]
+    for run, sessions in zip(doc["runs"], (6, 8)):
+        assert run["live_sessions"] == sessions and run["turns_completed"] == sessions
+        assert run["survivors"] == 0 and run["error_count"] == 0
+        assert run["processes_before_close"] >= 2
+        assert run["host_rss_peak_mb"] > 0 and run["host_threads_peak"] > 1
+        assert run["session_start_p50_ms"] <= run["session_start_p99_ms"]
+        assert run["turns_per_s"] > 0 and run["user_cpu_seconds"] >= 0 and run["system_cpu_seconds"] >= 0
+    assert doc["summary"]["turns_per_s_ratio_last_to_first"] > 0
+    assert doc["meets_targets"]["survivors"] is True
 
 
 def test_teardown_shape(capsys):
