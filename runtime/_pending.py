@@ -2,20 +2,26 @@
 
 A :class:`PendingRequests` holds one filtered subscription and folds it on demand: each call to
 :meth:`PendingRequests.snapshot` first flushes the hub (so every event published before the call
-is in the subscription) and then drains it without blocking. No thread of its own.
+is in the subscription) and then drains it without blocking. Between calls the shared timer
+thread drains it every :data:`DRAIN_INTERVAL` seconds, so a host that never asks still holds only
+the open requests, not every ``turn.completed`` since start. No thread of its own.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING
 
+from paddock.actors import TimerEntry, timers
 from paddock.contract import RequestOpened, UserInputRequested
 
 if TYPE_CHECKING:
     from paddock.actors import HubHandle
 
-__all__ = ["PendingRequest", "PendingRequests"]
+__all__ = ["DRAIN_INTERVAL", "PendingRequest", "PendingRequests"]
+
+DRAIN_INTERVAL = 0.5
 
 PendingRequest = RequestOpened | UserInputRequested
 """An open request: the ``request.opened`` or ``user-input.requested`` event that opened it."""
@@ -39,17 +45,30 @@ class PendingRequests:
         self._sub = hub.subscribe(types=_TYPES)
         self._open: dict[tuple[str, str], PendingRequest] = {}
         self._lock = threading.Lock()
+        self._closed = False
+        self._timer: TimerEntry | None = timers.schedule(time.monotonic() + DRAIN_INTERVAL, self._tick)
 
     def snapshot(self, *, timeout: float) -> list[PendingRequest]:
         """The requests still open, oldest first."""
         self._hub.flush(timeout=timeout)
         with self._lock:
-            while True:
-                event = self._sub.get(timeout=0)
-                if event is None:
-                    break
-                self._fold(event)
+            self._drain()
             return sorted(self._open.values(), key=lambda e: e.seq)
+
+    def _drain(self) -> None:
+        while True:
+            event = self._sub.get(timeout=0)
+            if event is None:
+                return
+            self._fold(event)
+
+    def _tick(self) -> None:
+        # On the shared timer thread: drain without blocking, then reschedule.
+        with self._lock:
+            if self._closed:
+                return
+            self._drain()
+            self._timer = timers.schedule(time.monotonic() + DRAIN_INTERVAL, self._tick)
 
     def _fold(self, event) -> None:
         t = event.type
@@ -67,4 +86,8 @@ class PendingRequests:
                 del self._open[key]
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
         self._sub.close()

@@ -44,3 +44,15 @@ def test_pending_requests_across_threads(rt, workspace):
         time.sleep(0.02)
     assert got == want
     run_turn(rt, "a", "@reply still fine")
+
+
+def test_the_pending_fold_drains_between_calls(rt, workspace):
+    # A host that never calls pending_requests must not keep every turn end buffered.
+    rt.start_session("d", instance="local-a", cwd=workspace)
+    for n in range(5):
+        run_turn(rt, "d", f"@reply turn {n}")
+    sub = rt._pending._sub
+    deadline = time.monotonic() + 10
+    while sub._buffered and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sub._buffered == 0
