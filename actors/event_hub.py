@@ -89,12 +89,13 @@ class _State:
     """What the handle reads without asking the hub. ``last_seq`` is written by the publishing
     thread only; ``dropped`` by emitters (a best-effort counter)."""
 
-    __slots__ = ("dropped", "last_seq", "log_path")
+    __slots__ = ("dropped", "failure", "last_seq", "log_path")
 
     def __init__(self, log_path: str | None) -> None:
         self.log_path = log_path
         self.last_seq = 0
         self.dropped = 0
+        self.failure: str | None = None  # why the writer stopped, written once by it
 
 
 class Emitter(metaclass=NoPublicConstructor):
@@ -163,6 +164,11 @@ class HubHandle(metaclass=NoPublicConstructor):
     @property
     def alive(self) -> bool:
         return self._ref.is_alive()
+
+    @property
+    def failure(self) -> str | None:
+        """Why the hub stopped on its own (its log could not be written), or ``None``."""
+        return self._state.failure
 
     def join(self, *, timeout: float | None = None) -> bool:
         """Wait until the hub has stopped (closed, or failed with its writer); return whether
@@ -236,7 +242,8 @@ class HubHandle(metaclass=NoPublicConstructor):
             pass
 
     def _ask(self, message: _Control, operation: str, timeout: float):
-        with map_exceptions(operation, timeout, dead=PaddockError(f"{operation} failed: the event hub is not running")):
+        why = f" ({self._state.failure})" if self._state.failure else ""
+        with map_exceptions(operation, timeout, dead=PaddockError(f"{operation} failed: the event hub is not running{why}")):
             return self._ref.ask(message, timeout=timeout)
 
     def __enter__(self) -> HubHandle:
@@ -402,6 +409,7 @@ class _Writer:
                 if out:
                     self._commit(out, rows)
         except BaseException as exc:
+            self.publisher.state.failure = f"the event hub stopped, its log could not be written: {exc}"
             with self._cond:
                 self.failed = exc
                 pending = list(self._items)

@@ -19,6 +19,7 @@ __all__ = [
     "RequestError",
     "SessionClosedError",
     "SessionNotFoundError",
+    "StateDirLockedError",
     "ValidationError",
 ]
 
@@ -191,6 +192,22 @@ class PersistenceError(PaddockError):
         self.operation = operation
         self.detail = detail
         super().__init__(f"Could not {operation}: {detail}", **where)
+
+
+class StateDirLockedError(PersistenceError):
+    """Raised by ``Runtime.open`` when another live runtime owns ``state_dir`` (one owner per state
+    directory: the log's sequence and the bindings would diverge). ``owner_pid`` is the owning
+    process id, when it could be read. Readers of the log need no ownership."""
+
+    def __init__(self, state_dir: str, owner_pid: int | None, **where: str | None) -> None:
+        self.state_dir = state_dir
+        self.owner_pid = owner_pid
+        owner = f"process {owner_pid}" if owner_pid is not None else "another process"
+        super().__init__(
+            "open the state directory",
+            f"{state_dir} is owned by {owner} (a runtime is open there); close it or use another state_dir",
+            **where,
+        )
 
 
 class OperationTimeout(PaddockError):
