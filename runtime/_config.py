@@ -86,6 +86,8 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
             raise ConfigError(path, "the file does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(path, f"not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(path, f"not valid TOML: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
         except OSError as exc:
             raise ConfigError(path, f"cannot be read: {exc.strerror or exc}") from None
     elif isinstance(config, Mapping):

@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from paddock._state_dir import private_dir
+
 __all__ = ["AMBIENT_ALLOW", "CREDENTIAL_PATTERN", "build_env", "instance_home"]
 
 AMBIENT_ALLOW = (
@@ -39,11 +41,14 @@ CREDENTIAL_PATTERN = re.compile(
 
 def instance_home(state_dir: Path, instance_id: str, configured: str | None) -> Path:
     """The instance's private home: its configured ``home``, else ``state_dir/instances/<id>``.
-    The directory exists when this returns."""
-    home = Path(configured).expanduser() if configured else state_dir / "instances" / instance_id
-    home = home.resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    The directory exists when this returns. The default one is 0700 (CLIs keep credentials
+    there); a configured one is created 0700 when missing and otherwise left as the user made it."""
+    if configured:
+        home = Path(configured).expanduser().resolve()
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return home
+    private_dir(state_dir / "instances")
+    return private_dir((state_dir / "instances" / instance_id).resolve())
 
 
 def build_env(
@@ -68,7 +73,7 @@ def build_env(
         if name in ambient:
             env[name] = ambient[name]
     tmp = home / "tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir(parents=True, exist_ok=True, mode=0o700)
     env.update(
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
