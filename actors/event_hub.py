@@ -2,6 +2,9 @@
 
 For each batch an emitter tells it, the hub (in its own actor thread):
 
+0. masks secrets (``paddock.actors._redact``): the values registered for the emitting instance
+   with :meth:`HubHandle.add_secrets` and common credential shapes, in every string of every
+   event, so nothing below (guard, log, subscribers) ever holds them;
 1. runs the thread's grammar guard (``paddock.actors._grammar``), which repairs violations and adds
    ``runtime.warning`` events;
 2. stamps each event: ``driver``/``instance_id``/``thread_id`` from the emitter's identity (a
@@ -46,6 +49,7 @@ from paddock.supervisors import map_exceptions
 
 from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
+from ._redact import Redactor
 from ._subscription import DEFAULT_MAX_BUFFERED, Subscription
 
 __all__ = ["Emitter", "EventHub", "HubHandle"]
@@ -74,6 +78,10 @@ class _Compact(_Control):
 
 
 class _KillWriter(_Control):
+    __slots__ = ()
+
+
+class _Secrets(_Control):
     __slots__ = ()
 
 
@@ -226,6 +234,12 @@ class HubHandle(metaclass=NoPublicConstructor):
         """Delete logged events with ``seq < before_seq`` (the newest is always kept); returns
         how many were deleted. Subscribers replaying that range will not see them."""
         return self._ask(_Compact(before_seq), "EventHub.compact", timeout)
+
+    def add_secrets(self, instance_id: str, secrets: Iterable[str], *, timeout: float = 10.0) -> None:
+        """Mask ``secrets`` (values shorter than 6 characters are ignored) in every event that
+        instance ``instance_id`` emits from now on, on top of the common credential shapes,
+        which are masked for every emitter. Returns once the hub applies them."""
+        self._ask(_Secrets((instance_id, tuple(secrets))), "EventHub.add_secrets", timeout)
 
     def kill_writer_mid_batch(self, after_rows: int = 1, *, timeout: float = 10.0) -> None:
         """Test hook: the next log append inserts ``after_rows`` chunks (rows) then fails before its
@@ -467,6 +481,8 @@ class EventHub(pykka.ThreadingActor):
         self._publisher = _Publisher(state)
         self._writer: _Writer | None = None
         self._grammar: dict[str, ThreadGrammar] = {}
+        self._redactors: dict[str, Redactor] = {}
+        self._redactor = Redactor()  # the shapes only, for emitters with no secrets of their own
         self._encode_lines = msgspec.json.Encoder().encode_lines
 
     @classmethod
@@ -550,6 +566,11 @@ class EventHub(pykka.ThreadingActor):
             if self._log is None:
                 raise ValidationError("kill_writer_mid_batch", "the event log is disabled")
             return self._in_order(setattr, self._log, "fail_after_rows", message.arg)  # type: ignore[attr-defined]
+        if kind is _Secrets:
+            instance_id, values = message.arg  # type: ignore[attr-defined]
+            known = self._redactors.get(instance_id)
+            self._redactors[instance_id] = Redactor((*values, *(known.secrets if known else ())))
+            return None
         if kind is _WriterFailed:
             raise message.arg  # type: ignore[attr-defined]  # the hub fails with its writer
         return super().on_receive(message)
@@ -559,11 +580,18 @@ class EventHub(pykka.ThreadingActor):
         seq = self._seq
         token = self._token
         grammar = self._grammar
+        redactors = self._redactors
+        shapes_only = self._redactor
         out: list[EventBase] = []
         # with the log on: this batch's events per (thread, instance), for its chunks
         groups: dict[tuple[str, str], list[EventBase]] | None = {} if self._writer is not None else None
-        for key, events in batch:
+        events: Sequence[EventBase]
+        for key, emitted in batch:
             driver, instance_id, thread_id = key
+            try:
+                events = (redactors.get(instance_id) or shapes_only).redact(emitted)
+            except Exception as exc:  # never publish what could not be checked
+                events = (warning("redaction.failed", f"events were dropped: masking them failed: {exc!r}"),)
             guard = grammar.get(thread_id)
             if guard is None:
                 guard = grammar[thread_id] = ThreadGrammar()

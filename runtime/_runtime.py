@@ -51,7 +51,7 @@ from paddock.contract import (
 )
 from paddock.contract._construct import NoPublicConstructor
 from paddock._config import RuntimeConfig, issue_from, load_config
-from paddock._isolation import build_env, instance_home
+from paddock._isolation import build_env, instance_home, secret_values
 from paddock.drivers._access import ModelAccess, model_access
 from paddock._pending import PendingRequest, PendingRequests
 from paddock._state_dir import StateDirLock, private_dir, private_file, tighten
@@ -96,6 +96,7 @@ class _Instance:
         self.adapter: ProviderAdapter | None = None
         self.lock = threading.Lock()
         self.probe: tuple[float, str | None] | None = None
+        self.redactor: Any = None  # paddock.actors.Redactor of its secrets, set by _prepare
 
 
 _PROBE_TTL = 300.0
@@ -285,10 +286,20 @@ class Runtime(metaclass=NoPublicConstructor):
             configured=getattr(inst.config, "env", {}) or {},
             pass_env=getattr(inst.config, "pass_env", ()) or (),
         )
+        from paddock.actors import Redactor
+
         try:
             inst.access = model_access(inst.config, os.environ)
         except LookupError as exc:
             inst.reason = str(exc)
+        secrets = secret_values(
+            inst.env or {},
+            pass_env=getattr(inst.config, "pass_env", ()) or (),
+            args=getattr(inst.config, "args", ()) or (),
+        ) | set(inst.access.secrets)  # the configured key (api_key / api_key_env)
+        self._hub.add_secrets(inst.id, secrets)
+        inst.redactor = Redactor(secrets)
+        if inst.reason is not None:
             return inst
         inst.reason = self._probe(inst)
         return inst
@@ -400,10 +411,10 @@ class Runtime(metaclass=NoPublicConstructor):
                 assert inst.spec is not None  # an instance without a reason has a known driver
                 try:
                     inst.adapter = inst.spec.create(self._context(inst))
-                except PaddockError:
-                    raise
+                except PaddockError as exc:
+                    raise _mask_error(exc, inst.redactor)
                 except Exception as exc:  # a driver bug must not escape as a foreign error
-                    raise DriverError(inst.driver, inst.id, f"could not start: {exc!r}") from exc
+                    raise _mask_error(DriverError(inst.driver, inst.id, f"could not start: {exc!r}"), inst.redactor) from exc
             return inst.adapter
 
     # sessions -----------------------------------------------------------------------------------
@@ -485,6 +496,7 @@ class Runtime(metaclass=NoPublicConstructor):
             try:
                 session = adapter.start_session(request, timeout=_t(timeout, self._settings.start_timeout))
             except PaddockError as exc:
+                _mask_error(exc, inst.redactor)  # its stderr may hold the key the CLI refused
                 self._store.update(thread_id, status="error", last_error=str(exc))
                 raise
             if cursor is not None and resume == "require" and not _resumed(session, cursor):
@@ -537,9 +549,11 @@ class Runtime(metaclass=NoPublicConstructor):
                 SendTurnInput(thread_id=thread_id, text=text, interaction_mode=interaction_mode, model=model),
                 timeout=_t(timeout),
             )
-        except BaseException:
+        except BaseException as exc:
             if before is not None:
                 self._store.update(thread_id, only_if={"running"}, status=before.status)
+            if isinstance(exc, PaddockError) and before is not None:
+                _mask_error(exc, self._instances[before.instance_id].redactor)
             raise
         self._last_used[thread_id] = time.monotonic()
         if result.resume_cursor is not None and (running is None or running.resume_cursor != result.resume_cursor):
@@ -918,6 +932,17 @@ def _close_open_runtimes() -> None:
             rt.close(timeout=5.0)
         except Exception:
             pass
+
+
+def _mask_error(exc: PaddockError, redactor: Any) -> PaddockError:
+    """Mask the instance's secrets in ``exc`` (its message and every text attribute, such as a
+    ProcessError's ``stderr_tail``), in place; returns it."""
+    if redactor is not None:
+        for name, value in list(vars(exc).items()):
+            if isinstance(value, str):
+                setattr(exc, name, redactor.mask(value))
+        exc.args = tuple(redactor.mask(a) if isinstance(a, str) else a for a in exc.args)
+    return exc
 
 
 def _t(timeout: float | None, default: float = DEFAULT_TIMEOUT) -> float:

@@ -332,3 +332,74 @@ def test_the_sweep_finds_what_a_killed_shim_adopted_after_its_host_died(tmp_path
         with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state"):
             gone, alive = psutil.wait_procs(survivors, timeout=3.0)
             assert not alive, f"the sweep left {[p.pid for p in alive]}"
+
+
+# fault 3 ------------------------------------------------------------------------------------------
+
+SECRETS = {
+    "OPENAI_API_KEY": "sk-proj-live0123456789abcdefXYZ",  # an auth variable (and an sk- shape)
+    "MY_SERVICE_PASSWORD": "hunter2-but-longer",  # a configured env value of no known shape
+}
+PASSED = "passed-through-value-42"  # an ambient value the instance names in pass_env
+SHAPES = ["ghp_" + "a1B2c3D4" * 5, "AIza" + "Sy" + "0123456789abcdefghijklmnopqrstu", "Bearer abc.def-0123456789"]
+
+
+def _leaky_cli(tmp_path, at_start):
+    """A stand-in CLI that prints its key on an auth failure, as many real ones do: at start, or
+    (wrapping the local agent) when the agent exits."""
+    script = tmp_path / f"leaky-{at_start}"
+    run_agent = "" if at_start else f'{sys.executable} "$@"\n'
+    script.write_text(f"#!/bin/sh\n{run_agent}echo \"error: invalid api key $OPENAI_API_KEY ($MY_SERVICE_PASSWORD)\" >&2\n"
+                      f"echo 'retrying with {SHAPES[0]}' >&2\nexit 1\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_secrets_never_reach_the_event_log_or_subscribers(tmp_path, monkeypatch):
+    monkeypatch.setenv("PADDOCK_TEST_PASSED", PASSED)
+    config = {"instances": {
+        "agent": {"driver": "local", "env": dict(SECRETS), "pass_env": ["PADDOCK_TEST_PASSED"]},
+        "leaky": {"driver": "local", "binary": str(_leaky_cli(tmp_path, False)), "env": dict(SECRETS)},
+        "leaky-start": {"driver": "local", "binary": str(_leaky_cli(tmp_path, True)), "env": dict(SECRETS)},
+    }}
+    secrets = [*SECRETS.values(), PASSED, *SHAPES]
+    state = tmp_path / "s"
+    seen: list[bytes] = []
+    with Runtime.open(config, state_dir=state) as rt:
+        with rt.subscribe() as sub:
+            rt.start_session("t1", instance="agent", cwd=tmp_path)
+            for name in (*SECRETS, "PADDOCK_TEST_PASSED"):
+                _, events = run_turn(rt, "t1", f"@env {name}")
+                assert "[redacted]" in text_of(events), name
+            _, events = run_turn(rt, "t1", "@run " + "; ".join(f"echo '{s}'" for s in SHAPES)
+                                 + "; echo \"$OPENAI_API_KEY\"")
+            output = "".join(e.delta for e in events if e.type == "content.delta")
+            assert output.count("[redacted]") >= len(SHAPES) + 1, output
+            rt.start_session("t2", instance="leaky", cwd=tmp_path)
+            with rt.subscribe(thread_id="t2", types=["session.exited"]) as exits:
+                rt.send_turn("t2", "@crash 3")
+                exited = exits.get(timeout=20)
+            assert exited is not None and "[redacted]" in (exited.stderr_tail or "") + exited.reason
+            with pytest.raises(Exception) as caught:
+                rt.start_session("t3", instance="leaky-start", cwd=tmp_path, timeout=20)
+            assert not any(s in str(caught.value) for s in secrets), str(caught.value)
+            rt._hub.flush()
+            import msgspec
+
+            while (event := sub.get(timeout=0.2)) is not None:
+                seen.append(msgspec.json.encode(event))
+    assert any(b"invalid api key [redacted]" in body for body in seen), "the leaky CLI's stderr should be logged, masked"
+    logged = b"".join((state / name).read_bytes() for name in os.listdir(state) if name.startswith("events.db"))
+    out = subprocess.run(PADDOCK + ["events", "--state-dir", str(state), "--json"],
+                         cwd=ROOT, capture_output=True, timeout=30, env=_env())
+    assert out.returncode == 0
+    for secret in secrets:
+        assert not any(secret.encode() in body for body in seen), f"a subscriber saw {secret!r}"
+        assert secret.encode() not in logged, f"events.db holds {secret!r}"
+        assert secret.encode() not in out.stdout, f"paddock events printed {secret!r}"
+
+
+def test_raw_events_is_refused_instead_of_silently_attaching_nothing(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        Runtime.open({"runtime": {"raw_events": True}}, state_dir=tmp_path / "s")
+    assert "raw_events" in str(caught.value)
