@@ -341,6 +341,7 @@ SECRETS = {
     "MY_SERVICE_PASSWORD": "hunter2-but-longer",  # a configured env value of no known shape
 }
 PASSED = "passed-through-value-42"  # an ambient value the instance names in pass_env
+CONFIGURED_KEY = "cfgkey-0123456789-abcdef"  # the instance's configured api_key
 SHAPES = ["ghp_" + "a1B2c3D4" * 5, "AIza" + "Sy" + "0123456789abcdefghijklmnopqrstu", "Bearer abc.def-0123456789"]
 
 
@@ -358,11 +359,12 @@ def _leaky_cli(tmp_path, at_start):
 def test_secrets_never_reach_the_event_log_or_subscribers(tmp_path, monkeypatch):
     monkeypatch.setenv("PADDOCK_TEST_PASSED", PASSED)
     config = {"instances": {
-        "agent": {"driver": "local", "env": dict(SECRETS), "pass_env": ["PADDOCK_TEST_PASSED"]},
+        "agent": {"driver": "local", "env": dict(SECRETS), "pass_env": ["PADDOCK_TEST_PASSED"],
+                  "api_key": CONFIGURED_KEY},
         "leaky": {"driver": "local", "binary": str(_leaky_cli(tmp_path, False)), "env": dict(SECRETS)},
         "leaky-start": {"driver": "local", "binary": str(_leaky_cli(tmp_path, True)), "env": dict(SECRETS)},
     }}
-    secrets = [*SECRETS.values(), PASSED, *SHAPES]
+    secrets = [*SECRETS.values(), PASSED, CONFIGURED_KEY, *SHAPES]
     state = tmp_path / "s"
     seen: list[bytes] = []
     with Runtime.open(config, state_dir=state) as rt:
@@ -371,10 +373,10 @@ def test_secrets_never_reach_the_event_log_or_subscribers(tmp_path, monkeypatch)
             for name in (*SECRETS, "PADDOCK_TEST_PASSED"):
                 _, events = run_turn(rt, "t1", f"@env {name}")
                 assert "[redacted]" in text_of(events), name
-            _, events = run_turn(rt, "t1", "@run " + "; ".join(f"echo '{s}'" for s in SHAPES)
+            _, events = run_turn(rt, "t1", "@run " + "; ".join(f"echo '{s}'" for s in [*SHAPES, CONFIGURED_KEY])
                                  + "; echo \"$OPENAI_API_KEY\"")
             output = "".join(e.delta for e in events if e.type == "content.delta")
-            assert output.count("[redacted]") >= len(SHAPES) + 1, output
+            assert output.count("[redacted]") >= len(SHAPES) + 2, output
             rt.start_session("t2", instance="leaky", cwd=tmp_path)
             with rt.subscribe(thread_id="t2", types=["session.exited"]) as exits:
                 rt.send_turn("t2", "@crash 3")
