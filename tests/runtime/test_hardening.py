@@ -405,3 +405,20 @@ def test_raw_events_is_refused_instead_of_silently_attaching_nothing(tmp_path):
     with pytest.raises(ConfigError) as caught:
         Runtime.open({"runtime": {"raw_events": True}}, state_dir=tmp_path / "s")
     assert "raw_events" in str(caught.value)
+
+
+# fault 8: the CLI shows a failed resume --------------------------------------------------------------
+
+
+def test_paddock_run_shows_a_failed_resume(tmp_path):
+    import shutil
+
+    state = tmp_path / "s"
+    run = PADDOCK + ["run", "--state-dir", str(state), "--thread", "tt", "--cwd", str(tmp_path)]
+    first = subprocess.run([*run, "@reply one"], cwd=ROOT, capture_output=True, timeout=60, env=_env())
+    assert first.returncode == 0, first.stderr.decode()
+    shutil.rmtree(state / "instances" / "local" / "local-agent")  # the agent forgot the session
+    second = subprocess.run([*run, "@reply two"], cwd=ROOT, capture_output=True, timeout=60, env=_env())
+    assert second.returncode == 0, second.stderr.decode()
+    out = second.stdout.decode()
+    assert "resume_failed" in out and "(resume failed, fresh session)" in out, out
