@@ -115,14 +115,17 @@ class SessionClosedError(PaddockError):
 
 class RequestError(PaddockError):
     """Raised when a protocol request fails: the agent answered ``method`` with error ``code``, or
-    the host answered an unknown or already resolved request."""
+    the host answered an unknown or already resolved request. ``data`` is the JSON-RPC error's
+    ``data`` member, decoded (agents put the real reason there: Gemini CLI's ``data.details``),
+    or ``None``."""
 
     def __init__(
-        self, method: str, code: int | None, detail: str, **where: str | None
+        self, method: str, code: int | None, detail: str, *, data: object = None, **where: str | None
     ) -> None:
         self.method = method
         self.code = code
         self.detail = detail
+        self.data = data
         code_text = f" with code {code}" if code is not None else ""
         super().__init__(f"Request {method!r} failed{code_text}: {detail}", **where)
 
