@@ -47,52 +47,63 @@ _SHAPES = (
 _encode = msgspec.json.Encoder().encode
 
 
+_PREFIXES = (r"Bearer", r"sk-", r"gh[pousr]_", r"github_pat_", r"AIza")
+
+
 class Redactor:
     """Masks one instance's secrets and the common shapes. Immutable once built; the hub's
-    thread calls :meth:`redact`."""
+    thread calls :meth:`redact`.
 
-    __slots__ = ("_check", "_pattern", "secrets")
+    Two patterns: ``_pre`` holds only the literal starts (the secrets themselves and the shapes'
+    prefixes), which ``re`` scans for quickly; the full ``_pattern`` (with its word boundaries,
+    which would defeat that scan) runs only where ``_pre`` found something.
+    """
+
+    __slots__ = ("_pattern", "_pre", "_pre_json", "secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         kept = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         self.secrets = tuple(kept)
         literals = [re.escape(s) for s in kept]
         self._pattern = re.compile("|".join([*literals, *_SHAPES]))
+        self._pre = re.compile("|".join([*literals, *_PREFIXES]))
         # Events other than deltas are searched as JSON: a secret with a quote, backslash or
         # control character appears there escaped.
         escaped = [re.escape(json.dumps(s)[1:-1]) for s in kept if json.dumps(s)[1:-1] != s]
-        self._check = re.compile("|".join([*escaped, *literals, *_SHAPES]))
+        self._pre_json = re.compile("|".join([*escaped, *literals, *_PREFIXES]))
 
     def _sub(self, match: re.Match[str]) -> str:
         return "Bearer " + REDACTED if match.group("bearer") else REDACTED
 
     def mask(self, text: str) -> str:
         """``text`` with every secret and shape masked."""
-        return self._pattern.sub(self._sub, text)
+        return self._pattern.sub(self._sub, text) if self._pre.search(text) else text
 
     def redact(self, events: Sequence[EventBase]) -> Sequence[EventBase]:
-        """``events`` with secrets masked; the same sequence object when nothing matched."""
-        deltas: list[int] | None = None
+        """``events`` with secrets masked; the same sequence object when nothing matched.
+
+        ``raw`` payloads are never attached to deltas (``raw_events`` was removed), so of a
+        delta only its text is searched.
+        """
+        delta = ContentDelta
+        texts = [ev.delta for ev in events if ev.__class__ is delta]  # type: ignore[attr-defined]
         out: list[EventBase] | None = None
-        check = self._check.search
-        for i, ev in enumerate(events):
-            if ev.__class__ is ContentDelta and ev.raw is None:
-                if deltas is None:
-                    deltas = [i]
-                else:
-                    deltas.append(i)
-                continue
-            if check(_encode(ev).decode()):
-                if out is None:
-                    out = list(events)
-                out[i] = self._rewrite(ev)
-        if deltas is not None:
-            texts = [events[i].delta for i in deltas]  # type: ignore[attr-defined]
+        if len(texts) != len(events):
+            pre = self._pre_json.search
+            for i, ev in enumerate(events):
+                if ev.__class__ is not delta and pre(_encode(ev).decode()):
+                    fixed = self._rewrite(ev)
+                    if fixed is not ev:
+                        if out is None:
+                            out = list(events)
+                        out[i] = fixed
+        if texts:
             joined = "".join(texts)
-            if self._pattern.search(joined):
+            if self._pre.search(joined) and self._pattern.search(joined):
                 if out is None:
                     out = list(events)
-                for i, before, text in zip(deltas, texts, self._mask_pieces(joined, texts)):
+                where = [i for i, ev in enumerate(events) if ev.__class__ is delta]
+                for i, before, text in zip(where, texts, self._mask_pieces(joined, texts)):
                     if text != before:
                         out[i] = msgspec.structs.replace(events[i], delta=text)  # type: ignore[arg-type]
         return events if out is None else out
@@ -125,7 +136,8 @@ class Redactor:
 
     def _rewrite(self, ev: EventBase) -> EventBase:
         data = msgspec.to_builtins(ev)
-        return msgspec.convert(_walk(data, self.mask), type(ev))
+        masked = _walk(data, self.mask)
+        return ev if masked == data else msgspec.convert(masked, type(ev))
 
 
 def _walk(value: Any, mask) -> Any:
