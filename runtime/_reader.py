@@ -22,8 +22,8 @@ from paddock.contract import (
     ThreadSnapshot,
     ValidationError,
     decode_event,
+    fold_thread,
 )
-from paddock._snapshot import snapshot_from_events
 from paddock.store import Binding, BindingStore
 
 __all__ = ["LogFollower", "StateReader"]
@@ -116,7 +116,7 @@ class StateReader:
             reader.close()
         if not rows:
             raise SessionNotFoundError(thread_id)
-        return snapshot_from_events(thread_id, (decode_event(body) for _, body in rows))
+        return fold_thread(thread_id, (decode_event(body) for _, body in rows))
 
     def subscribe(self, thread_id: str | None = None, instance_id: str | None = None,
                   types: Iterable[str] | None = None, from_seq: int = 1, *, poll: float = 0.05) -> LogFollower:
