@@ -251,8 +251,12 @@ class AcpSessionActor(SessionActor[_Pending]):
                 return self._opened(link, result, events, resumed=True, resume_failed=False, detail=None)
             except PaddockError as exc:
                 resume_failed = True
-                detail = f"resume failed, started a new session: {exc}"
-                events.append(RuntimeWarningEvent(**self.identity, code="acp.resume_failed", message=detail))
+                # The error's data carries the real reason (Gemini CLI: -32603, data.details).
+                data = getattr(exc, "data", None)
+                why = data.get("details") if isinstance(data, dict) else None
+                detail = f"resume failed, started a new session: {exc}" + (f" ({why})" if isinstance(why, str) else "")
+                events.append(RuntimeWarningEvent(**self.identity, code="acp.resume_failed", message=detail,
+                                                  detail={"code": getattr(exc, "code", None), "data": data}))
         reply = self.defer_reply()
         ref = self.actor_ref
 
@@ -456,7 +460,7 @@ class AcpSessionActor(SessionActor[_Pending]):
 
         try:
             link.request_async("session/prompt", params, done)
-        except PaddockError as exc:
+        except Exception as exc:  # any error: the turn started above must end (the base re-types it)
             self.end_turn(events, "failed", error=str(exc))
             self.emit(events)
             raise
@@ -561,6 +565,7 @@ class AcpSessionActor(SessionActor[_Pending]):
                 log.exception("ACP update skipped on thread %s", self.thread_id)
                 events.append(RuntimeWarningEvent(**self.identity, turn_id=tr.turn_id, code="acp.update_failed",
                                                   message=f"an agent update could not be handled: {exc!r}"))
+        tr.end_batch()
         if self._cancel_pending and tr.turn_evidence:
             self._send_cancel()
         self.emit(events)

@@ -422,3 +422,27 @@ def test_paddock_run_shows_a_failed_resume(tmp_path):
     assert second.returncode == 0, second.stderr.decode()
     out = second.stdout.decode()
     assert "resume_failed" in out and "(resume failed, fresh session)" in out, out
+    # The warning keeps the agent's error data (Gemini CLI puts the real reason there).
+    with StateReader(state).subscribe(thread_id="tt", types=["runtime.warning"]) as follower:
+        warning = follower.get(timeout=5)
+    assert warning.code == "acp.resume_failed" and warning.detail["code"] == -32002
+    assert warning.detail["data"]["sessionId"]
+
+
+# fault 8: transport warnings before the first session --------------------------------------------
+
+
+def test_transport_warnings_before_the_first_session_are_published_on_the_instance(tmp_path):
+    noisy = tmp_path / "noisy-python"
+    noisy.write_text(f"#!/bin/sh\necho 'garbage before initialize'\nexec {sys.executable} \"$@\"\n")
+    noisy.chmod(0o755)
+    config = {"instances": {"noisy": {"driver": "local", "binary": str(noisy)}}}
+    with Runtime.open(config, state_dir=tmp_path / "s") as rt:
+        with rt.subscribe(instance_id="noisy", types=["runtime.warning"]) as sub:
+            rt.start_session("t1", instance="noisy", cwd=tmp_path)
+            warning = sub.get(timeout=10)
+        assert warning is not None, "the warning was dropped"
+        assert warning.code.startswith("transport.") and warning.instance_id == "noisy"
+        assert "garbage before initialize" in json.dumps(warning.detail)
+        _, events = run_turn(rt, "t1", "@reply still fine")
+        assert text_of(events) == "still fine"
