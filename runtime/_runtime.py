@@ -100,6 +100,7 @@ class _Instance:
 
 
 _PROBE_TTL = 300.0
+_CLOSERS = 32  # threads closing instances at once in Runtime.close
 _probe_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
 _probe_lock = threading.Lock()
 
@@ -779,9 +780,12 @@ class Runtime(metaclass=NoPublicConstructor):
 
     def _close_adapters(self, deadline: float) -> None:
         """Close every instance at once, all under the one ``deadline`` (thread: the closer,
-        plus one short-lived closer thread per instance beyond the first). Each instance's
+        plus up to 32 short-lived closer threads taking instances in turn). Each instance's
         teardown waits out its own graces (the shim gives leftovers 1 s); done one after
-        another they would add up past any timeout."""
+        another they would add up past any timeout. If closers are still running at the
+        deadline (hundreds of teardowns at once lag under load), every process this host holds a
+        lease for is SIGKILLed at once; the closers then get 0.5 s more to finish their
+        bookkeeping."""
         adapters = [inst.adapter for inst in self._instances.values() if inst.adapter is not None]
 
         def close_one(adapter: Any) -> None:
@@ -792,15 +796,35 @@ class Runtime(metaclass=NoPublicConstructor):
             except Exception:  # a driver bug must not stop the others from closing
                 pass
 
-        threads = [threading.Thread(target=close_one, args=(a,), name="paddock-close", daemon=True)
-                   for a in adapters[1:]]
+        todo = list(reversed(adapters))
+
+        def worker() -> None:
+            while True:
+                try:
+                    adapter = todo.pop()  # list.pop is atomic: no lock needed
+                except IndexError:
+                    return
+                close_one(adapter)
+
+        # A bounded pool: hundreds of teardowns polling at once would starve each other (and
+        # this thread) of the GIL; past the deadline the rest close at once (SIGKILL) anyway.
+        threads = [threading.Thread(target=worker, name="paddock-close", daemon=True)
+                   for _ in range(min(len(adapters), _CLOSERS))]
         for t in threads:
             t.start()
-        if adapters:
-            close_one(adapters[0])
         for t in threads:
-            # Teardown SIGKILLs at the deadline and then reaps (a bounded wait): allow for it.
-            t.join(max(0.0, deadline + 1.0 - time.monotonic()))
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in threads):
+            # Backstop: under load, hundreds of teardowns at once lag behind the deadline.
+            # Every process this host started has a lease: kill them all now, at once.
+            from paddock.supervisors import LeaseStore
+
+            try:
+                LeaseStore(self.state_dir).kill_all()
+            except OSError:
+                pass
+            for t in threads:
+                t.join(max(0.0, deadline + 0.5 - time.monotonic()))
 
     def __enter__(self) -> Runtime:
         return self

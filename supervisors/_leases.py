@@ -19,6 +19,7 @@ import hashlib
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -125,6 +126,28 @@ class LeaseStore:
         os.replace(tmp, path)
         return lease
 
+    def kill_all(self) -> int:
+        """SIGKILL every process this host holds a lease for, with its tree and what its shim
+        adopted, each after a fresh identity check (thread: any; a closing runtime's backstop at
+        its deadline). One scan of the process table serves every tree. Returns how many leased
+        processes were found alive."""
+        from ._teardown import kill_tree
+
+        found = 0
+        for path in sorted(self.directory.glob(f"{self._host_pid}-*.json")):
+            try:
+                lease = _decoder.decode(path.read_bytes())
+            except (OSError, msgspec.DecodeError):
+                continue
+            if sys.platform.startswith("linux") and not os.path.exists(f"/proc/{lease.pid}"):
+                continue  # gone already: no psutil round trip
+            if _same(lease.pid, lease.create_time) is not None:
+                found += 1
+                kill_tree(lease.pid, max_age=0.25)
+        for path in sorted(self.directory.glob(f"{self._host_pid}-*.tree")):
+            _kill_recorded(path, wait=False)
+        return found
+
     def release(self, pid: int) -> None:
         """Forget the lease of ``pid`` and its tree file (after it has been reaped)."""
         path = self._path(pid)
@@ -139,7 +162,7 @@ def _tree_path(lease_path: Path) -> Path:
     return lease_path.with_suffix(".tree")
 
 
-def _kill_recorded(tree: Path) -> int:
+def _kill_recorded(tree: Path, *, wait: bool = True) -> int:
     """SIGKILL each ``pid starttime`` of ``tree`` whose starttime still matches, then wait (at
     most 2 s) until they are gone. Linux only (elsewhere the shim writes no tree file)."""
     try:
@@ -161,7 +184,7 @@ def _kill_recorded(tree: Path) -> int:
     for proc in procs:
         proc.signal(signal.SIGKILL)  # re-checks the starttime right before the signal
     me = os.getpid()
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + (2.0 if wait else 0.0)
     while procs and time.monotonic() < deadline:
         for proc in procs:
             if proc.zombie_child_of(me):  # re-parented to this host (a subreaper)
