@@ -287,6 +287,21 @@ def _start_tree(rt, thread_id, cwd):
     return roles
 
 
+def _wait_reported(state, host_pid, shim_pid, pids, timeout=10.0):
+    """Wait until the shim's tree file lists every pid of ``pids`` (it reports within 1 s)."""
+    tree = state / "leases" / f"{host_pid}-{shim_pid}.tree"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            listed = {int(line.split()[0]) for line in tree.read_text().splitlines()}
+        except (OSError, ValueError):
+            listed = set()
+        if set(pids) <= listed:
+            return
+        assert time.monotonic() < deadline, f"the shim never reported {sorted(set(pids) - listed)}"
+        time.sleep(0.05)
+
+
 def _shim_of(host_pid):
     shims = [p for p in psutil.Process(host_pid).children() if "_shim.py" in " ".join(p.cmdline())]
     assert len(shims) == 1, shims
@@ -296,22 +311,24 @@ def _shim_of(host_pid):
 def test_a_killed_shim_leaves_no_adopted_process_behind(rt, workspace):
     roles = _start_tree(rt, "t1", workspace)
     procs = [psutil.Process(pid) for pid in roles.values()]
-    time.sleep(1.2)  # past the shim's longest report period: nothing new is in flight
-    _shim_of(os.getpid()).kill()
+    shim = _shim_of(os.getpid())
+    _wait_reported(rt.state_dir, os.getpid(), shim.pid, roles.values())
+    shim.kill()
     gone, alive = psutil.wait_procs(procs, timeout=5.0)
     assert not alive, f"processes the shim adopted outlived it: {[(p.pid, p.cmdline()[-2:]) for p in alive]}"
     rt.close()
 
 
 STOPPED_HOST = textwrap.dedent(
-    f"""
-    import json, sys, time
+    """
+    import json, os, sys, time
     from paddock import Runtime
     from tests.runtime.conftest import TWO_LOCAL
-    from tests.runtime.test_hardening import _start_tree
+    from pathlib import Path
+    from tests.runtime.test_hardening import _shim_of, _start_tree, _wait_reported
     rt = Runtime.open(TWO_LOCAL, state_dir=sys.argv[1])
     roles = _start_tree(rt, "t1", sys.argv[2])
-    time.sleep(1.2)
+    _wait_reported(Path(sys.argv[1]), os.getpid(), _shim_of(os.getpid()).pid, roles.values())
     print(json.dumps(roles), flush=True)
     time.sleep(888)
     """
@@ -323,11 +340,19 @@ def test_the_sweep_finds_what_a_killed_shim_adopted_after_its_host_died(tmp_path
         shim = _shim_of(host.pid)
         host.send_signal(19)  # SIGSTOP: the host can neither notice nor reap
         shim.kill()
-        shim.wait(5) if shim.ppid() == os.getpid() else time.sleep(0.2)
+        deadline = time.monotonic() + 5
+        while True:  # dead: a zombie of the stopped host, which cannot reap it
+            try:
+                if shim.status() == psutil.STATUS_ZOMBIE:
+                    break
+            except psutil.NoSuchProcess:
+                break
+            assert time.monotonic() < deadline, "the shim did not die"
+            time.sleep(0.01)
         host.kill()
         host.wait(10)
-        survivors = [p for p in psutil.process_iter(["cmdline"]) if "tree.py" in " ".join(p.info["cmdline"] or ())
-                     and p.pid != os.getpid()]
+        # Re-parented to this test process (a subreaper, tests/conftest.py), so found among ours.
+        survivors = [p for p in psutil.Process().children(recursive=True) if "tree.py" in " ".join(p.cmdline())]
         assert survivors, "the setup should leave the adopted processes running"
         with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state"):
             gone, alive = psutil.wait_procs(survivors, timeout=3.0)
