@@ -335,10 +335,23 @@ STOPPED_HOST = textwrap.dedent(
 )
 
 
+def _state(pid, tid):
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return "T"  # a thread that is gone cannot act either
+    return stat[stat.rfind(")") + 2]
+
+
 def test_the_sweep_finds_what_a_killed_shim_adopted_after_its_host_died(tmp_path):
     with host_process(STOPPED_HOST, tmp_path, b"}") as (host, _agents):
         shim = _shim_of(host.pid)
         host.send_signal(19)  # SIGSTOP: the host can neither notice nor reap
+        deadline = time.monotonic() + 5
+        while not all(_state(host.pid, tid) in ("T", "t") for tid in os.listdir(f"/proc/{host.pid}/task")):
+            assert time.monotonic() < deadline, "the host did not stop"
+            time.sleep(0.01)
         shim.kill()
         deadline = time.monotonic() + 5
         while True:  # dead: a zombie of the stopped host, which cannot reap it
@@ -352,8 +365,15 @@ def test_the_sweep_finds_what_a_killed_shim_adopted_after_its_host_died(tmp_path
         host.kill()
         host.wait(10)
         # Re-parented to this test process (a subreaper, tests/conftest.py), so found among ours.
-        survivors = [p for p in psutil.Process().children(recursive=True) if "tree.py" in " ".join(p.cmdline())]
-        assert survivors, "the setup should leave the adopted processes running"
+        survivors = []
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                if "tree.py" in " ".join(proc.cmdline()):
+                    survivors.append(proc)
+            except psutil.Error:  # a zombie, or gone
+                pass
+        assert survivors, ("the setup should leave the adopted processes running",
+                           [(p.pid, p.status(), p.name()) for p in psutil.Process().children(recursive=True)])
         with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state"):
             gone, alive = psutil.wait_procs(survivors, timeout=3.0)
             assert not alive, f"the sweep left {[p.pid for p in alive]}"
