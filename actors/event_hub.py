@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import pykka
@@ -42,6 +42,7 @@ from paddock.contract import (
     EVENT_TYPES,
     EventBase,
     PaddockError,
+    RuntimeWarningEvent,
     ValidationError,
 )
 from paddock.contract._construct import NoPublicConstructor
@@ -186,6 +187,15 @@ class HubHandle(metaclass=NoPublicConstructor):
     def emitter(self, driver: str, instance_id: str, thread_id: str) -> Emitter:
         """An :class:`Emitter` bound to this identity; the hub labels its events with it."""
         return Emitter._create(self._ref.tell, self._state, driver, instance_id, thread_id)
+
+    def instance_warning(self, driver: str, instance_id: str, code: str, message: str,
+                         detail: dict[str, Any] | None = None) -> None:
+        """Publish a ``runtime.warning`` of an instance, not of a thread (``thread_id`` ``""``):
+        a transport problem of a shared process that no session can report yet (garbage or an
+        oversized line before the first session). Never blocks or raises (like ``emit``)."""
+        self.emitter(driver, instance_id, "").emit([RuntimeWarningEvent(
+            driver=driver, instance_id=instance_id, thread_id="", code=code, message=message, detail=detail,
+        )])
 
     def subscribe(
         self,

@@ -48,7 +48,6 @@ from paddock.contract import (
     DriverError,
     PaddockError,
     RuntimeErrorEvent,
-    RuntimeWarningEvent,
     SendTurnInput,
     Session,
     StartSessionInput,
@@ -255,10 +254,8 @@ class AcpAdapter(SessionTable):
         for ref in refs:
             ref.tell(notice)
         if not refs:
-            self._ctx.hub.emitter(self.driver, self.instance_id, "").emit([RuntimeWarningEvent(
-                driver=self.driver, instance_id=self.instance_id, thread_id="",
-                code="transport." + code.rsplit(".", 1)[-1], message=message, detail=detail,
-            )])
+            self._ctx.hub.instance_warning(self.driver, self.instance_id, "transport." + code.rsplit(".", 1)[-1],
+                                           message, detail)
 
     def _on_escalate(self, error: BaseException) -> None:
         # Root supervisor thread: the restart budget is spent; every session is over.
