@@ -26,7 +26,10 @@ Repairs (rule numbers from ARCHITECTURE.md, "Canonical events"):
    are a strict prefix of the text, the missing suffix is synthesized as one more
    ``content.delta`` before ``item.completed`` (the stream becomes consistent). Otherwise the
    native ``item.completed`` text is kept as the authoritative final text and the warning's
-   detail gives both lengths and the first differing offset.
+   detail gives both lengths and the first differing offset (``None`` when the texts agree on
+   their first :data:`HEAD_CHARS` characters: only those are kept). Per item the guard keeps
+   the streamed length, a running BLAKE2b digest and that head, never the deltas themselves,
+   so its memory does not grow with the number of deltas.
 6. ``grammar.item_after_abort``: after ``turn.aborted`` (the driver's acknowledgement of an
    interrupt) an ``item.started`` of that turn is dropped, and so is every later event of that
    item.
@@ -38,6 +41,7 @@ Repairs (rule numbers from ARCHITECTURE.md, "Canonical events"):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -83,6 +87,8 @@ _CUMULATIVE = (
     "cost",
 )
 _REMEMBER = 128  # completed turns / resolved requests remembered per thread (bounds memory)
+HEAD_CHARS = 4096
+"""Characters of each item's streamed text the guard keeps, to locate a mismatch."""
 _replace = msgspec.structs.replace
 
 
@@ -114,6 +120,35 @@ def warning(code: str, message: str, *, rule: int | None = None, source: EventBa
     )
 
 
+class _Text:
+    """What the guard keeps of one item's streamed text: its length, digest and head. Deltas of
+    the current batch wait in ``pending`` and are folded in once per batch (one join, one
+    digest update)."""
+
+    __slots__ = ("digest", "head", "length", "pending")
+
+    def __init__(self, first: str) -> None:
+        self.pending = [first]
+        self.length = 0
+        self.head = ""
+        self.digest = hashlib.blake2b(digest_size=16)
+
+    def fold(self) -> None:
+        pending = self.pending
+        if not pending:
+            return
+        joined = pending[0] if len(pending) == 1 else "".join(pending)
+        pending.clear()
+        self.length += len(joined)
+        if len(self.head) < HEAD_CHARS:
+            self.head += joined[: HEAD_CHARS - len(self.head)]
+        self.digest.update(joined.encode("utf-8", "surrogatepass"))
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class _Turn:
     __slots__ = ("aborted", "done_items", "dropped_items", "texts")
 
@@ -121,7 +156,7 @@ class _Turn:
         self.aborted = False
         self.done_items: set[str] = set()
         self.dropped_items: set[str] = set()
-        self.texts: dict[tuple[str, str], list[str]] = {}
+        self.texts: dict[tuple[str, str], _Text] = {}
 
 
 class _Drops:
@@ -203,6 +238,7 @@ class ThreadGrammar:
         run = False
         run_turn = run_item = run_stream = None
         run_parts: list[str] = []
+        touched: list[_Text] = []
         ev: Any  # dispatched on its exact class below, which mypy cannot follow through ``cls``
         for ev in events:
             cls = ev.__class__
@@ -230,12 +266,13 @@ class ThreadGrammar:
                             continue
                         stream = ev.stream
                         if stream in _TRACKED_STREAMS:
-                            parts = t.texts.get((iid, stream))
-                            if parts is None:
-                                parts = t.texts[(iid, stream)] = [ev.delta]
+                            kept = t.texts.get((iid, stream))
+                            if kept is None:
+                                kept = t.texts[(iid, stream)] = _Text(ev.delta)
                             else:
-                                parts.append(ev.delta)
-                            run, run_turn, run_item, run_stream, run_parts = True, tid, iid, stream, parts
+                                kept.pending.append(ev.delta)
+                            touched.append(kept)
+                            run, run_turn, run_item, run_stream, run_parts = True, tid, iid, stream, kept.pending
                 out.append(ev)
                 continue
             run = False
@@ -268,9 +305,10 @@ class ThreadGrammar:
                     t.done_items.add(iid)
                     stream = _TEXT_STREAM.get(ev.kind)
                     if stream is not None and ev.text is not None:
-                        parts = t.texts.pop((iid, stream), None)
-                        if parts is not None:
-                            self._check_text(out, ev, stream, "".join(parts))
+                        kept = t.texts.pop((iid, stream), None)
+                        if kept is not None:
+                            kept.fold()
+                            self._check_text(out, ev, stream, kept)
                 out.append(ev)
             elif cls is TurnStarted:
                 if tid is not None:
@@ -332,28 +370,36 @@ class ThreadGrammar:
                 out.append(ev)
             else:
                 out.append(ev)
+        for kept in touched:
+            kept.fold()
         if drops is not None:
             drops.fill()
         return out
 
-    def _check_text(self, out: list[Any], ev: ItemCompleted, stream: StreamKind, streamed: str) -> None:
+    def _check_text(self, out: list[Any], ev: ItemCompleted, stream: StreamKind, streamed: _Text) -> None:
         text = ev.text
         assert text is not None
-        if text == streamed:
+        length = streamed.length
+        digest = streamed.digest.digest()
+        if len(text) == length and _digest(text) == digest:
             return
-        if len(streamed) < len(text) and text.startswith(streamed):
+        if length < len(text) and _digest(text[:length]) == digest:
             out.append(warning("grammar.item_text_mismatch",
                                f"item {ev.item_id!r} completed with text its deltas did not carry; the missing suffix was emitted as a delta",
-                               rule=5, source=ev, streamed_chars=len(streamed), text_chars=len(text),
+                               rule=5, source=ev, streamed_chars=length, text_chars=len(text),
                                repair="suffix_delta"))
             out.append(ContentDelta(driver="", instance_id="", thread_id="", turn_id=ev.turn_id,
-                                    item_id=ev.item_id, stream=stream, delta=text[len(streamed):]))
+                                    item_id=ev.item_id, stream=stream, delta=text[length:]))
             return
-        offset = next((i for i, (a, b) in enumerate(zip(text, streamed)) if a != b),
-                      min(len(text), len(streamed)))
+        head = streamed.head
+        offset: int | None = next((i for i, (a, b) in enumerate(zip(text, head)) if a != b), None)
+        if offset is None:
+            known = min(len(text), len(head))
+            offset = known if known < HEAD_CHARS or known == len(text) else None
+        where = f"at offset {offset}" if offset is not None else f"after its first {HEAD_CHARS} characters"
         out.append(warning("grammar.item_text_mismatch",
-                           f"item {ev.item_id!r} completed with text that differs from its deltas at offset {offset}; the completed text is kept",
-                           rule=5, source=ev, streamed_chars=len(streamed), text_chars=len(text),
+                           f"item {ev.item_id!r} completed with text that differs from its deltas {where}; the completed text is kept",
+                           rule=5, source=ev, streamed_chars=length, text_chars=len(text),
                            first_difference=offset, repair="kept_completed_text"))
 
     def _check_usage(self, out: list[Any], ev: ThreadTokenUsageUpdated) -> EventBase | None:

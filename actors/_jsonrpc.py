@@ -121,6 +121,16 @@ class _OutResult(msgspec.Struct):
     result: Any
 
 
+def _error_data(raw: msgspec.Raw | msgspec.UnsetType) -> Any:
+    """The error's ``data``, decoded (``None`` when absent or not JSON)."""
+    if raw is msgspec.UNSET:
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
 class _OutErrorObject(msgspec.Struct, omit_defaults=True):
     code: int
     message: str
@@ -380,7 +390,8 @@ class JsonRpcConnection:
         if timer is not None:
             timer.cancel()
         if env.error is not None:
-            _settle(future, error=RequestError(method, env.error.code, _error_text(env.error)))
+            _settle(future, error=RequestError(method, env.error.code, _error_text(env.error),
+                                               data=_error_data(env.error.data)))
         else:
             _settle(future, result=_NULL if env.result is msgspec.UNSET else env.result)
 

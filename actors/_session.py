@@ -29,7 +29,9 @@ from paddock.contract import (
     INTERACTION_MODES,
     MAX_PROMPT_CHARS,
     OperationTimeout,
+    PaddockError,
     RUNTIME_MODES,
+    DriverError,
     EventBase,
     EventIdentity,
     RequestError,
@@ -252,7 +254,19 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
                 "send_turn", f"a turn is already running on this thread (turn {self.turn.turn_id!r} is still "
                              "running); wait for its turn.completed or interrupt it", **self.where(),
             )
-        return self.start_turn(inp, self.turn.new_id(inp.turn_id))
+        try:
+            return self.start_turn(inp, self.turn.new_id(inp.turn_id))
+        except Exception as exc:
+            # Whatever failed (a foreign error included, e.g. text the wire cannot encode), the
+            # turn must not stay marked running: every later send_turn would be refused.
+            if self.turn.in_turn:
+                events: list[EventBase] = []
+                self.end_turn(events, "failed", error=f"the turn could not be sent: {exc}")
+                self.emit(events)
+            if isinstance(exc, PaddockError):
+                raise
+            raise DriverError(self.owner["driver"], self.owner["instance_id"], f"send_turn failed: {exc!r}",
+                              thread_id=self.thread_id) from exc
 
     def _interrupt(self, turn_id: str | None) -> None:
         current = self.turn.turn_id

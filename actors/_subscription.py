@@ -22,6 +22,8 @@ from paddock.contract import (
     Event,
     EventBase,
     RuntimeWarningEvent,
+    SessionExited,
+    TurnCompleted,
     ValidationError,
 )
 
@@ -43,6 +45,9 @@ _END = object()  # the stream ended (closed, or the hub stopped and everything w
 _NEEDS_IO = object()  # the next event must be read from the log (async callers use an executor)
 
 _decoder = msgspec.json.Decoder(Event)
+# Never dropped, also past the bound with the log off: how each turn and session ended (at most
+# one per turn or session, so they cannot grow memory the way deltas can).
+_ENDINGS = (TurnCompleted, SessionExited)
 
 
 class _Gap:
@@ -71,10 +76,12 @@ class Subscription(metaclass=NoPublicConstructor):
     Slow consumers: at most ``max_buffered`` events are held in memory. Past that, with the event
     log enabled, the subscription reads the log from where it fell behind until it has caught
     up, then rejoins the live stream (no loss, no duplicate). With the log disabled, the events
-    that do not fit are dropped and the consumer receives, in their place, one
-    ``runtime.warning`` with code ``subscription.gap`` (``seq`` 0, driver ``paddock``) whose
-    ``detail`` holds ``first_seq``, ``last_seq`` and ``count`` of what it missed and
-    ``cause="slow"``. The same warning with ``cause="compacted"`` (``count`` null) marks events
+    that do not fit are dropped, except ``turn.completed`` and ``session.exited`` (a subscriber
+    that lost events still learns how each turn and session ended), and the consumer receives,
+    in place of each run of dropped events, one ``runtime.warning`` with code
+    ``subscription.gap`` (driver ``paddock``; its ``seq`` is that of the last event it replaces,
+    so ``seq`` still increases) whose ``detail`` holds ``first_seq``, ``last_seq`` and ``count``
+    of what it missed and ``cause="slow"``. The same warning with ``cause="compacted"`` (``count`` null) marks events
     that retention removed from the log before a replaying subscriber read them.
 
     ``assistant_delivery="buffered"`` coalesces consecutive ``assistant_text`` deltas of the
@@ -194,17 +201,28 @@ class Subscription(metaclass=NoPublicConstructor):
                         self._resume = events[0].seq
                         self._horizon = events[-1].seq
                     else:
-                        last = self._buf[-1] if self._buf else None
-                        if isinstance(last, _Gap) and last.count is not None:
-                            last.last_seq = events[-1].seq
-                            last.count += len(events)
-                        else:
-                            self._buf.append(_Gap(events[0].seq, events[-1].seq, len(events)))
+                        self._drop(events)
             else:
                 self._horizon = events[-1].seq
             waker = self._wake()
         if waker is not None:
             waker()
+
+    def _drop(self, events: list[EventBase]) -> None:
+        """Log off, past the bound: replace ``events`` by gap markers, keeping their endings
+        (publishing thread, lock held)."""
+        buf = self._buf
+        for e in events:
+            if e.__class__ in _ENDINGS:
+                buf.append([e])
+                self._buffered += 1
+                continue
+            last = buf[-1] if buf else None
+            if isinstance(last, _Gap) and last.count is not None:
+                last.last_seq = e.seq
+                last.count += 1
+            else:
+                buf.append(_Gap(e.seq, e.seq, 1))
 
     def _finish(self) -> None:
         """The hub stopped: deliver what is left, then end (publishing thread)."""
@@ -338,6 +356,7 @@ class Subscription(metaclass=NoPublicConstructor):
             driver="paddock",
             instance_id=self.instance_id or "",
             thread_id=self.thread_id or "",
+            seq=gap.last_seq,
             created_at=time.time(),
             code="subscription.gap",
             message=message,

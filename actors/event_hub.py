@@ -2,6 +2,9 @@
 
 For each batch an emitter tells it, the hub (in its own actor thread):
 
+0. masks secrets (``paddock.actors._redact``): the values registered for the emitting instance
+   with :meth:`HubHandle.add_secrets` and common credential shapes, in every string of every
+   event, so nothing below (guard, log, subscribers) ever holds them;
 1. runs the thread's grammar guard (``paddock.actors._grammar``), which repairs violations and adds
    ``runtime.warning`` events;
 2. stamps each event: ``driver``/``instance_id``/``thread_id`` from the emitter's identity (a
@@ -30,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import pykka
@@ -39,6 +42,7 @@ from paddock.contract import (
     EVENT_TYPES,
     EventBase,
     PaddockError,
+    RuntimeWarningEvent,
     ValidationError,
 )
 from paddock.contract._construct import NoPublicConstructor
@@ -46,6 +50,7 @@ from paddock.supervisors import map_exceptions
 
 from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
+from ._redact import Redactor
 from ._subscription import DEFAULT_MAX_BUFFERED, Subscription
 
 __all__ = ["Emitter", "EventHub", "HubHandle"]
@@ -77,6 +82,10 @@ class _KillWriter(_Control):
     __slots__ = ()
 
 
+class _Secrets(_Control):
+    __slots__ = ()
+
+
 class _WriterFailed(_Control):
     __slots__ = ()
 
@@ -89,12 +98,13 @@ class _State:
     """What the handle reads without asking the hub. ``last_seq`` is written by the publishing
     thread only; ``dropped`` by emitters (a best-effort counter)."""
 
-    __slots__ = ("dropped", "last_seq", "log_path")
+    __slots__ = ("dropped", "failure", "last_seq", "log_path")
 
     def __init__(self, log_path: str | None) -> None:
         self.log_path = log_path
         self.last_seq = 0
         self.dropped = 0
+        self.failure: str | None = None  # why the writer stopped, written once by it
 
 
 class Emitter(metaclass=NoPublicConstructor):
@@ -164,6 +174,11 @@ class HubHandle(metaclass=NoPublicConstructor):
     def alive(self) -> bool:
         return self._ref.is_alive()
 
+    @property
+    def failure(self) -> str | None:
+        """Why the hub stopped on its own (its log could not be written), or ``None``."""
+        return self._state.failure
+
     def join(self, *, timeout: float | None = None) -> bool:
         """Wait until the hub has stopped (closed, or failed with its writer); return whether
         it has."""
@@ -172,6 +187,15 @@ class HubHandle(metaclass=NoPublicConstructor):
     def emitter(self, driver: str, instance_id: str, thread_id: str) -> Emitter:
         """An :class:`Emitter` bound to this identity; the hub labels its events with it."""
         return Emitter._create(self._ref.tell, self._state, driver, instance_id, thread_id)
+
+    def instance_warning(self, driver: str, instance_id: str, code: str, message: str,
+                         detail: dict[str, Any] | None = None) -> None:
+        """Publish a ``runtime.warning`` of an instance, not of a thread (``thread_id`` ``""``):
+        a transport problem of a shared process that no session can report yet (garbage or an
+        oversized line before the first session). Never blocks or raises (like ``emit``)."""
+        self.emitter(driver, instance_id, "").emit([RuntimeWarningEvent(
+            driver=driver, instance_id=instance_id, thread_id="", code=code, message=message, detail=detail,
+        )])
 
     def subscribe(
         self,
@@ -221,6 +245,12 @@ class HubHandle(metaclass=NoPublicConstructor):
         how many were deleted. Subscribers replaying that range will not see them."""
         return self._ask(_Compact(before_seq), "EventHub.compact", timeout)
 
+    def add_secrets(self, instance_id: str, secrets: Iterable[str], *, timeout: float = 10.0) -> None:
+        """Mask ``secrets`` (values shorter than 6 characters are ignored) in every event that
+        instance ``instance_id`` emits from now on, on top of the common credential shapes,
+        which are masked for every emitter. Returns once the hub applies them."""
+        self._ask(_Secrets((instance_id, tuple(secrets))), "EventHub.add_secrets", timeout)
+
     def kill_writer_mid_batch(self, after_rows: int = 1, *, timeout: float = 10.0) -> None:
         """Test hook: the next log append inserts ``after_rows`` chunks (rows) then fails before its
         commit, as if the writer were killed; the hub then fails without publishing that batch."""
@@ -236,7 +266,8 @@ class HubHandle(metaclass=NoPublicConstructor):
             pass
 
     def _ask(self, message: _Control, operation: str, timeout: float):
-        with map_exceptions(operation, timeout, dead=PaddockError(f"{operation} failed: the event hub is not running")):
+        why = f" ({self._state.failure})" if self._state.failure else ""
+        with map_exceptions(operation, timeout, dead=PaddockError(f"{operation} failed: the event hub is not running{why}")):
             return self._ref.ask(message, timeout=timeout)
 
     def __enter__(self) -> HubHandle:
@@ -402,6 +433,7 @@ class _Writer:
                 if out:
                     self._commit(out, rows)
         except BaseException as exc:
+            self.publisher.state.failure = f"the event hub stopped, its log could not be written: {exc}"
             with self._cond:
                 self.failed = exc
                 pending = list(self._items)
@@ -459,6 +491,8 @@ class EventHub(pykka.ThreadingActor):
         self._publisher = _Publisher(state)
         self._writer: _Writer | None = None
         self._grammar: dict[str, ThreadGrammar] = {}
+        self._redactors: dict[str, Redactor] = {}
+        self._redactor = Redactor()  # the shapes only, for emitters with no secrets of their own
         self._encode_lines = msgspec.json.Encoder().encode_lines
 
     @classmethod
@@ -542,6 +576,11 @@ class EventHub(pykka.ThreadingActor):
             if self._log is None:
                 raise ValidationError("kill_writer_mid_batch", "the event log is disabled")
             return self._in_order(setattr, self._log, "fail_after_rows", message.arg)  # type: ignore[attr-defined]
+        if kind is _Secrets:
+            instance_id, values = message.arg  # type: ignore[attr-defined]
+            known = self._redactors.get(instance_id)
+            self._redactors[instance_id] = Redactor((*values, *(known.secrets if known else ())))
+            return None
         if kind is _WriterFailed:
             raise message.arg  # type: ignore[attr-defined]  # the hub fails with its writer
         return super().on_receive(message)
@@ -551,11 +590,18 @@ class EventHub(pykka.ThreadingActor):
         seq = self._seq
         token = self._token
         grammar = self._grammar
+        redactors = self._redactors
+        shapes_only = self._redactor
         out: list[EventBase] = []
         # with the log on: this batch's events per (thread, instance), for its chunks
         groups: dict[tuple[str, str], list[EventBase]] | None = {} if self._writer is not None else None
-        for key, events in batch:
+        events: Sequence[EventBase]
+        for key, emitted in batch:
             driver, instance_id, thread_id = key
+            try:
+                events = (redactors.get(instance_id) or shapes_only).redact(emitted)
+            except Exception as exc:  # never publish what could not be checked
+                events = (warning("redaction.failed", f"events were dropped: masking them failed: {exc!r}"),)
             guard = grammar.get(thread_id)
             if guard is None:
                 guard = grammar[thread_id] = ThreadGrammar()

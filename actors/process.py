@@ -290,7 +290,8 @@ class ProcessActor(SupervisedActor):
         spec = self.spec
         env = {**os.environ, **spec.env} if spec.inherit_env else dict(spec.env)
         popen = spawn(
-            SpawnRequest(spec.argv, env=env, cwd=spec.cwd, orphan_guard=spec.orphan_guard)
+            SpawnRequest(spec.argv, env=env, cwd=spec.cwd, orphan_guard=spec.orphan_guard,
+                         report_dir=str(self._leases.directory) if self._leases is not None else None)
         )
         handle = self.handle
         handle._popen = popen
@@ -372,6 +373,13 @@ class ProcessActor(SupervisedActor):
         popen = handle._popen
         assert popen is not None
         returncode = popen.wait()
+        if self._leases is not None:
+            # A shim that was itself killed left its adopted processes behind (re-parented
+            # away); they may hold stdout open, so they go before the reader is joined.
+            try:
+                self._leases.reap_adopted(popen.pid)
+            except OSError:
+                log.warning("could not reap what %s adopted", self.spec.label, exc_info=True)
         # Deliver every line already written before reporting the exit; a descendant that
         # still holds the pipe open must not delay the report for long.
         self._stdout_thread.join(2.0)

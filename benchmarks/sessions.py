@@ -14,7 +14,11 @@ descendants before ``close()`` and are still alive after it (must be 0).
 Targets (``meets_targets``, across the sizes of one run): turns/s at the largest size >= 0.8x the
 rate at the smallest, start seconds per session there within 1.5x, host RSS <= 600 MB, host
 threads bounded by the instances (not the sessions), ``close()`` within its timeout, no
-survivors. Prints one JSON document.
+survivors. ``--spawn S`` makes each turn leave a SIGTERM-ignoring grandchild (``@spawn S``), so
+closing every instance pays the shim's 1 s leftover grace; each run then also reports
+``close_over_timeout_seconds`` (``close_within_timeout_plus_1s``: the issue-13 target, close within
+the timeout + 1 s). Its case: ``--sessions 200 --instances 200 --spawn 60``. Prints one JSON
+document.
 """
 from __future__ import annotations
 
@@ -89,7 +93,7 @@ def _cpu() -> tuple[float, float]:
     return r.ru_utime, r.ru_stime
 
 
-def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -> dict:
+def run_one(sessions: int, instances: int, workers: int, close_timeout: float, spawn: float | None = None) -> dict:
     """One size, in this process: the figures of one run."""
     from paddock import Runtime
 
@@ -130,7 +134,8 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
             host_turns0 = sum(_cpu())
             t1 = time.perf_counter()
             with ThreadPoolExecutor(workers) as pool:
-                futures = [pool.submit(rt.send_turn, tid, "@reply ok", timeout=120) for tid, _ in threads]
+                prompt = "@reply ok" if spawn is None else f"@spawn {spawn:g}"
+                futures = [pool.submit(rt.send_turn, tid, prompt, timeout=120) for tid, _ in threads]
                 for fut in futures:
                     try:
                         fut.result()
@@ -189,6 +194,8 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float) -
         "system_cpu_seconds": round(cpu1[1] - cpu0[1], 2),
         "close_seconds": round(close_seconds, 3),
         "close_timeout": close_timeout,
+        "close_over_timeout_seconds": round(close_seconds - close_timeout, 3),
+        "spawn": spawn,
         "survivors": len(survivors),
         "errors": errors[:10],
         "error_count": len(errors),
@@ -218,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instances", type=int, help="instances of that one size (default sessions/100)")
     parser.add_argument("--workers", type=int, default=20, help="threads calling start_session/send_turn")
     parser.add_argument("--close-timeout", type=float, default=10.0)
+    parser.add_argument("--spawn", type=float, default=None,
+                        help="each turn leaves a SIGTERM-ignoring grandchild living this many seconds")
     parser.add_argument("--one", action="store_true", help="run one size in this process (used per size)")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
@@ -227,13 +236,14 @@ def main(argv: list[str] | None = None) -> int:
         sizes = _sizes(args.sizes)
     if args.one:
         [(sessions, instances)] = sizes
-        json.dump(run_one(sessions, instances, args.workers, args.close_timeout), sys.stdout)
+        json.dump(run_one(sessions, instances, args.workers, args.close_timeout, args.spawn), sys.stdout)
         return 0
     runs = []
     for sessions, instances in sizes:
         proc = subprocess.run(
             [sys.executable, __file__, "--one", "--sessions", str(sessions), "--instances", str(instances),
-             "--workers", str(args.workers), "--close-timeout", str(args.close_timeout)],
+             "--workers", str(args.workers), "--close-timeout", str(args.close_timeout),
+             *(["--spawn", str(args.spawn)] if args.spawn is not None else [])],
             stdout=subprocess.PIPE, text=True, timeout=1800,
         )
         try:
@@ -272,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             "host_threads": threads_per_instance is not None
             and threads_per_instance <= TARGETS["host_threads_per_instance_max"],
             "close_within_timeout": bool(ok) and all(r["close_seconds"] <= r["close_timeout"] for r in ok),
+            "close_within_timeout_plus_1s": bool(ok) and all(r["close_seconds"] <= r["close_timeout"] + 1 for r in ok),
             "survivors": len(ok) == len(runs) and survivors == 0,
             "all_turns_completed": bool(ok) and all(r["turns_completed"] == r["sessions"] for r in ok),
         },

@@ -16,14 +16,18 @@ _LAZY = {
     "Runtime": "paddock._runtime",
     "InstanceInfo": "paddock._runtime",
     "Subscription": "paddock.actors",
+    "StateReader": "paddock._reader",
+    "LogFollower": "paddock._reader",
 }
 
-__all__ = ["InstanceInfo", "Runtime", "Subscription", "__version__"]
+__all__ = ["InstanceInfo", "LogFollower", "Runtime", "StateReader", "Subscription", "__version__"]
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription as Subscription
     from paddock._runtime import InstanceInfo as InstanceInfo
     from paddock._runtime import Runtime as Runtime
+    from paddock._reader import LogFollower as LogFollower
+    from paddock._reader import StateReader as StateReader
 
 
 def __getattr__(name: str) -> Any:

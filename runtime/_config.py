@@ -29,14 +29,14 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     turn). ``resume``: ``"auto"`` starts fresh when a resume fails (with a ``runtime.warning``),
     ``"require"`` raises instead. ``event_log``: keep the durable event log (on by default; off only
     for benchmarks). ``event_log_max_bytes``: size-based retention of the log (``None`` keeps
-    everything). ``raw_events``: attach native payloads to events.
+    everything). There is no ``raw_events``: native payloads are never attached to events (the
+    key is refused with a :class:`ConfigError` saying so).
     """
 
     idle_timeout: float = 1800.0
     resume: Literal["auto", "require"] = "auto"
     event_log: bool = True
     event_log_max_bytes: int | None = None
-    raw_events: bool = False
     start_timeout: float = 60.0
 
 
@@ -86,6 +86,8 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
             raise ConfigError(path, "the file does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(path, f"not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(path, f"not valid TOML: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
         except OSError as exc:
             raise ConfigError(path, f"cannot be read: {exc.strerror or exc}") from None
     elif isinstance(config, Mapping):
@@ -96,8 +98,12 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
     unknown = set(data) - {"runtime", "instances"}
     if unknown:
         raise ConfigError(path, f"unknown top-level table(s): {', '.join(sorted(unknown))}")
+    runtime_table = data.get("runtime", {})
+    if isinstance(runtime_table, Mapping) and "raw_events" in runtime_table:
+        raise ConfigError(path, "[runtime] key 'raw_events': removed; native payloads are not attached to "
+                                "events (they can carry credentials), so the key has no effect to offer")
     try:
-        settings = msgspec.convert(data.get("runtime", {}), RuntimeSettings)
+        settings = msgspec.convert(runtime_table, RuntimeSettings)
     except msgspec.ValidationError as exc:
         raise ConfigError(path, _issue(exc, "[runtime]")) from None
 

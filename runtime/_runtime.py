@@ -51,9 +51,10 @@ from paddock.contract import (
 )
 from paddock.contract._construct import NoPublicConstructor
 from paddock._config import RuntimeConfig, issue_from, load_config
-from paddock._isolation import build_env, instance_home
+from paddock._isolation import build_env, instance_home, secret_values
 from paddock.drivers._access import ModelAccess, model_access
 from paddock._pending import PendingRequest, PendingRequests
+from paddock._state_dir import StateDirLock, private_dir, private_file, tighten
 from paddock.store import RESUMABLE, Binding, BindingStore
 
 if TYPE_CHECKING:
@@ -95,9 +96,11 @@ class _Instance:
         self.adapter: ProviderAdapter | None = None
         self.lock = threading.Lock()
         self.probe: tuple[float, str | None] | None = None
+        self.redactor: Any = None  # paddock.actors.Redactor of its secrets, set by _prepare
 
 
 _PROBE_TTL = 300.0
+_CLOSERS = 32  # threads closing instances at once in Runtime.close
 _probe_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
 _probe_lock = threading.Lock()
 
@@ -111,31 +114,91 @@ class Runtime(metaclass=NoPublicConstructor):
 
     _public_factory = "Runtime.open(...)"
 
-    def __init__(self, *, config: RuntimeConfig, state_dir: Path) -> None:
+    def __init__(self, *, config: RuntimeConfig, state_dir: Path, owner: StateDirLock) -> None:
         from paddock.actors import EventHub  # the hub lives in the actor layer
 
         self._config = config
         self._settings = config.settings
         self.state_dir = state_dir
+        self._owner = owner
         self._closed = False
         self._hub_failed: str | None = None
         self._lock = threading.RLock()
-        self._store = BindingStore(state_dir / "paddock.db")
         try:
+            self._store = BindingStore(private_file(state_dir / "paddock.db"))
+        except BaseException:
+            owner.release()
+            raise
+        try:
+            log_path = private_file(state_dir / "events.db") if self._settings.event_log else None
             self._hub = EventHub.start(
-                log_path=str(state_dir / "events.db") if self._settings.event_log else None,
+                log_path=str(log_path) if log_path is not None else None,
                 max_bytes=self._settings.event_log_max_bytes,
             )
         except BaseException:
             self._store.close()
+            owner.release()
             raise
         try:
+            self._end_turns_left_open()
             self._setup(config)
         except BaseException:
             self._hub.close()
             self._store.close()
+            owner.release()
             raise
         _open_runtimes.add(self)
+
+    def _end_turns_left_open(self) -> None:
+        """Rule 1 across a host crash (thread: the opener, before any session starts).
+
+        A host that died without closing leaves its live bindings ``starting/ready/running``.
+        For each such thread, every turn the log shows started and never completed is ended
+        with ``turn.completed(state="failed")`` whose error says the host stopped, after its
+        open requests are resolved as ``expired``; the binding becomes ``exited`` (it resumes
+        on demand). Only those threads' turn and request events are read.
+        """
+        if self._hub.log_path is None:
+            return
+        from paddock.actors import LogReader
+        from paddock.contract import RequestResolved, TurnCompleted, UserInputResolved
+
+        kinds = ("turn.started", "turn.completed", "request.opened", "request.resolved",
+                 "user-input.requested", "user-input.resolved")
+        why = "the host stopped before the turn ended (it was not closed: killed or crashed)"
+        for binding in self._store.list():
+            if binding.status not in ("starting", "ready", "running"):
+                continue
+            reader = LogReader(self._hub.log_path, thread_id=binding.thread_id, types=kinds)
+            try:
+                rows = reader.read(0, 2**62, 10_000_000)
+            finally:
+                reader.close()
+            turns: dict[str, None] = {}
+            requests: dict[str, tuple[str | None, bool]] = {}
+            for _, body in rows:
+                ev = decode_event(body)
+                t = ev.type
+                if t == "turn.started" and ev.turn_id:
+                    turns[ev.turn_id] = None
+                elif t == "turn.completed" and ev.turn_id:
+                    turns.pop(ev.turn_id, None)
+                elif t in ("request.opened", "user-input.requested") and ev.request_id:
+                    requests[ev.request_id] = (ev.turn_id, t == "user-input.requested")
+                elif t in ("request.resolved", "user-input.resolved") and ev.request_id:
+                    requests.pop(ev.request_id, None)
+            out: list[Any] = []
+            for rid, (tid, user_input) in requests.items():
+                kind = UserInputResolved if user_input else RequestResolved
+                out.append(kind(driver="", instance_id="", thread_id="", turn_id=tid, request_id=rid,
+                                resolution="expired"))
+            for tid in turns:
+                out.append(TurnCompleted(driver="", instance_id="", thread_id="", turn_id=tid,
+                                         state="failed", error=why))
+            if out:
+                self._hub.emitter(binding.driver, binding.instance_id, binding.thread_id).emit(out)
+            self._store.update(binding.thread_id, status="exited", last_error="the host stopped")
+        self._hub.flush()
 
     def _setup(self, config: RuntimeConfig) -> None:
         self._instances: dict[str, _Instance] = {}
@@ -179,19 +242,29 @@ class Runtime(metaclass=NoPublicConstructor):
         cfg = load_config(config if not isinstance(config, os.PathLike) else os.fspath(config))
         folder = Path(state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            private_dir(folder)
         except OSError as exc:
             raise ConfigError(str(folder), f"the state directory cannot be created: {exc}") from None
         try:
+            owner = StateDirLock.acquire(folder)  # before anything in it is read or written
+        except OSError as exc:
+            raise PersistenceError("lock the state directory", f"{folder}: {exc}") from None
+        try:
+            tighten(folder)
+            private_dir(folder / "leases")
             from paddock.supervisors import sweep_leases  # crash leftovers of a dead host
-        except ImportError:  # pragma: no cover - supervision core without leases
-            pass
-        else:
-            sweep_leases(folder)
-        from paddock.supervisors import exit_on_signals
 
-        exit_on_signals(keep_custom=True)
-        return cls._create(config=cfg, state_dir=folder)
+            sweep_leases(folder)
+            from paddock.supervisors import exit_on_signals
+
+            exit_on_signals(keep_custom=True)
+        except OSError as exc:
+            owner.release()
+            raise PersistenceError("prepare the state directory", f"{folder}: {exc}") from None
+        except BaseException:
+            owner.release()
+            raise
+        return cls._create(config=cfg, state_dir=folder, owner=owner)
 
     def _prepare(self, entry) -> _Instance:
         from paddock.drivers import BUILT_IN_DRIVERS
@@ -214,10 +287,20 @@ class Runtime(metaclass=NoPublicConstructor):
             configured=getattr(inst.config, "env", {}) or {},
             pass_env=getattr(inst.config, "pass_env", ()) or (),
         )
+        from paddock.actors import Redactor
+
         try:
             inst.access = model_access(inst.config, os.environ)
         except LookupError as exc:
             inst.reason = str(exc)
+        secrets = secret_values(
+            inst.env or {},
+            pass_env=getattr(inst.config, "pass_env", ()) or (),
+            args=getattr(inst.config, "args", ()) or (),
+        ) | set(inst.access.secrets)  # the configured key (api_key / api_key_env)
+        self._hub.add_secrets(inst.id, secrets)
+        inst.redactor = Redactor(secrets)
+        if inst.reason is not None:
             return inst
         inst.reason = self._probe(inst)
         return inst
@@ -329,10 +412,10 @@ class Runtime(metaclass=NoPublicConstructor):
                 assert inst.spec is not None  # an instance without a reason has a known driver
                 try:
                     inst.adapter = inst.spec.create(self._context(inst))
-                except PaddockError:
-                    raise
+                except PaddockError as exc:
+                    raise _mask_error(exc, inst.redactor)
                 except Exception as exc:  # a driver bug must not escape as a foreign error
-                    raise DriverError(inst.driver, inst.id, f"could not start: {exc!r}") from exc
+                    raise _mask_error(DriverError(inst.driver, inst.id, f"could not start: {exc!r}"), inst.redactor) from exc
             return inst.adapter
 
     # sessions -----------------------------------------------------------------------------------
@@ -360,6 +443,9 @@ class Runtime(metaclass=NoPublicConstructor):
         """
         self._check_open()
         _check_id("start_session", "thread_id", thread_id)
+        _check_text("start_session", "instance", instance, thread_id)
+        if model is not None:
+            _check_text("start_session", "model", model, thread_id)
         if runtime_mode not in RUNTIME_MODES:
             raise ValidationError("start_session", f"runtime_mode must be one of {RUNTIME_MODES}, got {runtime_mode!r}", thread_id=thread_id)
         if interaction_mode not in INTERACTION_MODES:
@@ -411,6 +497,7 @@ class Runtime(metaclass=NoPublicConstructor):
             try:
                 session = adapter.start_session(request, timeout=_t(timeout, self._settings.start_timeout))
             except PaddockError as exc:
+                _mask_error(exc, inst.redactor)  # its stderr may hold the key the CLI refused
                 self._store.update(thread_id, status="error", last_error=str(exc))
                 raise
             if cursor is not None and resume == "require" and not _resumed(session, cursor):
@@ -442,8 +529,12 @@ class Runtime(metaclass=NoPublicConstructor):
         :class:`SessionClosedError` for a thread stopped with ``stop_session``.
         """
         self._check_open()
+        _check_text("send_turn", "thread_id", thread_id)
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("send_turn", "the prompt is empty", thread_id=thread_id)
+        _check_text("send_turn", "the prompt", text, thread_id)
+        if model is not None:
+            _check_text("send_turn", "model", model, thread_id)
         if len(text) > MAX_PROMPT_CHARS:
             raise ValidationError(
                 "send_turn", f"the prompt has {len(text)} characters; the limit is {MAX_PROMPT_CHARS}", thread_id=thread_id
@@ -459,9 +550,11 @@ class Runtime(metaclass=NoPublicConstructor):
                 SendTurnInput(thread_id=thread_id, text=text, interaction_mode=interaction_mode, model=model),
                 timeout=_t(timeout),
             )
-        except BaseException:
+        except BaseException as exc:
             if before is not None:
                 self._store.update(thread_id, only_if={"running"}, status=before.status)
+            if isinstance(exc, PaddockError) and before is not None:
+                _mask_error(exc, self._instances[before.instance_id].redactor)
             raise
         self._last_used[thread_id] = time.monotonic()
         if result.resume_cursor is not None and (running is None or running.resume_cursor != result.resume_cursor):
@@ -472,6 +565,8 @@ class Runtime(metaclass=NoPublicConstructor):
         """Ask the agent to stop the running turn (``turn_id`` or the current one). The turn then
         ends with ``turn.completed(state="interrupted")``; a finished turn is left alone."""
         adapter = self._live_adapter(thread_id, "interrupt_turn")
+        if turn_id is not None:
+            _check_text("interrupt_turn", "turn_id", turn_id, thread_id)
         caps = adapter.capabilities()
         if not caps.turns.interrupt:
             raise CapabilityUnsupportedError("turns.interrupt", "interrupting a turn", thread_id=thread_id)
@@ -482,6 +577,8 @@ class Runtime(metaclass=NoPublicConstructor):
         """Add ``text`` to the running turn, following ``decide_steering``: steer it when the agent
         can, else interrupt it, wait for its completion and start a new turn with ``text``."""
         adapter = self._live_adapter(thread_id, "steer_turn")
+        if isinstance(text, str):
+            _check_text("steer_turn", "the prompt", text, thread_id)
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("steer_turn", "the prompt is empty", thread_id=thread_id)
         if len(text) > MAX_PROMPT_CHARS:
@@ -510,6 +607,7 @@ class Runtime(metaclass=NoPublicConstructor):
         decision and :class:`RequestError` for an unknown or already resolved request."""
         if decision not in DECISIONS:
             raise ValidationError("respond_to_request", f"decision must be one of {DECISIONS}, got {decision!r}", thread_id=thread_id)
+        _check_text("respond_to_request", "request_id", request_id, thread_id)
         adapter = self._live_adapter(thread_id, "respond_to_request")
         adapter.respond_to_request(thread_id, request_id, decision, timeout=_t(timeout))
         self._last_used[thread_id] = time.monotonic()
@@ -518,6 +616,8 @@ class Runtime(metaclass=NoPublicConstructor):
         """Answer an open ``user-input.requested`` with ``answers`` keyed by question id."""
         if not isinstance(answers, Mapping):
             raise ValidationError("respond_to_user_input", "answers must be a mapping of question id to answer", thread_id=thread_id)
+        _check_text("respond_to_user_input", "request_id", request_id, thread_id)
+        _check_text("respond_to_user_input", "answers", answers, thread_id)
         adapter = self._live_adapter(thread_id, "respond_to_user_input")
         if not adapter.capabilities().approvals.user_input:
             raise CapabilityUnsupportedError("approvals.user_input", "structured user input", thread_id=thread_id)
@@ -527,6 +627,7 @@ class Runtime(metaclass=NoPublicConstructor):
         """Stop the thread's session on purpose. Its binding stays (status ``stopped``):
         ``start_session`` resumes it, ``send_turn`` raises :class:`SessionClosedError`."""
         self._check_open()
+        _check_text("stop_session", "thread_id", thread_id)
         with self._thread_lock(thread_id):
             if thread_id not in self._live:
                 if self._store.get(thread_id) is None:
@@ -554,6 +655,7 @@ class Runtime(metaclass=NoPublicConstructor):
 
     def has_session(self, thread_id: str) -> bool:
         """Whether ``thread_id`` has a live session."""
+        _check_text("has_session", "thread_id", thread_id)
         instance_id = self._live.get(thread_id)
         if instance_id is None:
             return False
@@ -565,6 +667,7 @@ class Runtime(metaclass=NoPublicConstructor):
         :func:`paddock.contract.fold_thread` (works for every driver, live or not; an item not
         completed yet shows its last status and the text streamed so far). Raises
         :class:`SessionNotFoundError` for a thread never started."""
+        _check_text("read_thread", "thread_id", thread_id)
         if self._store.get(thread_id) is None and thread_id not in self._live:
             raise SessionNotFoundError(thread_id)
         last = self._hub.flush(timeout=_t(timeout))
@@ -624,6 +727,9 @@ class Runtime(metaclass=NoPublicConstructor):
         off, the newest events are dropped for it and a ``runtime.warning``
         (``subscription.gap``) says how many."""
         self._check_open()
+        for name, value in (("thread_id", thread_id), ("instance_id", instance_id)):
+            if value is not None:
+                _check_text("subscribe", name, value)
         return self._hub.subscribe(
             thread_id=thread_id,
             instance_id=instance_id,
@@ -660,38 +766,65 @@ class Runtime(metaclass=NoPublicConstructor):
             pass
         self._live.clear()
         try:
-            self._hub.flush(timeout=max(0.5, deadline - time.monotonic()))
+            self._hub.flush(timeout=max(0.25, deadline - time.monotonic()))
         except PaddockError:
             pass
         self._tracker.close()
         self._pending.close()
-        self._hub.close(timeout=max(0.5, deadline - time.monotonic()))
+        self._hub.close(timeout=max(0.25, deadline - time.monotonic()))
         for t in self._threads:
             t.join(timeout=1.0)
         self._store.close()
+        self._owner.release()  # last: the next owner finds the log and bindings complete
         _open_runtimes.discard(self)
 
     def _close_adapters(self, deadline: float) -> None:
-        """Close every instance at once, each under the same deadline (one after the other, 100
-        instances took 100 times one instance's teardown). Thread: the caller of close(), plus
-        one short-lived thread per further instance."""
+        """Close every instance at once, all under the one ``deadline`` (thread: the closer,
+        plus up to 32 short-lived closer threads taking instances in turn). Each instance's
+        teardown waits out its own graces (the shim gives leftovers 1 s); done one after
+        another they would add up past any timeout. If closers are still running at the
+        deadline (hundreds of teardowns at once lag under load), every process this host holds a
+        lease for is SIGKILLed at once; the closers then get 0.5 s more to finish their
+        bookkeeping."""
         adapters = [inst.adapter for inst in self._instances.values() if inst.adapter is not None]
 
         def close_one(adapter: Any) -> None:
             try:
-                adapter.close(timeout=max(0.5, deadline - time.monotonic()))
+                adapter.close(timeout=max(0.0, deadline - time.monotonic()))
             except PaddockError:
                 pass
+            except Exception:  # a driver bug must not stop the others from closing
+                pass
 
-        threads = [threading.Thread(target=close_one, args=(a,), name="paddock-close", daemon=True)
-                   for a in adapters[1:]]
+        todo = list(reversed(adapters))
+
+        def worker() -> None:
+            while True:
+                try:
+                    adapter = todo.pop()  # list.pop is atomic: no lock needed
+                except IndexError:
+                    return
+                close_one(adapter)
+
+        # A bounded pool: hundreds of teardowns polling at once would starve each other (and
+        # this thread) of the GIL; past the deadline the rest close at once (SIGKILL) anyway.
+        threads = [threading.Thread(target=worker, name="paddock-close", daemon=True)
+                   for _ in range(min(len(adapters), _CLOSERS))]
         for t in threads:
             t.start()
-        if adapters:
-            close_one(adapters[0])
         for t in threads:
-            # Teardown SIGKILLs at the deadline and then reaps (a bounded wait): allow for it.
-            t.join(max(0.0, deadline + 1.0 - time.monotonic()))
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in threads):
+            # Backstop: under load, hundreds of teardowns at once lag behind the deadline.
+            # Every process this host started has a lease: kill them all now, at once.
+            from paddock.supervisors import LeaseStore
+
+            try:
+                LeaseStore(self.state_dir).kill_all()
+            except OSError:
+                pass
+            for t in threads:
+                t.join(max(0.0, deadline + 0.5 - time.monotonic()))
 
     def __enter__(self) -> Runtime:
         return self
@@ -704,9 +837,10 @@ class Runtime(metaclass=NoPublicConstructor):
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosedError(None, "the runtime is closed")
-        if self._hub_failed is not None:
+        failed = self._hub_failed or self._hub.failure
+        if failed is not None:
             # Without the hub no event can be logged or delivered: refuse work instead of losing it.
-            raise PersistenceError("publish events", f"{self._hub_failed}; close this runtime and open it again")
+            raise PersistenceError("publish events", f"{failed}; close this runtime and open it again")
 
     def _thread_lock(self, thread_id: str) -> threading.Lock:
         with self._lock:
@@ -714,6 +848,7 @@ class Runtime(metaclass=NoPublicConstructor):
 
     def _live_adapter(self, thread_id: str, operation: str):
         self._check_open()
+        _check_text(operation, "thread_id", thread_id)
         instance_id = self._live.get(thread_id)
         if instance_id is None:
             binding = self._store.get(thread_id)
@@ -764,7 +899,7 @@ class Runtime(metaclass=NoPublicConstructor):
             if event is None:
                 if self._tracker.ended:  # the hub stopped: nothing more will come
                     if not self._stop.is_set():
-                        self._hub_failed = "the event hub stopped (its log could not be written)"
+                        self._hub_failed = self._hub.failure or "the event hub stopped (its log could not be written)"
                     return
                 continue
             try:
@@ -823,6 +958,17 @@ def _close_open_runtimes() -> None:
             pass
 
 
+def _mask_error(exc: PaddockError, redactor: Any) -> PaddockError:
+    """Mask the instance's secrets in ``exc`` (its message and every text attribute, such as a
+    ProcessError's ``stderr_tail``), in place; returns it."""
+    if redactor is not None:
+        for name, value in list(vars(exc).items()):
+            if isinstance(value, str):
+                setattr(exc, name, redactor.mask(value))
+        exc.args = tuple(redactor.mask(a) if isinstance(a, str) else a for a in exc.args)
+    return exc
+
+
 def _t(timeout: float | None, default: float = DEFAULT_TIMEOUT) -> float:
     return default if timeout is None else timeout
 
@@ -830,6 +976,29 @@ def _t(timeout: float | None, default: float = DEFAULT_TIMEOUT) -> float:
 def _check_id(operation: str, name: str, value: object) -> None:
     if not isinstance(value, str) or not value or len(value) > 256:
         raise ValidationError(operation, f"{name} must be a non-empty string of at most 256 characters")
+    _check_text(operation, name, value)
+
+
+def _check_text(operation: str, name: str, value: object, thread_id: str | None = None) -> None:
+    """Refuse text that cannot be encoded as UTF-8 (a lone surrogate such as ``"\\ud800"``):
+    it would fail later, in a store, a pipe or an agent, with a foreign error. Strings nested in
+    mappings and sequences (answers) are checked too."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                where = {"thread_id": thread_id} if thread_id is not None and thread_id is not value else {}
+                raise ValidationError(
+                    operation, f"{name} is not valid text: {exc.reason} at index {exc.start}", **where
+                ) from None
+        elif isinstance(item, Mapping):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
 
 
 def _resumed(session: Session, cursor) -> bool:

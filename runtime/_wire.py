@@ -27,6 +27,7 @@ from paddock.contract import (
     OperationTimeout,
     PaddockError,
     PersistenceError,
+    StateDirLockedError,
     ProcessError,
     RequestError,
     RuntimeMode,
@@ -177,6 +178,7 @@ _STATUS: tuple[tuple[type[PaddockError], str, int], ...] = (
     (OperationTimeout, "timeout", 504),
     (ProcessError, "process_failed", 502),
     (DriverError, "driver_failed", 502),
+    (StateDirLockedError, "state_dir_locked", 409),
     (PersistenceError, "persistence_failed", 503),
 )
 """Stable error codes and HTTP statuses; a PaddockError not listed (or a subclass added later)
@@ -196,7 +198,7 @@ class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
     code: str
     """Stable: ``validation``, ``config``, ``instance_not_found``, ``session_not_found``,
     ``session_closed``, ``request_failed``, ``capability_unsupported``, ``timeout``,
-    ``process_failed``, ``driver_failed``, ``persistence_failed``, ``paddock_error``, and from the
+    ``process_failed``, ``driver_failed``, ``state_dir_locked``, ``persistence_failed``, ``paddock_error``, and from the
     server itself ``unauthorized``, ``not_found``, ``method_not_allowed``."""
     type: str
     """The PaddockError class name (``SessionNotFoundError``)."""

@@ -1,10 +1,16 @@
 """Process leases: a record of every spawned process, so a crashed host's leftovers can be swept.
 
-A lease is one small JSON file ``<state_dir>/leases/<host pid>-<pid>.json`` written right after the
-spawn and removed when the process has been reaped. It holds the birth identity of the process
-(pid + create_time) and of its host. :func:`sweep_leases` runs at start-up; it never kills by name
-or pattern and never signals a recorded pid without first checking, freshly, that the process
-living under that pid is the one that was recorded.
+A lease is one small JSON file ``<state_dir>/leases/<host pid>-<pid>.json`` (0600, in a 0700
+directory) written right after the spawn and removed when the process has been reaped. It holds the
+birth identity of the process (pid + create_time) and of its host. :func:`sweep_leases` runs at
+start-up; it never kills by name or pattern and never signals a recorded pid without first
+checking, freshly, that the process living under that pid is the one that was recorded.
+
+A lease also covers what the orphan-guard shim adopted: the shim keeps ``<host pid>-<pid>.tree``
+beside the lease, one ``pid starttime`` line per descendant (``_shim.py``). Should the shim itself
+be SIGKILLed, its descendants are re-parented out of the tree (to init or another subreaper) and
+no walk from the leased pid finds them; :meth:`LeaseStore.reap_adopted` (right after the host
+reaped the shim) and the sweep kill each one whose starttime still matches.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import hashlib
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,9 +86,19 @@ class LeaseStore:
         self.directory = Path(state_dir) / "leases"
         self._host_pid = os.getpid()
         self._host_create_time = _create_time(self._host_pid) or 0.0
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError:
+            pass  # record() reports it
 
     def _path(self, pid: int) -> Path:
         return self.directory / f"{self._host_pid}-{pid}.json"
+
+    def reap_adopted(self, pid: int) -> int:
+        """Kill what the shim ``pid`` adopted and left behind (call once it has exited, before
+        :meth:`release`); returns how many processes were killed. Each one recorded in its tree
+        file is signalled only while its starttime still matches."""
+        return _kill_recorded(_tree_path(self._path(pid)))
 
     def record(self, pid: int, argv: Sequence[str], owner: str) -> Lease | None:
         """Record the process ``pid`` (just spawned, its own group leader). Returns None if it
@@ -98,19 +115,87 @@ class LeaseStore:
             host_pid=self._host_pid,
             host_create_time=self._host_create_time,
         )
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self._path(pid)
         tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(_encoder.encode(lease))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, _encoder.encode(lease))
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
         return lease
 
+    def kill_all(self) -> int:
+        """SIGKILL every process this host holds a lease for, with its tree and what its shim
+        adopted, each after a fresh identity check (thread: any; a closing runtime's backstop at
+        its deadline). One scan of the process table serves every tree. Returns how many leased
+        processes were found alive."""
+        from ._teardown import kill_tree
+
+        found = 0
+        for path in sorted(self.directory.glob(f"{self._host_pid}-*.json")):
+            try:
+                lease = _decoder.decode(path.read_bytes())
+            except (OSError, msgspec.DecodeError):
+                continue
+            if sys.platform.startswith("linux") and not os.path.exists(f"/proc/{lease.pid}"):
+                continue  # gone already: no psutil round trip
+            if _same(lease.pid, lease.create_time) is not None:
+                found += 1
+                kill_tree(lease.pid, max_age=0.25)
+        for path in sorted(self.directory.glob(f"{self._host_pid}-*.tree")):
+            _kill_recorded(path, wait=False)
+        return found
+
     def release(self, pid: int) -> None:
-        """Forget the lease of ``pid`` (after it has been reaped)."""
+        """Forget the lease of ``pid`` and its tree file (after it has been reaped)."""
+        path = self._path(pid)
+        for name in (path, _tree_path(path)):
+            try:
+                name.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _tree_path(lease_path: Path) -> Path:
+    return lease_path.with_suffix(".tree")
+
+
+def _kill_recorded(tree: Path, *, wait: bool = True) -> int:
+    """SIGKILL each ``pid starttime`` of ``tree`` whose starttime still matches, then wait (at
+    most 2 s) until they are gone. Linux only (elsewhere the shim writes no tree file)."""
+    try:
+        lines = tree.read_bytes().splitlines()
+    except OSError:
+        return 0
+    from ._teardown import _Proc
+
+    procs = []
+    for line in lines:
         try:
-            self._path(pid).unlink()
-        except FileNotFoundError:
-            pass
+            pid_text, start = line.split()
+            proc = _Proc(int(pid_text), start)
+        except (ValueError, psutil.Error):
+            continue
+        if not proc.gone():
+            procs.append(proc)
+    killed = len(procs)
+    for proc in procs:
+        proc.signal(signal.SIGKILL)  # re-checks the starttime right before the signal
+    me = os.getpid()
+    deadline = time.monotonic() + (2.0 if wait else 0.0)
+    while procs and time.monotonic() < deadline:
+        for proc in procs:
+            if proc.zombie_child_of(me):  # re-parented to this host (a subreaper)
+                try:
+                    os.waitpid(proc.pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        procs = [p for p in procs if not p.gone()]
+        if procs:
+            time.sleep(0.005)
+    return killed
 
 
 def _kill_tree(root: psutil.Process, lease: Lease) -> None:
@@ -176,8 +261,10 @@ def sweep_leases(state_dir: str | os.PathLike[str]) -> SweepReport:
         else:
             _kill_tree(proc, lease)
             killed.append(lease.pid)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
+        _kill_recorded(_tree_path(path))  # what the shim adopted, by recorded identity
+        for name in (path, _tree_path(path)):
+            try:
+                name.unlink()
+            except FileNotFoundError:
+                pass
     return SweepReport(killed=tuple(killed), spared=tuple(spared), live_host=tuple(live))

@@ -1,7 +1,8 @@
 """The orphan-guard shim: a tiny program that sits between the host and one agent process.
 
-Run as ``python -I -S _shim.py WATCH_FD HOST_PID PATH LC_CTYPE -- ARGV...``; it imports only the standard
-library and never the package. It is the direct child the host forks (from its spawner thread), and:
+Run as ``python -I -S _shim.py WATCH_FD HOST_PID PATH LC_CTYPE REPORT_DIR -- ARGV...``; it imports only
+the standard library and never the package. It is the direct child the host forks (from its spawner
+thread), and:
 
 - becomes a child subreaper (Linux), so every descendant of the agent that loses its parent,
   including ones that called ``setsid``, is re-parented to the shim and stays inside the tree;
@@ -12,7 +13,14 @@ library and never the package. It is the direct child the host forks (from its s
 - blocks SIGTERM/SIGINT/SIGHUP itself, so a group SIGTERM reaches the agent while the shim keeps
   reaping; when the agent exits it SIGTERMs what is left of the tree, SIGKILLs it after a short
   grace, and exits with the agent's own status (re-raising the agent's fatal signal);
-- when the host dies it SIGKILLs the whole tree at once and exits.
+- when the host dies it SIGKILLs the whole tree at once and exits;
+- reports its tree (Linux): with a REPORT_DIR other than ``-`` it keeps
+  ``REPORT_DIR/<host pid>-<shim pid>.tree`` listing every descendant it has (``pid starttime``
+  per line, starttime being field 22 of ``/proc/<pid>/stat``), rewritten when the tree changes.
+  If the shim itself is SIGKILLed its adopted processes are re-parented away from the tree; the
+  host's lease code reads this file to find them (``_leases.py``). The tree is walked through
+  ``/proc/<pid>/task/<tid>/children`` (cost: the tree's size, not the process table's), checked
+  50 ms after a child exits and otherwise at a period that doubles up to 1 s while nothing changes.
 """
 
 import ctypes
@@ -27,11 +35,90 @@ PR_SET_CHILD_SUBREAPER = 36
 LINUX = sys.platform.startswith("linux")
 LEFTOVER_GRACE = 1.0
 TERMINATING = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+REPORT_MIN = 0.05
+REPORT_MAX = 1.0
+
+
+def _starttime(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return None if fields[0] in (b"Z", b"X") else fields[19]
+
+
+def _tree(root: int) -> list[tuple[int, bytes]]:
+    """Every live descendant of ``root`` with its starttime, through the children files."""
+    found: list[tuple[int, bytes]] = []
+    todo = [root]
+    seen = {root}
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    kids = f.read().split()
+            except OSError:
+                continue
+            for kid in map(int, kids):
+                if kid in seen:
+                    continue
+                seen.add(kid)
+                start = _starttime(kid)
+                if start is not None:
+                    found.append((kid, start))
+                    todo.append(kid)
+    return found
+
+
+class _Reporter:
+    """Keeps the tree file of this shim current (Linux only; a no-op without a directory)."""
+
+    def __init__(self, directory: str, host: int) -> None:
+        self.path = None if directory == "-" or not LINUX else os.path.join(directory, f"{host}-{os.getpid()}.tree")
+        self.last: list[tuple[int, bytes]] = []
+        self.period = REPORT_MIN
+
+    def timeout(self) -> float | None:
+        return None if self.path is None else self.period
+
+    def update(self, soon: bool) -> None:
+        if self.path is None:
+            return
+        tree = sorted(_tree(os.getpid()))
+        if tree != self.last:
+            self.last = tree
+            self.period = REPORT_MIN
+            tmp = self.path + ".tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    os.write(fd, b"".join(b"%d %s\n" % (pid, start) for pid, start in tree))
+                finally:
+                    os.close(fd)
+                os.replace(tmp, self.path)
+            except OSError:
+                pass  # the host's teardown still snapshots the tree; only a crash needs the file
+        elif soon:
+            self.period = REPORT_MIN
+        else:
+            self.period = min(self.period * 2, REPORT_MAX)
 
 
 def _descendants(root: int) -> list[int]:
+    """Every live descendant of ``root``. Walks the children files (cost: the tree's size):
+    a full ``/proc`` scan, repeated every few ms by hundreds of shims closing at once, starves
+    the machine (200 instances closing took 27 s for a 10 s deadline)."""
     if not LINUX:
         return []
+    if _HAS_CHILDREN_FILES:
+        return [pid for pid, _ in _tree(root)]
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -52,6 +139,9 @@ def _descendants(root: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+_HAS_CHILDREN_FILES = LINUX and os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 
 
 def _reap(agent: int, status: list[int]) -> bool:
@@ -125,7 +215,8 @@ def main() -> None:
         env.pop("LC_CTYPE", None)
     else:
         env["LC_CTYPE"] = sys.argv[4][1:]
-    argv = sys.argv[6:]
+    reporter = _Reporter(sys.argv[5], host)
+    argv = sys.argv[7:]
     libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -171,9 +262,10 @@ def main() -> None:
     status: list[int] = []
     while True:
         try:
-            ready, _, _ = select.select([watch_fd, wake_r], [], [])
+            ready, _, _ = select.select([watch_fd, wake_r], [], [], reporter.timeout())
         except InterruptedError:
             ready = []
+        reporter.update(soon=bool(ready))
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):

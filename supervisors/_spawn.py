@@ -45,7 +45,7 @@ _SHIM = str(Path(__file__).with_name("_shim.py"))
 class SpawnRequest:
     """What to spawn. ``stdin``/``stdout``/``stderr`` take ``subprocess.PIPE``/``DEVNULL``/fd."""
 
-    __slots__ = ("argv", "cwd", "env", "orphan_guard", "stderr", "stdin", "stdout")
+    __slots__ = ("argv", "cwd", "env", "orphan_guard", "report_dir", "stderr", "stdin", "stdout")
 
     def __init__(
         self,
@@ -57,6 +57,7 @@ class SpawnRequest:
         stdin: int = subprocess.PIPE,
         stdout: int = subprocess.PIPE,
         stderr: int = subprocess.PIPE,
+        report_dir: str | None = None,
     ) -> None:
         if not argv:
             raise ProcessError("Cannot start an empty command")
@@ -67,6 +68,8 @@ class SpawnRequest:
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
+        self.report_dir = report_dir
+        """Where the shim keeps its tree file (``LeaseStore.directory``), or ``None``."""
 
 
 def resolve_executable(argv0: str, env: Mapping[str, str], cwd: str | None) -> str:
@@ -130,6 +133,7 @@ class _Spawner:
                 sys.executable, "-I", "-S", _SHIM,
                 str(self._watch_r), str(os.getpid()), path,
                 "=" + request.env["LC_CTYPE"] if "LC_CTYPE" in request.env else "-",
+                request.report_dir or "-",
                 "--", *request.argv,
             ]  # fmt: skip
             executable = sys.executable

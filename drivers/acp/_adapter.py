@@ -255,10 +255,16 @@ class AcpAdapter(SessionTable):
             self._caps = with_modes(self._caps, mode_ids, self._settings.native_modes.get("plan"))
 
     def _on_warning(self, router: Router, code: str, message: str, detail: dict[str, Any]) -> None:
-        # Reader thread: tell every session of this process.
+        # Reader thread: tell every session of this process. Before the first session exists
+        # (garbage or an oversized line before `initialize`) it is the instance's own warning,
+        # published with an empty thread_id: nothing is dropped silently.
         notice = TransportWarning(code, message, detail)
-        for ref in router.refs():
+        refs = router.refs()
+        for ref in refs:
             ref.tell(notice)
+        if not refs:
+            self._ctx.hub.instance_warning(self.driver, self.instance_id, "transport." + code.rsplit(".", 1)[-1],
+                                           message, detail)
 
     def _on_escalate(self, error: BaseException) -> None:
         # Root supervisor thread: the restart budget is spent; every session is over.

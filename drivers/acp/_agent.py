@@ -191,7 +191,7 @@ class AgentLink:
         """A request's failure as the PaddockError naming this instance (and ``thread_id``)."""
         where = {**self._where, "thread_id": thread_id}
         if isinstance(exc, RequestError):
-            return RequestError(method, exc.code, exc.detail, **where)
+            return RequestError(method, exc.code, exc.detail, data=exc.data, **where)
         if isinstance(exc, (OperationTimeout, TimeoutError)):
             return OperationTimeout(f"ACP {method!r}", timeout or 0.0, **where)
         if isinstance(exc, ProcessError):

@@ -7,6 +7,11 @@ swapped for a symlink after the check fails instead of escaping; the final file 
 ``O_NONBLOCK`` (a FIFO cannot hang us) and must ``fstat`` as a regular file. ``/proc``, ``/sys``
 and ``/dev`` are refused even when a root contains them. Refusals raise :class:`FsError` carrying
 the JSON-RPC error to answer with.
+
+Hardlinks: ``realpath`` cannot see them, so a regular file with more than one link is served (read
+or written) only when all of its links are found inside the same root: the root is walked (not
+following symlinks, at most :data:`MAX_LINK_SCAN` entries) for names of the same inode. A file
+with a link elsewhere (or one the walk cannot account for) is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ __all__ = ["FsError", "MAX_READ_BYTES", "RESOURCE_NOT_FOUND", "read_text_file", 
 MAX_READ_BYTES = 16 * 1024 * 1024
 RESOURCE_NOT_FOUND = -32002  # ACP's "Resource not found" (not a JSON-RPC 2.0 code)
 _FORBIDDEN_TREES = ("/proc", "/sys", "/dev")
+MAX_LINK_SCAN = 50_000
 
 
 class FsError(Exception):
@@ -75,6 +81,36 @@ def _open_below(root: str, parts: list[str], flags: int, *, create_dirs: bool, p
         os.close(dir_fd)
 
 
+def _links_inside(root: str, st: os.stat_result) -> bool:
+    """Whether every one of the ``st_nlink`` names of the file ``st`` lies below ``root``."""
+    found = 0
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        for name in files:
+            seen += 1
+            if seen > MAX_LINK_SCAN:
+                return False
+            try:
+                other = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
+            if other.st_ino == st.st_ino and other.st_dev == st.st_dev:
+                found += 1
+                if found >= st.st_nlink:
+                    return True
+        seen += len(dirs)
+    return False
+
+
+def _check_links(root: str, fd: int, path: str) -> os.stat_result:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise _denied(path, "is not a regular file")
+    if st.st_nlink > 1 and not _links_inside(root, st):
+        raise _denied(path, "is a hardlink to a file outside the session's workspace roots")
+    return st
+
+
 def _map_os_error(exc: OSError, path: str) -> FsError:
     if exc.errno == errno.ENOENT:
         return FsError(RESOURCE_NOT_FOUND, f"Resource not found: {path}")
@@ -98,9 +134,7 @@ def read_text_file(
     except OSError as exc:
         raise _map_os_error(exc, path) from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _denied(path, "is not a regular file")
+        st = _check_links(root, fd, path)
         if st.st_size > MAX_READ_BYTES:
             raise FsError(INVALID_PARAMS, f"File too large: {path!r} has {st.st_size} bytes (limit {MAX_READ_BYTES})")
         chunks = []
@@ -133,8 +167,7 @@ def write_text_file(roots: Sequence[str], cwd: str, path: str, content: str) -> 
     except OSError as exc:
         raise _map_os_error(exc, path) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _denied(path, "is not a regular file")
+        _check_links(root, fd, path)
         data = content.encode("utf-8")
         os.ftruncate(fd, 0)
         view = memoryview(data)

@@ -254,13 +254,18 @@ class AcpSessionActor(SessionActor[_Pending]):
                 return self._opened(link, result, events, resumed=True, resume_failed=False, detail=None)
             except PaddockError as exc:
                 resume_failed = True
-                detail = f"resume failed, started a new session: {exc}"
+                # The error's data carries the real reason (Gemini CLI: -32603, data.details).
+                data = getattr(exc, "data", None)
+                why = data.get("details") if isinstance(data, dict) else None
+                detail = f"resume failed, started a new session: {exc}" + (
+                    f" ({why})" if isinstance(why, str) and why not in str(exc) else "")
                 hint = self.settings.resume_hint
                 created = created_at_of(inp.resume_cursor)
-                why = hint(str(exc), None if created is None else time.time() - created) if hint is not None else None
-                if why:
-                    detail = f"{detail}. {why}"
-                events.append(RuntimeWarningEvent(**self.identity, code="acp.resume_failed", message=detail))
+                known = hint(str(exc), None if created is None else time.time() - created) if hint is not None else None
+                if known:
+                    detail = f"{detail}. {known}"
+                events.append(RuntimeWarningEvent(**self.identity, code="acp.resume_failed", message=detail,
+                                                  detail={"code": getattr(exc, "code", None), "data": data}))
         reply = self.defer_reply()
         ref = self.actor_ref
 
@@ -472,7 +477,7 @@ class AcpSessionActor(SessionActor[_Pending]):
 
         try:
             link.request_async("session/prompt", params, done)
-        except PaddockError as exc:
+        except Exception as exc:  # any error: the turn started above must end (the base re-types it)
             self.end_turn(events, "failed", error=str(exc))
             self.emit(events)
             raise
@@ -612,6 +617,7 @@ class AcpSessionActor(SessionActor[_Pending]):
                 log.exception("ACP update skipped on thread %s", self.thread_id)
                 events.append(RuntimeWarningEvent(**self.identity, turn_id=tr.turn_id, code="acp.update_failed",
                                                   message=f"an agent update could not be handled: {exc!r}"))
+        tr.end_batch()
         if self._cancel_pending and tr.turn_evidence:
             self._send_cancel()
         self.emit(events)

@@ -97,8 +97,16 @@ class _Tool:
         self.streamed = ""
 
 
+_COALESCE = 256  # parts per stream beyond which a batch's end joins them into one chunk
+
+
 class _Stream:
-    __slots__ = ("item_id", "kind", "stream", "message_id", "parts", "template")
+    """One streaming item. Its text is kept as ``chunks`` (joined runs of deltas) plus the
+    ``parts`` of the current batch: :meth:`Translator.end_batch` joins the parts into a chunk at
+    the end of a batch once there are more than ``_COALESCE`` of them, so an item of millions of
+    deltas holds its text (about one byte per ASCII character), not one str object per delta."""
+
+    __slots__ = ("chunks", "item_id", "kind", "stream", "message_id", "parts", "template")
 
     def __init__(self, item_id: str, kind: ItemKind, stream: StreamKind, message_id: str | None, template: ContentDelta) -> None:
         self.item_id = item_id
@@ -106,6 +114,7 @@ class _Stream:
         self.stream = stream
         self.message_id = message_id
         self.parts: list[str] = []
+        self.chunks: list[str] = []
         # Hot path: each delta is a C-level copy of this template (kwargs construction is 4x slower).
         self.template = template
 
@@ -265,7 +274,16 @@ class Translator:
         out: list[EventBase] = []
         for update in updates:
             self.update(update, out)
+        self.end_batch()
         return out
+
+    def end_batch(self) -> None:
+        """After a batch of :meth:`update` calls: join the open streams' many parts into one
+        chunk each (bounded memory per delta, one join per batch instead of a check per delta)."""
+        for stream in (self._message, self._thought):
+            if stream is not None and len(stream.parts) > _COALESCE:
+                stream.chunks.append("".join(stream.parts))
+                stream.parts.clear()
 
     def update(self, u: w.SessionUpdate | str, out: list[EventBase]) -> None:
         # dispatched on the exact class (``type(u) is``: mypy narrows it, and it is the cheapest test)
@@ -353,7 +371,7 @@ class Translator:
     def _close(self, stream: _Stream, out: list[EventBase]) -> None:
         out.append(
             ItemCompleted(**self._env, turn_id=self.turn_id, item_id=stream.item_id, kind=stream.kind,
-                          text="".join(stream.parts))
+                          text="".join([*stream.chunks, *stream.parts]))
         )
         if stream is self._message:
             self._last_text = "".join(stream.parts)

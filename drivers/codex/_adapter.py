@@ -267,8 +267,11 @@ class CodexAdapter(SessionTable):
         return self._link
 
     def _on_warning(self, code: str, message: str, detail: dict[str, Any]) -> None:
-        # Reader thread: a transport problem (malformed or over-long line) of the shared process.
+        # Reader thread: a transport problem (malformed or over-long line) of the shared process,
+        # which names no thread: published as the instance's runtime.warning, not only logged.
         log.warning("codex instance %s: %s", self.instance_id, message)
+        self._ctx.hub.instance_warning(self.driver, self.instance_id, "transport." + code.rsplit(".", 1)[-1],
+                                       message, detail)
 
     def _on_escalate(self, error: BaseException) -> None:
         # Root supervisor thread: the restart budget is spent; every session is over.

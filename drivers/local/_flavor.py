@@ -12,8 +12,8 @@ Runtime modes (the agent's own modes are ``default`` and ``plan``; it asks befor
 
 Model keys: the local agent calls no model; ``endpoint``, ``api_key`` and ``model`` are passed on
 as ``PADDOCK_MODEL_ENDPOINT``, ``PADDOCK_MODEL_API_KEY`` and ``PADDOCK_MODEL`` so that a prompt
-like ``@env PADDOCK_MODEL_ENDPOINT`` shows what an instance was given (``@env`` of a key answers
-only that it is set and its length).
+like ``@env PADDOCK_MODEL_ENDPOINT`` shows what an instance was given (the hub redacts the key
+wherever it would appear in an event).
 """
 
 from __future__ import annotations

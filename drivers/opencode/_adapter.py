@@ -140,7 +140,8 @@ class OpencodeAdapter(SessionTable):
             if config.server_url is not None:
                 link = ServerLink(driver=DRIVER, instance_id=self.instance_id, password=password,
                                   request_timeout=config.request_timeout, start_timeout=config.start_timeout,
-                                  shutdown_timeout=config.shutdown_timeout, url=config.server_url, tap=self._tap)
+                                  shutdown_timeout=config.shutdown_timeout, url=config.server_url, tap=self._tap,
+                                  instance_warning=self._instance_warning)
                 try:
                     link.connect_external()
                 except PaddockError as exc:
@@ -153,7 +154,8 @@ class OpencodeAdapter(SessionTable):
                 link = ServerLink(driver=DRIVER, instance_id=self.instance_id, password=password,
                                   request_timeout=config.request_timeout, start_timeout=config.start_timeout,
                                   shutdown_timeout=config.shutdown_timeout, spawn=self._spawn_env(password),
-                                  lease_dir=self._ctx.state_dir, tap=self._tap)
+                                  lease_dir=self._ctx.state_dir, tap=self._tap,
+                                  instance_warning=self._instance_warning)
                 children = [link.child_spec()]
             scope = Scope(children, name=f"instance:{self.instance_id}", strategy="one_for_one", max_restarts=3,
                           period=60.0, start_timeout=max(1.0, deadline - time.monotonic()) + 10.0)
@@ -318,6 +320,10 @@ class OpencodeAdapter(SessionTable):
         link = self._link
         handle = link.handle if link is not None else None
         return handle.pid if handle is not None else None
+
+    def _instance_warning(self, code: str, message: str, detail: dict[str, Any]) -> None:
+        # Stream thread: a transport warning before any session is routed is the instance's.
+        self._ctx.hub.instance_warning(DRIVER, self.instance_id, code, message, detail)
 
     def close(self, *, timeout: float = 10.0) -> None:
         """Stop every session (each emits ``session.exited``), then the server (SIGTERM to its

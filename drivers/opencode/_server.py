@@ -97,7 +97,8 @@ class ServerLink:
     def __init__(self, *, driver: str, instance_id: str, password: str | None, request_timeout: float,
                  start_timeout: float, shutdown_timeout: float, url: str | None = None,
                  spawn: tuple[list[str], dict[str, str], str] | None = None, lease_dir: str | None = None,
-                 tap: LineTap | None = None) -> None:
+                 tap: LineTap | None = None,
+                 instance_warning: Callable[[str, str, dict[str, Any]], None] | None = None) -> None:
         self.driver = driver
         self.instance_id = instance_id
         self._password = password
@@ -108,6 +109,7 @@ class ServerLink:
         self._spawn = spawn
         self._lease_dir = lease_dir
         self._tap = tap
+        self._instance_warning = instance_warning  # a warning when no session is routed yet
         self._where = {"driver": driver, "instance_id": instance_id}
         self._lock = threading.Lock()
         self._routes: dict[str, pykka.ActorRef[Any]] = {}
@@ -191,7 +193,12 @@ class ServerLink:
         # A malformed or over-long event names no session: every session reports it
         # (runtime.warning transport.<code>), so none is lost silently.
         log.warning("%s: %s", self.instance_id, message)
-        self._broadcast(TransportWarning(code, message, detail))
+        with self._lock:
+            routed = bool(self._routes)
+        if routed:
+            self._broadcast(TransportWarning(code, message, detail))
+        elif self._instance_warning is not None:
+            self._instance_warning("transport." + code.rsplit(".", 1)[-1], message, detail)
 
     # bring-up ---------------------------------------------------------------------------------
 

@@ -58,10 +58,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
+    from paddock.contract import ConfigError, PaddockError
+
     try:
         return int(commands[args.command].run(args) or 0)  # type: ignore[attr-defined]
     except KeyboardInterrupt:
         return 130
+    except ConfigError as exc:  # the user's to fix: the message, not a traceback
+        sys.stderr.write(f"paddock {args.command}: {exc}\n")
+        return 2
+    except PaddockError as exc:
+        sys.stderr.write(f"paddock {args.command}: {exc}\n")
+        return 1
 
 
 if __name__ == "__main__":

@@ -51,8 +51,10 @@ def run(args: argparse.Namespace) -> int:
     state = "failed"
     turn_id = None
     try:
-        rt.start_session(thread_id, instance=args.instance, cwd=os.path.abspath(args.cwd), runtime_mode=args.mode)
+        # Subscribed before the session starts: a resume that failed (runtime.warning, then
+        # session.started with resume_failed) is shown, not only the turn.
         with rt.subscribe(thread_id=thread_id) as events:
+            rt.start_session(thread_id, instance=args.instance, cwd=os.path.abspath(args.cwd), runtime_mode=args.mode)
             turn = rt.send_turn(thread_id, text)
             turn_id = turn.turn_id
             in_text = False

@@ -21,6 +21,7 @@ from ._errors import (
     RequestError as RequestError,
     SessionClosedError as SessionClosedError,
     SessionNotFoundError as SessionNotFoundError,
+    StateDirLockedError as StateDirLockedError,
     ValidationError as ValidationError,
 )
 from ._events import (
@@ -199,6 +200,7 @@ __all__ = [
     "SessionConfigured",
     "SessionExited",
     "SessionNotFoundError",
+    "StateDirLockedError",
     "SessionStarted",
     "SessionState",
     "SessionStateChanged",

@@ -19,6 +19,7 @@ __all__ = [
     "RequestError",
     "SessionClosedError",
     "SessionNotFoundError",
+    "StateDirLockedError",
     "ValidationError",
 ]
 
@@ -114,14 +115,17 @@ class SessionClosedError(PaddockError):
 
 class RequestError(PaddockError):
     """Raised when a protocol request fails: the agent answered ``method`` with error ``code``, or
-    the host answered an unknown or already resolved request."""
+    the host answered an unknown or already resolved request. ``data`` is the JSON-RPC error's
+    ``data`` member, decoded (agents put the real reason there: Gemini CLI's ``data.details``),
+    or ``None``."""
 
     def __init__(
-        self, method: str, code: int | None, detail: str, **where: str | None
+        self, method: str, code: int | None, detail: str, *, data: object = None, **where: str | None
     ) -> None:
         self.method = method
         self.code = code
         self.detail = detail
+        self.data = data
         code_text = f" with code {code}" if code is not None else ""
         super().__init__(f"Request {method!r} failed{code_text}: {detail}", **where)
 
@@ -191,6 +195,22 @@ class PersistenceError(PaddockError):
         self.operation = operation
         self.detail = detail
         super().__init__(f"Could not {operation}: {detail}", **where)
+
+
+class StateDirLockedError(PersistenceError):
+    """Raised by ``Runtime.open`` when another live runtime owns ``state_dir`` (one owner per state
+    directory: the log's sequence and the bindings would diverge). ``owner_pid`` is the owning
+    process id, when it could be read. Readers of the log need no ownership."""
+
+    def __init__(self, state_dir: str, owner_pid: int | None, **where: str | None) -> None:
+        self.state_dir = state_dir
+        self.owner_pid = owner_pid
+        owner = f"process {owner_pid}" if owner_pid is not None else "another process"
+        super().__init__(
+            "open the state directory",
+            f"{state_dir} is owned by {owner} (a runtime is open there); close it or use another state_dir",
+            **where,
+        )
 
 
 class OperationTimeout(PaddockError):

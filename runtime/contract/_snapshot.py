@@ -42,7 +42,11 @@ _ITEM_EVENTS = (ItemStarted, ItemUpdated, ItemCompleted)
 
 
 class _Item:
-    __slots__ = ("kind", "status", "title", "text", "parts")
+    """``parts``: the text streamed so far; :meth:`ThreadFold.add` joins the deltas a batch
+    added into one part (``parts[joined:]`` are the not yet joined ones), so an item of millions
+    of deltas holds one str per batch, not one per delta."""
+
+    __slots__ = ("kind", "status", "title", "text", "parts", "joined")
 
     def __init__(self, kind: ItemKind) -> None:
         self.kind = kind
@@ -50,6 +54,7 @@ class _Item:
         self.title: str | None = None
         self.text: str | None = None  # the completed text
         self.parts: list[str] = []  # streamed so far
+        self.joined = 0
 
     def snapshot(self, item_id: str) -> ItemSnapshot:
         text = self.text
@@ -105,6 +110,8 @@ class ThreadFold:
     def add(self, events: Iterable[EventBase]) -> bool:
         """Fold ``events`` in order; ``True`` when the snapshot changed."""
         changed = False
+        last: _Item | None = None
+        touched: list[_Item] = []
         ev: Any  # dispatched on its exact class below
         for ev in events:
             turn_id = ev.turn_id
@@ -118,6 +125,9 @@ class ThreadFold:
                     if item is not None:
                         item.parts.append(ev.delta)
                         changed = True
+                        if item is not last:
+                            touched.append(item)
+                            last = item
                 continue
             if turn is None:
                 turn = self._open[turn_id] = _Turn(turn_id, None)
@@ -141,6 +151,12 @@ class ThreadFold:
                     item.title = ev.title
                 if cls is ItemCompleted and ev.text is not None:
                     item.text = ev.text
+                    item.parts, item.joined = [], 0  # the completed text is what shows
+        for item in touched:
+            parts = item.parts
+            if len(parts) - item.joined > 1:
+                parts[item.joined:] = ["".join(parts[item.joined:])]
+            item.joined = len(parts)
         return changed
 
     def _trim(self) -> None:

@@ -115,3 +115,13 @@ def test_symlink_inside_workspace_is_followed(ws):
     root, _ = ws
     (root / "alias").symlink_to(root / "a.txt")
     assert read_text_file([str(root)], str(root), str(root / "alias")).startswith("one")
+
+
+def test_a_hardlink_to_a_file_outside_is_refused_for_reads(ws):
+    root, outside = ws
+    os.link(outside, root / "hard.txt")
+    err = refused(read_text_file, [str(root)], str(root), str(root / "hard.txt"))
+    assert "hardlink" in err.message
+    (root / "one.txt").write_text("inside")
+    os.link(root / "one.txt", root / "two.txt")
+    assert read_text_file([str(root)], str(root), str(root / "two.txt")) == "inside"

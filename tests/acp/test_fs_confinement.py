@@ -42,3 +42,16 @@ def test_agent_writes_outside_the_workspace_are_refused(h, target):
 def test_agent_write_inside_the_workspace_is_served(h):
     assert write_status(h, "deep/ok.txt") == "completed"
     assert (h.cwd / "deep" / "ok.txt").read_text() == "pwned"
+
+
+def test_a_hardlink_to_a_file_outside_is_refused(h):
+    os.link(h.outside / "victim.txt", h.cwd / "link.txt")
+    assert write_status(h, "link.txt") == "failed"
+    assert (h.outside / "victim.txt").read_text() == "untouched"
+
+
+def test_a_hardlink_whose_links_are_all_inside_is_served(h):
+    (h.cwd / "a.txt").write_text("a")
+    os.link(h.cwd / "a.txt", h.cwd / "b.txt")
+    assert write_status(h, "b.txt") == "completed"
+    assert (h.cwd / "a.txt").read_text() == "pwned"

@@ -267,3 +267,20 @@ def test_close_exits_every_session(make):
         done = [e for e in events if etype(e) == "turn.completed"]
         assert [(d.turn_id, d.state) for d in done] == ([(res.turn_id, "cancelled")] if i == 0 else [])
     assert h.adapter.list_sessions() == []
+
+
+def test_a_foreign_error_in_send_turn_unwinds_the_turn(make):
+    # Below the Runtime (which refuses such text with a ValidationError) the adapter itself must
+    # not be wedged by it: the text cannot be encoded for the agent's pipe.
+    from paddock.contract import PaddockError
+
+    h = make()
+    h.start()
+    with pytest.raises(PaddockError):
+        h.send("lone surrogate \ud800")
+    _, events = h.turn("@reply after the failed turn")
+    assert text_of(events) == "after the failed turn"
+    turn = h.send("@chunks 200\n@delay 0.05\n@reply slow")
+    h.adapter.interrupt_turn("t1", turn.turn_id, timeout=10)
+    done = h.events_until(lambda e: etype(e) == "turn.completed")
+    assert done[-1].state == "interrupted"

@@ -25,7 +25,7 @@ def test_the_suite_is_listed(capsys):
     assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
     names = capsys.readouterr().out.split()
     for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex",
-                 "peer-opencode", "hub", "floor", "serve"):
+                 "peer-opencode", "hub", "floor", "serve", "item-memory"):
         assert name in names
     assert not any(n.startswith("-") or n.startswith("_") for n in names)
 
@@ -66,6 +66,21 @@ def test_sessions_shape(capsys):
         assert run["turns_per_s"] > 0 and run["user_cpu_seconds"] >= 0 and run["system_cpu_seconds"] >= 0
     assert doc["summary"]["turns_per_s_ratio_last_to_first"] > 0
     assert doc["meets_targets"]["survivors"] is True
+
+
+def test_sessions_with_stubborn_grandchildren_shape(capsys):
+    doc = bench(capsys, "sessions", "--sessions", "2", "--instances", "2", "--workers", "2", "--spawn", "30",
+                "--close-timeout", "2")
+    [run] = doc["runs"]
+    assert run["survivors"] == 0 and run["close_timeout"] == 2.0 and run["spawn"] == 30.0
+    assert "close_over_timeout_seconds" in run and "close_within_timeout_plus_1s" in doc["meets_targets"]
+
+
+def test_item_memory_shape(capsys):
+    doc = bench(capsys, "item-memory", "--deltas", "2000")
+    [r] = doc["results"]
+    assert r["deltas_seen"] == 2000 and r["turn_state"] == "completed"
+    assert r["rss_peak_mb"] >= r["rss_before_mb"] > 0
 
 
 def test_teardown_shape(capsys):

@@ -284,3 +284,14 @@ def test_plan_interaction_mode_maps_to_the_plan_permission_mode(make_fake):
     h.turn("hello", interaction_mode="plan")
     modes = [m["request"]["mode"] for m in host_lines(h) if m.get("request", {}).get("subtype") == "set_permission_mode"]
     assert modes == ["default", "plan"]
+
+
+def test_a_foreign_error_in_send_turn_is_typed_and_unwinds_the_turn(make_fake):
+    from paddock.contract import PaddockError
+
+    h = make_fake()
+    h.start()
+    with pytest.raises(PaddockError):
+        h.send("lone surrogate \ud800")  # below the Runtime's validation: the wire cannot encode it
+    res, evs = h.turn("hello after")
+    assert of_type(evs, "turn.completed")[-1].state == "completed"

@@ -187,3 +187,22 @@ def test_legacy_v1_exec_approval_gets_its_own_vocabulary(tmp_path, hub):
                                                                                        timeout=10))
     [opened] = of_type(evs, "request.opened")
     assert opened.kind == "command" and opened.title == "touch hello.txt"
+
+
+def test_garbage_before_initialize_is_the_instances_warning(tmp_path, hub):
+    # A wrapper prints a non-JSON line before the (replayed) app-server starts: the shared
+    # process's transport warning names no thread, and is published on the instance.
+    noisy = tmp_path / "noisy-python"
+    noisy.write_text(f"#!/bin/sh\necho 'garbage before initialize'\nexec {sys.executable} \"$@\"\n")
+    noisy.chmod(0o755)
+    sub = hub.subscribe(instance_id="codex-test", types=["runtime.warning"])
+    args = ["-m", "paddock.testing.replay", str(RECORDINGS / "text.jsonl"), "--workspace", str(tmp_path / "workspace")]
+    h = Harness(tmp_path, hub, _NoServer(), binary=str(noisy), args=args)
+    try:
+        SCENARIOS["text"](h)
+        warning = sub.get(timeout=10)
+        assert warning is not None, "the warning was dropped"
+        assert warning.code.startswith("transport.") and warning.thread_id == ""
+    finally:
+        sub.close()
+        h.close()

@@ -115,7 +115,7 @@ def test_the_local_agent_is_given_the_model_keys_and_never_shows_the_key(tmp_pat
                         break
             answers[name] = "".join(text)
     assert answers == {"PADDOCK_MODEL_ENDPOINT": "http://127.0.0.1:9/v1", "PADDOCK_MODEL": "m-1",
-                       "PADDOCK_MODEL_API_KEY": "<set, 13 characters>"}
+                       "PADDOCK_MODEL_API_KEY": "[redacted]"}  # the hub redacts the key
 
 
 def test_claude_gets_anthropic_variables_and_the_switches(tmp_path, monkeypatch):

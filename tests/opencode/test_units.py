@@ -185,3 +185,16 @@ def test_a_malformed_event_reaches_every_session_as_a_transport_warning(tmp_path
     finally:
         sink.stop()
         adapter.close()
+
+
+def test_a_malformed_event_before_any_session_is_the_instances_warning(tmp_path, hub):
+    adapter = _adapter(tmp_path, hub, "garbage")
+    sub = hub.subscribe(instance_id="fake", types=["runtime.warning"])
+    try:
+        adapter._ensure_link(time.monotonic() + 30)  # no session is routed when the event comes
+        warning = sub.get(timeout=10)
+        assert warning is not None, "the warning was dropped"
+        assert warning.code == "transport.malformed_event" and warning.thread_id == ""
+    finally:
+        sub.close()
+        adapter.close()

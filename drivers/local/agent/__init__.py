@@ -10,9 +10,8 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
 ``@run``/``@write``, which run in prompt order.
 
 - ``@reply TEXT``: the answer. Precedence: ``@reply`` > ``@reply-history`` (``history: N``,
-  N = earlier prompts of the session, cancelled/replayed ones included) > ``@env NAME`` (value,
-  ``<set, N characters>`` for a name ending in ``_API_KEY``/``_TOKEN``/``_SECRET``/``_PASSWORD``,
-  or ``<unset>``) > ``@spawn`` (``spawned PID``) > ``You said: <prompt>``.
+  N = earlier prompts of the session, cancelled/replayed ones included) > ``@env NAME`` (value or
+  ``<unset>``) > ``@spawn`` (``spawned PID``) > ``You said: <prompt>``.
 - ``@chunks N`` (>= 1): exactly N non-empty ``agent_message_chunk`` updates; an answer
   shorter than N characters is repeated until it has at least N (the concatenation is that
   repeated text); an empty answer sends no chunk. Without ``@chunks`` the answer goes out in

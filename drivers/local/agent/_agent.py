@@ -543,10 +543,7 @@ class Agent:
         elif d.reply_history:
             answer = f"history: {turn_no}"
         elif d.env is not None:
-            value = os.environ.get(d.env)
-            # A key is a secret even here: say that it arrived, never what it is.
-            secret = d.env.endswith(("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"))
-            answer = "<unset>" if value is None else f"<set, {len(value)} characters>" if secret else value
+            answer = os.environ.get(d.env, "<unset>")
         elif spawned is not None:
             answer = f"spawned {spawned}"
         else:
