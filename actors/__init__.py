@@ -40,6 +40,7 @@ from ._http import (
     http_available as http_available,
 )
 from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord, SessionTable as SessionTable, StoppedSnapshots as StoppedSnapshots
+from ._instance import SharedProcessAdapter as SharedProcessAdapter
 from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
 from .process import (
     ExitInfo as ExitInfo,
@@ -81,6 +82,7 @@ __all__ = [
     "SessionActor",
     "SessionRecord",
     "SessionTable",
+    "SharedProcessAdapter",
     "SseStatus",
     "SseStream",
     "StoppedSnapshots",

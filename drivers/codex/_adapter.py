@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from importlib import metadata
 from pathlib import Path
@@ -32,13 +31,12 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import Interrupt, JsonRpcConnection, LineTap, Open, ProcessSpec, Respond, SendTurn, SessionRecord, SessionTable
+from paddock.actors import Interrupt, JsonRpcConnection, LineTap, ProcessSpec, Respond, SendTurn, SessionRecord, SharedProcessAdapter
 from paddock.contract import (
     Capabilities,
     DriverError,
     ModelInfo,
     PaddockError,
-    RuntimeErrorEvent,
     SendTurnInput,
     Session,
     StartSessionInput,
@@ -47,7 +45,7 @@ from paddock.contract import (
 )
 from paddock.drivers._binary import BinaryLocation, find_binary
 from paddock.drivers._registry import InstanceContext
-from paddock.supervisors import ChildContext, ChildSpec, Scope, Supervisor, map_exceptions
+from paddock.supervisors import ChildContext
 
 from . import _wire as w
 from ._capabilities import CODEX_CAPABILITIES
@@ -82,16 +80,22 @@ def codex_home_of(ctx: InstanceContext) -> tuple[Path, Path | None]:
     return Path(ctx.home) / "codex", None
 
 
-class CodexAdapter(SessionTable):
+class CodexAdapter(SharedProcessAdapter[ServerLink]):
     """One ``codex`` instance. Build it with the registry's ``DriverSpec.create``; ``tap`` (a
     :class:`~paddock.actors.LineTap`, e.g. a transcript recorder) sees every line exchanged with
     the app-server."""
 
     _user_input_note = ""
+    _process_child = "server"
+    _process_noun = "the app-server"
+    _failed_noun = "the app-server"
+    _log_name = "codex"
+    _error_prefix = "codex"
 
     def __init__(self, ctx: InstanceContext, *, tap: LineTap | None = None) -> None:
-        super().__init__("codex", ctx.instance_id)
         config: CodexConfig = ctx.config  # type: ignore[assignment]
+        super().__init__("codex", ctx.instance_id, hub=ctx.hub, request_timeout=config.request_timeout,
+                         start_timeout=config.start_timeout)
         self._ctx = ctx
         self._config = config
         self._tap = tap
@@ -104,14 +108,6 @@ class CodexAdapter(SessionTable):
             request_timeout=config.request_timeout,
             interrupt_timeout=config.interrupt_timeout,
         )
-        self._lock = threading.RLock()
-        self._start_lock = threading.Lock()
-        self._handshake_timeout = config.start_timeout
-        self._scope: Scope | None = None
-        self._link: ServerLink | None = None
-        self._generation = 0
-        self._sessions_ref: pykka.ActorRef[Any] | None = None
-        self._closed = False
         self._models: tuple[ModelInfo, ...] | None = None
         self.codex_home, self._main_home = codex_home_of(ctx)
 
@@ -162,47 +158,18 @@ class CodexAdapter(SessionTable):
             raise DriverError(self.driver, self.instance_id, f"cannot start the app-server: {found}")
         return [*found.argv, *self._config.args, "app-server"]
 
-    def _ensure_started(self, timeout: float | None) -> None:
-        # Not under self._lock: the supervisor thread takes it while starting the children.
-        with self._start_lock:
-            if self._closed:
-                raise DriverError(self.driver, self.instance_id, "the instance is closed")
-            scope = self._scope
-            if scope is not None and scope.exit_reason is None:
-                return
-            env = self._prepare_home()
-            argv = self._command()
-            self._spec = ProcessSpec(
-                argv=tuple(argv), env=env, cwd=str(self.codex_home), name=f"{self.instance_id}:codex-app-server",
-                owner=self.instance_id, lease_dir=self._ctx.state_dir, shutdown_timeout=self._config.shutdown_timeout,
-                # The app-server writes (and flushes) one line per delta: read them in batches.
-                read_coalesce=self._config.read_coalesce,
-            )
-            limit = self._config.start_timeout if timeout is None else min(timeout, self._config.start_timeout)
-            self._handshake_timeout = limit
-            scope = Scope(
-                [
-                    ChildSpec(id="server", start=self._start_server, restart="permanent", shutdown=5.0,
-                              start_timeout=limit + 5.0),
-                    ChildSpec(id="sessions", start=self._start_sessions, restart="permanent", shutdown=10.0),
-                ],
-                name=f"instance:{self.instance_id}",
-                strategy="rest_for_one",
-                max_restarts=3,
-                period=60.0,
-                on_escalate=self._on_escalate,
-                start_timeout=limit + 10.0,
-            )
-            try:
-                scope.start()
-            except PaddockError as exc:
-                scope.close(timeout=5.0)
-                raise DriverError(self.driver, self.instance_id, f"could not start the app-server: {exc}") from None
-            finally:
-                self._handshake_timeout = self._config.start_timeout
-            self._scope = scope
+    def _prepare_start(self) -> None:
+        # Caller's thread, under the start lock: CODEX_HOME and the process spec of the new tree.
+        env = self._prepare_home()
+        argv = self._command()
+        self._spec = ProcessSpec(
+            argv=tuple(argv), env=env, cwd=str(self.codex_home), name=f"{self.instance_id}:codex-app-server",
+            owner=self.instance_id, lease_dir=self._ctx.state_dir, shutdown_timeout=self._config.shutdown_timeout,
+            # The app-server writes (and flushes) one line per delta: read them in batches.
+            read_coalesce=self._config.read_coalesce,
+        )
 
-    def _start_server(self, cctx: ChildContext) -> pykka.ActorRef[Any]:
+    def _start_process(self, cctx: ChildContext) -> pykka.ActorRef[Any]:
         """ChildSpec factory (root supervisor thread): spawn ``codex app-server``, ``initialize``,
         ``initialized``, read ``model/list``; the child counts as started only after that."""
         holder: dict[str, JsonRpcConnection] = {}
@@ -245,26 +212,11 @@ class CodexAdapter(SessionTable):
             )
         return conn.actor_ref
 
-    def _start_sessions(self, cctx: ChildContext) -> pykka.ActorRef[Any]:
-        """ChildSpec factory (root supervisor thread): a session supervisor holding one actor
-        per live session, so a restart brings every live session back."""
-        with self._lock:
-            specs = [self._session_spec(r) for r in self._records.values() if not r.closed]
-        ref = Supervisor.start(specs, strategy="one_for_one", name=f"sessions:{self.instance_id}", context=cctx)
-        self._sessions_ref = ref
-        return ref
+    def _start_session_actor(self, record: SessionRecord, emitter: Any, cctx: ChildContext) -> pykka.ActorRef[Any]:
+        return CodexSessionActor.start(record, emitter, self._settings, self._get_link, context=cctx)
 
-    def _session_spec(self, record: SessionRecord) -> ChildSpec:
-        emitter = record.extra["emitter"]
-        settings = self._settings
-
-        def start(cctx: ChildContext) -> pykka.ActorRef[Any]:
-            return CodexSessionActor.start(record, emitter, settings, self._get_link, context=cctx)
-
-        return ChildSpec(id=record.session.thread_id, start=start, restart="transient", shutdown=5.0)
-
-    def _get_link(self) -> ServerLink | None:
-        return self._link
+    def _session_model(self, input: StartSessionInput) -> str | None:
+        return input.model or self._ctx.access.model
 
     def _on_warning(self, code: str, message: str, detail: dict[str, Any]) -> None:
         # Reader thread: a transport problem (malformed or over-long line) of the shared process,
@@ -273,78 +225,13 @@ class CodexAdapter(SessionTable):
         self._ctx.hub.instance_warning(self.driver, self.instance_id, "transport." + code.rsplit(".", 1)[-1],
                                        message, detail)
 
-    def _on_escalate(self, error: BaseException) -> None:
-        # Root supervisor thread: the restart budget is spent; every session is over.
-        log.error("codex instance %s gave up: %s", self.instance_id, error)
-        with self._lock:
-            for record in self._records.values():
-                record.closed = True
-                self._stopped[record.session.thread_id] = record.thread
-                record.extra["emitter"].emit([
-                    RuntimeErrorEvent(
-                        driver=self.driver, instance_id=self.instance_id, thread_id=record.session.thread_id,
-                        code="codex.restart_limit",
-                        message=f"the app-server failed too often ({error}); the session is closed",
-                    )
-                ])
-            self._records.clear()
-            self._link = None
-
     # ProviderAdapter -----------------------------------------------------------------------------
-
-    def _ask_session(self, record: SessionRecord, message: object, operation: str, timeout: float | None) -> Any:
-        # A session actor restarts with the app-server: wait for the next incarnation.
-        limit = timeout if timeout is not None else self._config.request_timeout + 5.0
-        return self._ask(record, message, operation, limit, await_restart=True)
 
     def start_session(self, input: StartSessionInput, *, timeout: float | None = None) -> Session:
         """Start (or resume, from ``input.resume_cursor``) the thread's Codex thread. Returns the
         thread's live session unchanged when it already has one on this instance. Raises
         :class:`ConfigError` when the shadow home is refused."""
-        thread_id = input.thread_id
-        self.check_start_input(input)
-        with self._lock:
-            existing = self._records.get(thread_id)
-            if existing is not None and not existing.closed:
-                return existing.session
-            if existing is not None:
-                self._records.pop(thread_id, None)
-        if existing is not None:
-            self._terminate_child(thread_id, 5.0)
-        self._ensure_started(timeout)
-        now = time.time()
-        record = SessionRecord(
-            Session(
-                thread_id=thread_id, instance_id=self.instance_id, driver=self.driver, status="starting",
-                cwd=input.cwd, runtime_mode=input.runtime_mode, interaction_mode=input.interaction_mode,
-                model=input.model or self._ctx.access.model, resume_cursor=input.resume_cursor, created_at=now,
-                updated_at=now,
-            )
-        )
-        record.extra["input"] = input
-        record.extra["emitter"] = self._ctx.hub.emitter(self.driver, self.instance_id, thread_id)
-        with self._lock:
-            if thread_id in self._records:
-                return self._records[thread_id].session
-            self._records[thread_id] = record
-            self._stopped.pop(thread_id, None)
-        limit = timeout if timeout is not None else self._config.request_timeout + 5.0
-        try:
-            assert self._sessions_ref is not None  # _ensure_started started the tree
-            try:
-                with map_exceptions("start_session", limit, where={**self._where, "thread_id": thread_id}):
-                    self._sessions_ref.proxy().start_child(self._session_spec(record)).get(timeout=limit)
-            except ValueError:
-                pass  # a concurrent restart of the session supervisor already started it
-            return self._ask_session(record, Open(), "start_session", timeout)
-        except BaseException as exc:
-            with self._lock:
-                self._records.pop(thread_id, None)
-            record.closed = True
-            self._terminate_child(thread_id, 5.0)
-            if isinstance(exc, PaddockError):
-                raise
-            raise DriverError(self.driver, self.instance_id, f"start_session failed: {exc!r}", thread_id=thread_id) from exc
+        return super().start_session(input, timeout=timeout)
 
     def send_turn(self, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         """``turn/start``; returns once Codex accepted the turn (``turn.started`` is emitted
@@ -397,40 +284,6 @@ class CodexAdapter(SessionTable):
         input text) whose id is returned. Driver-level: the Runtime has no compaction operation
         yet."""
         return self._ask_session(self._record(thread_id), Compact(), "compact_thread", timeout)
-
-    def _terminate_child(self, thread_id: str, timeout: float) -> None:
-        ref = self._sessions_ref
-        if ref is None:
-            return
-        try:
-            ref.proxy().terminate_child(thread_id).get(timeout=timeout)
-        except (pykka.ActorDeadError, pykka.Timeout):
-            pass  # best effort: the session is closed either way
-
-    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        """Stop the session: a running turn is interrupted, open requests are cancelled and
-        ``session.exited(reason="stopped")`` is emitted. The thread can be resumed later."""
-        with self._lock:
-            record = self._record(thread_id)
-            record.closed = True
-            self._records.pop(thread_id, None)
-            self._stopped[thread_id] = record.thread
-        self._terminate_child(thread_id, timeout if timeout is not None else 10.0)
-
-    def close(self, *, timeout: float = 10.0) -> None:
-        """Stop every session, then the app-server (close stdin, SIGTERM, SIGKILL at the
-        deadline). Afterwards no process of the instance is alive. Idempotent."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            self._closed = True
-            scope, self._scope = self._scope, None
-            for record in self._records.values():
-                record.closed = True
-                self._stopped[record.session.thread_id] = record.thread
-            self._records.clear()
-        if scope is not None:
-            scope.close(deadline)
-        self._link = None
 
     def __repr__(self) -> str:
         return f"<CodexAdapter codex/{self.instance_id}>"
