@@ -51,7 +51,7 @@ from paddock.contract import (
     TurnState,
     ValidationError,
 )
-from paddock.supervisors import ChildContext, map_exceptions
+from paddock.supervisors import ChildContext, Scope, map_exceptions
 
 from ._dispatch import SupervisedDispatchActor
 from ._control import Interrupt, Open, Respond, SendTurn, TransportWarning, TurnTimerExpired
@@ -426,9 +426,28 @@ class SessionTable:
         self._stopped = StoppedSnapshots()
         self._where: dict[str, str] = {"driver": driver, "instance_id": instance_id}
         self._lock = threading.RLock()
+        self._start_locks: dict[str, threading.Lock] = {}
 
     def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
         raise NotImplementedError
+
+    def _thread_start_lock(self, thread_id: str) -> threading.Lock:
+        """The lock a driver starting one process or session per ``start_session`` holds around
+        it: two concurrent starts of one thread must not start two; the second waits, then
+        returns the session the first one started."""
+        with self._lock:
+            return self._start_locks.setdefault(thread_id, threading.Lock())
+
+    @staticmethod
+    def _terminate_scope_child(scope: Scope | None, child_id: str, timeout: float) -> None:
+        """Best effort: stop ``child_id`` of ``scope`` unless the scope is gone or over (a
+        :class:`PaddockError`, Scope's mapping of pykka's failures, is swallowed)."""
+        if scope is None or scope.exit_reason is not None:
+            return
+        try:
+            scope.terminate_child(child_id, timeout=timeout)
+        except PaddockError:
+            pass
 
     def check_start_input(self, input: StartSessionInput) -> None:
         """Refuse an unknown runtime or interaction mode, or a cwd that is not an existing

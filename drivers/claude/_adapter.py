@@ -87,7 +87,6 @@ class ClaudeAdapter(SessionTable):
             driver=DRIVER, instance_id=ctx.instance_id,
             interrupt_timeout=self._config.interrupt_timeout, permission_modes=self._modes,
         )
-        self._start_locks: dict[str, threading.Lock] = {}  # one start at a time per thread
         self._start_lock = threading.Lock()
         self._scope: Scope | None = None
         self._usage: dict[str, TokenUsage] = {}
@@ -195,13 +194,7 @@ class ClaudeAdapter(SessionTable):
         return self._ask(record, message, operation, limit)
 
     def _terminate(self, thread_id: str, timeout: float) -> None:
-        scope = self._scope
-        if scope is None or scope.exit_reason is not None:
-            return
-        try:
-            scope.terminate_child(thread_id, timeout=timeout)
-        except PaddockError:  # Scope maps pykka's failures; best effort either way
-            pass
+        self._terminate_scope_child(self._scope, thread_id, timeout)
 
     # ProviderAdapter -----------------------------------------------------------------------------
 
@@ -211,11 +204,8 @@ class ClaudeAdapter(SessionTable):
         fresh session starts and says so (``session.started(resume_failed=True)`` plus
         ``runtime.warning`` claude.resume_failed). Returns the live session unchanged when the
         thread already has one."""
-        with self._lock:
-            start_lock = self._start_locks.setdefault(input.thread_id, threading.Lock())
-        # Two concurrent starts of one thread must not spawn two CLIs: the second waits, then
-        # returns the session the first one started.
-        with start_lock:
+        # Two concurrent starts of one thread must not spawn two CLIs.
+        with self._thread_start_lock(input.thread_id):
             return self._start_session(input, timeout)
 
     def _start_session(self, input: StartSessionInput, timeout: float | None) -> Session:

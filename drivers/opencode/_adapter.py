@@ -70,7 +70,6 @@ class OpencodeAdapter(SessionTable):
         assert isinstance(ctx.config, OpencodeConfig)
         self._config: OpencodeConfig = ctx.config
         self._tap = tap
-        self._start_locks: dict[str, threading.Lock] = {}
         self._up_lock = threading.Lock()
         self._scope: Scope | None = None
         self._link: ServerLink | None = None
@@ -176,9 +175,7 @@ class OpencodeAdapter(SessionTable):
         instance's server, starting the server first if needed. Returns the live session
         unchanged when the thread already has one."""
         self.check_start_input(input)
-        with self._lock:
-            start_lock = self._start_locks.setdefault(input.thread_id, threading.Lock())
-        with start_lock:
+        with self._thread_start_lock(input.thread_id):
             return self._start_session(input, timeout)
 
     def _start_session(self, input: StartSessionInput, timeout: float | None) -> Session:
@@ -222,13 +219,8 @@ class OpencodeAdapter(SessionTable):
             raise
 
     def _terminate(self, thread_id: str, timeout: float) -> None:
-        scope = self._scope
-        if scope is None or scope.exit_reason is not None:
-            return
         try:
-            scope.terminate_child(f"session:{thread_id}", timeout=timeout)
-        except PaddockError:
-            pass
+            self._terminate_scope_child(self._scope, f"session:{thread_id}", timeout)
         except Exception:  # pykka.Timeout / ActorDeadError: the child is gone or going
             pass
 
