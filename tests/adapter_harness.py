@@ -28,6 +28,22 @@ def of_type(events, name: str) -> list:
     return [e for e in events if etype(e) == name]
 
 
+def runtime_turn(rt, thread_id: str, text: str) -> list:
+    """Send a turn through the Runtime ``rt`` and return its thread's events up to and including
+    that turn's ``turn.completed`` (the live runtime tests; the test's timeout bounds the wait)."""
+    events = rt.subscribe(thread_id=thread_id)
+    try:
+        turn = rt.send_turn(thread_id, text)
+        out = []
+        for event in events:
+            out.append(event)
+            if etype(event) == "turn.completed" and event.turn_id == turn.turn_id:
+                return out
+    finally:
+        events.close()
+    raise AssertionError("no turn.completed")
+
+
 @contextlib.contextmanager
 def closing_factory(build: Callable[..., "AdapterHarness"]) -> Iterator[Callable[..., "AdapterHarness"]]:
     """A factory over ``build`` that closes every harness it made when the block ends (the body
