@@ -60,6 +60,24 @@ def ms(value: float | None) -> float | None:
     return None if value is None else round(value * 1000, 3)
 
 
+def ratio_of(a: float | None, b: float | None) -> float | None:
+    """``a / b`` to three places; None when either is missing (or ``b`` is zero)."""
+    return None if a is None or not b else round(a / b, 3)
+
+
+def kill_survivors() -> list[dict[str, Any]]:
+    """Kill every descendant of this process still alive and name each (pid, first three argv
+    words): what a peer benchmark left behind, reported rather than leaked."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            found.append({"pid": proc.pid, "cmd": " ".join(proc.cmdline()[:3])})
+            proc.kill()
+        except psutil.Error:
+            pass
+    return found
+
+
 def median(values: Iterable[float]) -> float | None:
     ordered = sorted(values)
     if not ordered:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import emit, median, ms, percentile  # noqa: E402
+from benchmarks._common import emit, kill_survivors, median, ms, percentile, ratio_of  # noqa: E402
 
 SDK_PACKAGE = "claude-agent-sdk"
 PROMPT = "SCENARIO:text Say hello (turn {n})."
@@ -210,23 +210,6 @@ def _stats(values: list[float | None]) -> dict:
             "max_ms": ms(max(xs) if xs else None), "n": len(xs)}
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or not b else round(a / b, 3)
-
-
-def _survivors() -> list[dict]:
-    import psutil
-
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            found.append({"pid": proc.pid, "cmd": " ".join(proc.cmdline()[:3])})
-            proc.kill()
-        except psutil.Error:
-            pass
-    return found
-
-
 async def _run(binary: str, turns: int, warmup: int, starts_n: int, tmp: str) -> dict:
     from paddock.testing import ModelServer, build_offline_env
 
@@ -297,17 +280,17 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = asyncio.run(_run(binary, args.turns, args.warmup, args.starts, tmp))
         finally:
-            survivors = _survivors()
+            survivors = kill_survivors()
     t = result["times"]
     st = result["starts"]
     sides = {side: {"session_start": _stats(st[side]), "turn": _stats(t[f"{side}_turn"]),
                     "first_text": _stats(t[f"{side}_first_text"])}
              for side in ("paddock", "sdk")}
     ratio = {
-        "session_start_median": _ratio(median(st["paddock"]), median(st["sdk"])),
-        "turn_median": _ratio(median(t["paddock_turn"]), median(t["sdk_turn"])),
-        "turn_p90": _ratio(percentile(t["paddock_turn"], 0.9), percentile(t["sdk_turn"], 0.9)),
-        "first_text_median": _ratio(median([x for x in t["paddock_first_text"] if x is not None]),
+        "session_start_median": ratio_of(median(st["paddock"]), median(st["sdk"])),
+        "turn_median": ratio_of(median(t["paddock_turn"]), median(t["sdk_turn"])),
+        "turn_p90": ratio_of(percentile(t["paddock_turn"], 0.9), percentile(t["sdk_turn"], 0.9)),
+        "first_text_median": ratio_of(median([x for x in t["paddock_first_text"] if x is not None]),
                                     median([x for x in t["sdk_first_text"] if x is not None])),
     }
     emit({

@@ -41,7 +41,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import emit, median, ms, per_100k, percentile, self_cpu  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    emit, kill_survivors, median, ms, per_100k, percentile, ratio_of, self_cpu,
+)
 
 SDK_PACKAGE = "openai-codex"
 PROMPT = "SCENARIO:{scenario} turn {n}"
@@ -261,23 +263,6 @@ def _stats(xs: list[float]) -> dict:
     return {"median_ms": ms(median(xs)), "p90_ms": ms(percentile(xs, 0.9)), "n": len(xs)}
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or not b else round(a / b, 3)
-
-
-def _survivors() -> list[dict]:
-    import psutil
-
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            found.append({"pid": proc.pid, "cmd": " ".join(proc.cmdline()[:3])})
-            proc.kill()
-        except psutil.Error:
-            pass
-    return found
-
-
 def _run(binary: str, args: argparse.Namespace, tmp: Path) -> dict:
     from paddock.testing import build_offline_env
 
@@ -340,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = _run(binary, args, Path(tmp))
         finally:
-            survivors = _survivors()
+            survivors = kill_survivors()
     sides: dict = {}
     for side in SIDES:
         streams = result["stream"][side]
@@ -355,14 +340,14 @@ def main(argv: list[str] | None = None) -> int:
         }
     p, s, raw = sides["paddock"], sides["sdk"], sides["raw"]
     ratio = {
-        "turn_median": _ratio(median(result["turn"]["paddock"]), median(result["turn"]["sdk"])),
-        "turn_p90": _ratio(percentile(result["turn"]["paddock"], 0.9), percentile(result["turn"]["sdk"], 0.9)),
-        "events_per_s": _ratio(p["events_per_s_median"], s["events_per_s_median"]),
-        "cpu_per_event": _ratio(p["cpu_s_per_100k_median"], s["cpu_s_per_100k_median"]),
+        "turn_median": ratio_of(median(result["turn"]["paddock"]), median(result["turn"]["sdk"])),
+        "turn_p90": ratio_of(percentile(result["turn"]["paddock"], 0.9), percentile(result["turn"]["sdk"], 0.9)),
+        "events_per_s": ratio_of(p["events_per_s_median"], s["events_per_s_median"]),
+        "cpu_per_event": ratio_of(p["cpu_s_per_100k_median"], s["cpu_s_per_100k_median"]),
     }
     ceiling = {  # how close each client comes to the app-server's own streaming rate
-        "paddock_events_per_s_over_raw": _ratio(p["events_per_s_median"], raw["events_per_s_median"]),
-        "sdk_events_per_s_over_raw": _ratio(s["events_per_s_median"], raw["events_per_s_median"]),
+        "paddock_events_per_s_over_raw": ratio_of(p["events_per_s_median"], raw["events_per_s_median"]),
+        "sdk_events_per_s_over_raw": ratio_of(s["events_per_s_median"], raw["events_per_s_median"]),
     }
     targets = {"turn_median": "<= 1.0", "events_per_s": ">= 2.0", "cpu_per_event": "<= 0.5"}
     meets = {

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import emit, median, ms, percentile  # noqa: E402
+from benchmarks._common import emit, kill_survivors, median, ms, percentile  # noqa: E402
 
 CLIENT_PACKAGE = "opencode-ai"
 PASSWORD = "bench-password"
@@ -222,19 +222,6 @@ def _stats(values: list) -> dict:
     return {"median": median(xs), "p90": percentile(xs, 0.9), "n": len(xs)}
 
 
-def _survivors() -> list[dict]:
-    import psutil
-
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            found.append({"pid": proc.pid, "cmd": " ".join(proc.cmdline()[:3])})
-            proc.kill()
-        except psutil.Error:
-            pass
-    return found
-
-
 def _run(argv: list[str], args: argparse.Namespace, tmp: str) -> dict:
     from paddock.testing import ModelServer, build_offline_env
 
@@ -297,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             out = _run(binary_argv, args, tmp)
         finally:
-            survivors = _survivors()
+            survivors = kill_survivors()
     sides = {}
     for side, kinds in out.items():
         short, long = kinds["short"], kinds["long"]

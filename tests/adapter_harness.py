@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -12,6 +14,50 @@ from paddock.contract import SendTurnInput, StartSessionInput
 
 def etype(event) -> str:
     return type(event).__struct_config__.tag
+
+
+def text_of(events, turn_id: str | None = None) -> str:
+    """The assistant text of ``events`` (of one turn when ``turn_id`` is given)."""
+    return "".join(
+        e.delta for e in events
+        if etype(e) == "content.delta" and e.stream == "assistant_text" and (turn_id is None or e.turn_id == turn_id)
+    )
+
+
+def of_type(events, name: str) -> list:
+    return [e for e in events if etype(e) == name]
+
+
+def runtime_turn(rt, thread_id: str, text: str) -> list:
+    """Send a turn through the Runtime ``rt`` and return its thread's events up to and including
+    that turn's ``turn.completed`` (the live runtime tests; the test's timeout bounds the wait)."""
+    events = rt.subscribe(thread_id=thread_id)
+    try:
+        turn = rt.send_turn(thread_id, text)
+        out = []
+        for event in events:
+            out.append(event)
+            if etype(event) == "turn.completed" and event.turn_id == turn.turn_id:
+                return out
+    finally:
+        events.close()
+    raise AssertionError("no turn.completed")
+
+
+@contextlib.contextmanager
+def closing_factory(build: Callable[..., "AdapterHarness"]) -> Iterator[Callable[..., "AdapterHarness"]]:
+    """A factory over ``build`` that closes every harness it made when the block ends (the body
+    of the driver tests' ``make`` fixtures)."""
+    made: list[AdapterHarness] = []
+
+    def factory(**kw) -> AdapterHarness:
+        h = build(**kw)
+        made.append(h)
+        return h
+
+    yield factory
+    for h in made:
+        h.close()
 
 
 @pytest.fixture

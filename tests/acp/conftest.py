@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import msgspec
 import pytest
 
 from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
-from tests.adapter_harness import AdapterHarness, etype, hub  # noqa: F401  (hub is a fixture)
+from tests.adapter_harness import AdapterHarness, closing_factory, etype, hub  # noqa: F401  (hub is a fixture)
+from tests.adapter_harness import of_type, text_of  # noqa: F401  (re-exported for this folder's tests)
 
 
 class Harness(AdapterHarness):
@@ -35,20 +37,5 @@ class Harness(AdapterHarness):
 
 @pytest.fixture
 def make(tmp_path, hub):
-    made = []
-
-    def factory(**kw) -> Harness:
-        h = Harness(tmp_path, hub, **kw)
-        made.append(h)
-        return h
-
-    yield factory
-    for h in made:
-        h.close()
-
-
-def text_of(events, turn_id: str | None = None) -> str:
-    return "".join(
-        e.delta for e in events
-        if etype(e) == "content.delta" and e.stream == "assistant_text" and (turn_id is None or e.turn_id == turn_id)
-    )
+    with closing_factory(functools.partial(Harness, tmp_path, hub)) as factory:
+        yield factory

@@ -3,6 +3,7 @@ CLI against the scripted model server, offline."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -13,7 +14,8 @@ import pytest
 
 from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
 from paddock.testing import build_offline_env
-from tests.adapter_harness import AdapterHarness, etype, hub  # noqa: F401  (hub is a fixture)
+from tests.adapter_harness import AdapterHarness, closing_factory, etype, hub  # noqa: F401  (hub is a fixture)
+from tests.adapter_harness import of_type, text_of  # noqa: F401  (re-exported for this folder's tests)
 from tests.live.conftest import model_server, require_peer, tripwire, workspace  # noqa: F401  (fixtures)
 
 
@@ -57,30 +59,14 @@ class Harness(AdapterHarness):
 
 @pytest.fixture
 def make(tmp_path, hub, model_server, tripwire):
-    made = []
-
-    def factory(**kw) -> Harness:
-        h = Harness(tmp_path, hub, model_server, tripwire, **kw)
-        made.append(h)
-        return h
-
-    yield factory
-    for h in made:
-        h.close()
+    with closing_factory(functools.partial(Harness, tmp_path, hub, model_server, tripwire)) as factory:
+        yield factory
 
 
 @pytest.fixture
 def make_fake(tmp_path, hub):
-    made = []
-
-    def factory(**kw) -> Harness:
-        h = Harness(tmp_path, hub, **kw)
-        made.append(h)
-        return h
-
-    yield factory
-    for h in made:
-        h.close()
+    with closing_factory(functools.partial(Harness, tmp_path, hub)) as factory:
+        yield factory
 
 
 def host_lines(h: Harness) -> list[dict]:
@@ -94,14 +80,3 @@ def fake_starts(h: Harness) -> list[dict]:
     """Each start of the fake CLI: its ``argv`` (after the script), ``cwd``, ``env`` and ``pid``."""
     path = Path(str(h.log) + ".argv")
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def text_of(events, turn_id: str | None = None) -> str:
-    return "".join(
-        e.delta for e in events
-        if etype(e) == "content.delta" and e.stream == "assistant_text" and (turn_id is None or e.turn_id == turn_id)
-    )
-
-
-def of_type(events, name: str) -> list:
-    return [e for e in events if etype(e) == name]

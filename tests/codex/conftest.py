@@ -3,6 +3,7 @@ app-server against the scripted model server, offline."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import msgspec
@@ -11,7 +12,8 @@ import pytest
 import paddock.testing
 from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext, model_access
 from paddock.testing import MOCK_KEY, build_offline_env
-from tests.adapter_harness import AdapterHarness, etype, hub  # noqa: F401  (hub is a fixture)
+from tests.adapter_harness import AdapterHarness, closing_factory, etype, hub  # noqa: F401  (hub is a fixture)
+from tests.adapter_harness import of_type, text_of  # noqa: F401  (re-exported for this folder's tests)
 from tests.live.conftest import model_server, require_peer, tripwire, workspace  # noqa: F401  (fixtures)
 
 CATALOG = Path(paddock.testing.__file__).with_name("codex_model_catalog.json")
@@ -73,24 +75,5 @@ class Harness(AdapterHarness):
 
 @pytest.fixture
 def make(tmp_path, hub, model_server, tripwire):
-    made = []
-
-    def factory(**kw) -> Harness:
-        h = Harness(tmp_path, hub, model_server, tripwire, **kw)
-        made.append(h)
-        return h
-
-    yield factory
-    for h in made:
-        h.close()
-
-
-def text_of(events, turn_id: str | None = None) -> str:
-    return "".join(
-        e.delta for e in events
-        if etype(e) == "content.delta" and e.stream == "assistant_text" and (turn_id is None or e.turn_id == turn_id)
-    )
-
-
-def of_type(events, name: str) -> list:
-    return [e for e in events if etype(e) == name]
+    with closing_factory(functools.partial(Harness, tmp_path, hub, model_server, tripwire)) as factory:
+        yield factory

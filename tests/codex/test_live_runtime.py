@@ -8,24 +8,11 @@ import pytest
 from paddock import Runtime
 from paddock.testing import build_offline_env
 
-from .conftest import etype, offline_config
+from .conftest import offline_config
+from tests.adapter_harness import runtime_turn
 from tests.live.conftest import require_peer
 
 pytestmark = pytest.mark.live
-
-
-def _turn(rt, thread_id: str, text: str) -> list:
-    events = rt.subscribe(thread_id=thread_id)
-    try:
-        turn = rt.send_turn(thread_id, text)
-        out = []
-        for event in events:
-            out.append(event)
-            if etype(event) == "turn.completed" and event.turn_id == turn.turn_id:
-                return out
-    finally:
-        events.close()
-    raise AssertionError("no turn.completed")
 
 
 def test_runtime_runs_codex_and_resumes_after_a_restart(tmp_path, workspace, model_server, tripwire):
@@ -39,7 +26,7 @@ def test_runtime_runs_codex_and_resumes_after_a_restart(tmp_path, workspace, mod
         assert info.status == "available" and info.capabilities.turns.steer and info.models is None
         session = rt.start_session("t1", instance="codex-work", cwd=str(workspace), runtime_mode="approval-required")
         assert session.driver == "codex" and not session.resumed
-        evs = _turn(rt, "t1", "remember OSPREY SCENARIO:text")
+        evs = runtime_turn(rt, "t1", "remember OSPREY SCENARIO:text")
         assert evs[-1].state == "completed"
         [info] = [i for i in rt.instances() if i.id == "codex-work"]
         assert [m.id for m in info.models] == ["mock-model"]
@@ -49,7 +36,7 @@ def test_runtime_runs_codex_and_resumes_after_a_restart(tmp_path, workspace, mod
         session = rt.start_session("t1", instance="codex-work", cwd=str(workspace), runtime_mode="approval-required",
                                    resume="require")
         assert session.resumed
-        evs = _turn(rt, "t1", "what was it? SCENARIO:text")
+        evs = runtime_turn(rt, "t1", "what was it? SCENARIO:text")
         assert evs[-1].state == "completed"
     last = [c for c in model_server.requests if c.kind == "turn"][-1]
     assert "OSPREY" in str(last.body["input"])

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from paddock.contract import TurnCompleted
 from paddock.testing import ModelServer, Peer, load_pins, peer_argv
 
 
@@ -122,6 +123,22 @@ class Tripwire:
             pass
         self._sock.close()
         self._thread.join(2)
+
+
+def turn_text(rt, thread_id: str, prompt: str, timeout: float = 60.0) -> tuple[str, TurnCompleted]:
+    """Send ``prompt`` as a turn through the Runtime ``rt``; return its assistant text and its
+    ``turn.completed`` event (fails the test when ``timeout`` seconds pass between events)."""
+    with rt.subscribe(thread_id=thread_id) as events:
+        turn = rt.send_turn(thread_id, prompt)
+        text, end = [], None
+        while end is None:
+            event = events.get(timeout=timeout)
+            assert event is not None, f"no turn.completed within {timeout:g} s"
+            if event.type == "content.delta" and event.stream == "assistant_text":
+                text.append(event.delta)
+            elif event.type == "turn.completed" and event.turn_id == turn.turn_id:
+                end = event
+    return "".join(text), end
 
 
 def _pipe(src: socket.socket, dst: socket.socket) -> None:

@@ -13,7 +13,7 @@ import pytest
 from paddock import Runtime
 from paddock.drivers.acp import load_registry, registry_command
 
-from .conftest import Tripwire
+from .conftest import Tripwire, turn_text
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(120)]
 
@@ -46,18 +46,9 @@ def test_a_registry_agent_by_id_completes_turns_offline(tmp_path, workspace, mod
         assert info.status == "available", info.reason
         rt.start_session("t", instance="reg", cwd=str(workspace), runtime_mode="approval-required", timeout=60)
         for prompt in ("say hi SCENARIO:text", "and again SCENARIO:text"):
-            with rt.subscribe(thread_id="t") as events:
-                turn = rt.send_turn("t", prompt)
-                text, end = [], None
-                while end is None:
-                    event = events.get(timeout=60)
-                    assert event is not None, "no turn.completed within 60 s"
-                    if event.type == "content.delta" and event.stream == "assistant_text":
-                        text.append(event.delta)
-                    elif event.type == "turn.completed" and event.turn_id == turn.turn_id:
-                        end = event
+            text, end = turn_text(rt, "t", prompt)
             assert end.state == "completed", end
-            assert "".join(text).endswith("Hello from mock")
+            assert text.endswith("Hello from mock")
     tripwire.close()
     calls = [c for c in model_server.model_calls() if c.kind == "turn"]
     assert len(calls) == 2 and "Hello from mock" in str(calls[-1].body)

@@ -7,7 +7,7 @@ import pytest
 
 from paddock import Runtime
 
-from .conftest import require_peer
+from .conftest import require_peer, turn_text
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(90)]
 
@@ -21,17 +21,8 @@ def test_claude_with_only_the_model_keys(tmp_path, workspace, model_server, trip
                                   "api_key": "sk-claude-live", "model": "claude-sonnet-4-5"}}}
     with Runtime.open(config, state_dir=tmp_path / "state") as rt:
         rt.start_session("t", instance="c", cwd=str(workspace), runtime_mode="approval-required", timeout=60)
-        with rt.subscribe(thread_id="t") as events:
-            turn = rt.send_turn("t", "say hi SCENARIO:text")
-            text, end = [], None
-            while end is None:
-                event = events.get(timeout=60)
-                assert event is not None, "no turn.completed within 60 s"
-                if event.type == "content.delta" and event.stream == "assistant_text":
-                    text.append(event.delta)
-                elif event.type == "turn.completed" and event.turn_id == turn.turn_id:
-                    end = event
+        text, end = turn_text(rt, "t", "say hi SCENARIO:text")
     assert end.state == "completed", end
-    assert "".join(text) == "Hello from mock"
+    assert text == "Hello from mock"
     [call] = [c for c in model_server.model_calls() if c.kind == "turn"]
     assert call.dialect == "anthropic" and call.body["model"] == "claude-sonnet-4-5"

@@ -19,6 +19,7 @@ import pytest
 from paddock import Runtime
 from paddock.contract import DriverError, StartSessionInput
 from paddock.testing import MOCK_KEY, build_offline_env
+from tests.adapter_harness import runtime_turn
 from tests.live.conftest import require_peer
 
 from .conftest import etype, of_type, text_of
@@ -26,20 +27,6 @@ from .conftest import etype, of_type, text_of
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _turn(rt, thread_id: str, text: str) -> list:
-    events = rt.subscribe(thread_id=thread_id)
-    try:
-        turn = rt.send_turn(thread_id, text)
-        out = []
-        for event in events:
-            out.append(event)
-            if etype(event) == "turn.completed" and event.turn_id == turn.turn_id:
-                return out
-    finally:
-        events.close()
-    raise AssertionError("no turn.completed")
 
 
 def test_resume_after_a_runtime_restart(tmp_path, workspace, model_server, tripwire):
@@ -53,7 +40,7 @@ def test_resume_after_a_runtime_restart(tmp_path, workspace, model_server, tripw
         assert session.driver == "opencode" and not session.resumed
         first_sid = json.loads(session.resume_cursor.payload)["session_id"]
         assert first_sid.startswith("ses_")
-        assert _turn(rt, "t1", "remember OSPREY SCENARIO:text")[-1].state == "completed"
+        assert runtime_turn(rt, "t1", "remember OSPREY SCENARIO:text")[-1].state == "completed"
         first_pid = rt._adapter("oc").server_pid
     assert not psutil.pid_exists(first_pid) or psutil.Process(first_pid).status() == psutil.STATUS_ZOMBIE
     with Runtime.open(config, state_dir=state) as rt:
@@ -64,7 +51,7 @@ def test_resume_after_a_runtime_restart(tmp_path, workspace, model_server, tripw
         assert adapter.server_pid != first_pid
         earlier = adapter.native_messages("t1")
         assert [m["role"] for m in earlier] == ["user", "assistant"] and "OSPREY" in earlier[0]["text"]
-        assert _turn(rt, "t1", "what was it? SCENARIO:text")[-1].state == "completed"
+        assert runtime_turn(rt, "t1", "what was it? SCENARIO:text")[-1].state == "completed"
     last = [c for c in model_server.requests if c.kind == "turn"][-1]
     assert "OSPREY" in json.dumps(last.body["messages"])
 

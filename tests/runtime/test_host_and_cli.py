@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import psutil
 import pytest
 
 from paddock import Runtime
+from tests.helpers.streams import read_until
 from tests.runtime.conftest import TWO_LOCAL, run_turn, text_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,24 +31,6 @@ def _env(**extra):
     return env
 
 
-def _read_until(fd_or_pipe, marker: bytes, timeout: float) -> bytes:
-    fd = fd_or_pipe if isinstance(fd_or_pipe, int) else fd_or_pipe.fileno()
-    data = b""
-    deadline = time.monotonic() + timeout
-    while marker not in data:
-        left = deadline - time.monotonic()
-        assert left > 0, f"did not see {marker!r}; got {data[-2000:]!r}"
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            assert chunk, f"stream closed before {marker!r}; got {data[-2000:]!r}"
-            data += chunk
-    return data
-
-
 @contextlib.contextmanager
 def host_process(script: str, tmp_path: Path, ready: bytes):
     """Run ``script`` as a host process (state dir and workspace under ``tmp_path``) until it
@@ -58,7 +40,7 @@ def host_process(script: str, tmp_path: Path, ready: bytes):
     host = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "state"), str(ws)],
                             cwd=ROOT, stdout=subprocess.PIPE, env=_env())
     try:
-        _read_until(host.stdout, ready, 30)
+        read_until(host.stdout, ready, 30, tail=2000)
         yield host, psutil.Process(host.pid).children(recursive=True)
     finally:
         if host.poll() is None:
@@ -122,7 +104,7 @@ def test_ctrl_c_in_paddock_run_closes_cleanly_through_a_pty(tmp_path):
         os.execve(sys.executable, PADDOCK + ["run", "--state-dir", str(tmp_path / "s"), "--cwd", str(tmp_path),
                                              "@chunks 2000\\n@delay 0.01\\n@spawn 777"], _env())
     try:
-        _read_until(fd, b"turn", 30)  # streaming has begun
+        read_until(fd, b"turn", 30, tail=2000)  # streaming has begun
         proc = psutil.Process(pid)
         tree = proc.children(recursive=True)
         assert tree, "paddock run should have an agent child"

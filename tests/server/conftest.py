@@ -5,13 +5,11 @@ bytes)."""
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +17,7 @@ import pytest
 
 from paddock import Runtime
 from paddock.client import RemoteRuntime
+from tests.helpers.streams import read_until  # noqa: F401  (re-exported for tests/server)
 from tests.runtime.conftest import TWO_LOCAL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,22 +41,6 @@ def env(**extra: str) -> dict[str, str]:
     out["PYTHONUNBUFFERED"] = "1"
     out.update(extra)
     return out
-
-
-def read_until(fd: int, marker: bytes, timeout: float, data: bytes = b"") -> bytes:
-    deadline = time.monotonic() + timeout
-    while marker not in data:
-        left = deadline - time.monotonic()
-        assert left > 0, f"did not see {marker!r}; got {data[-3000:]!r}"
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            assert chunk, f"stream closed before {marker!r}; got {data[-3000:]!r}"
-            data += chunk
-    return data
 
 
 class Served:
