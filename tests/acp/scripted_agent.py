@@ -3,7 +3,8 @@ against the client (``read PATH``, ``term CMD``, ``termlimit N CMD``, ``termhang
 ``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result.
 The prompt ``deaf-start`` drops cancels sent in its first 0.3 s, like the agents the cancel guard is
 for; ``deaf-forever`` ignores cancels altogether. With ``SCRIPTED_STUCK`` set, ``session/new`` for a
-cwd whose name starts with ``stuck`` is never answered (a stuck agent), and every other
+cwd whose name starts with ``stuck`` is never answered (a stuck agent; it leaves a
+``session-new-received`` file in that cwd), and every other
 ``session/new`` gets its own id (``scripted-N``)."""
 
 from __future__ import annotations
@@ -133,6 +134,8 @@ def main() -> None:
         elif method == "session/new" and os.environ.get("SCRIPTED_STUCK"):
             if not os.path.basename(params.get("cwd", "")).startswith("stuck"):
                 send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": f"scripted-{next(_next_id)}"}})
+            else:  # never answered; the marker lets a test see the request arrived
+                open(os.path.join(params["cwd"], "session-new-received"), "w").close()
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "scripted-1"}})
         elif method == "session/prompt":

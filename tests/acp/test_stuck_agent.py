@@ -39,14 +39,12 @@ def test_sessions_stuck_on_their_agent_do_not_delay_another_sessions_turn(make, 
     threads = [threading.Thread(target=start_stuck, args=(n,), daemon=True) for n in range(stuck)]
     for t in threads:
         t.start()
-    # Every stuck session is past its start and waiting for an answer that never comes.
+    # Every stuck session's session/new has reached the agent, which will never answer it.
+    markers = [tmp_path / f"stuck{n}" / "session-new-received" for n in range(stuck)]
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        starting = [s for s in h.adapter.list_sessions() if s.thread_id.startswith("stuck")]
-        if len(starting) == stuck:
-            break
+    while not all(m.exists() for m in markers) and time.monotonic() < deadline:
         time.sleep(0.02)
-    time.sleep(0.3)  # let them reach the agent
+    assert all(m.exists() for m in markers), "the stuck sessions' session/new never reached the agent"
     t0 = time.monotonic()
     res, events = h.turn("hello", thread_id="ok")
     took = time.monotonic() - t0
