@@ -189,8 +189,9 @@ class ModelServer:
         return self
 
     def stop(self, *, timeout: float = 5.0) -> None:
-        """Stop serving: open streams end at their next step, open connections are shut down.
-        Idempotent."""
+        """Stop serving: open streams end at their next step, open connections are shut down, and
+        every request already answered has its record logged before this returns (bounded by
+        ``timeout``). Idempotent."""
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
@@ -204,8 +205,14 @@ class ModelServer:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        # Handler threads are daemons: wait (bounded) until each has published its record, so
+        # a request answered just before stop() is in the log when stop() returns.
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._conns and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> ModelServer:
         return self.start()
@@ -271,6 +278,7 @@ class ModelServer:
     def _track(self, conn: socket.socket, add: bool) -> None:
         with self._cond:
             (self._conns.add if add else self._conns.discard)(conn)
+            self._cond.notify_all()
 
     def _publish(self, record: RequestRecord) -> None:
         # File first: a reader woken by wait_for() may look at the log at once.
