@@ -64,7 +64,9 @@ class JsonRpcNotification(msgspec.Struct, frozen=True, gc=False):
 
 class LineTap(Protocol):
     """Sees every line of the connection (e.g. a transcript recorder). ``on_outbound`` runs on
-    the stdin writer thread, ``on_inbound`` on the stdout reader thread; lines have no ``\\n``."""
+    the thread that writes the line (the sender's, or the stdin writer thread when the pipe was
+    busy; see :class:`paddock.actors._lines.StdinWriter`), in write order; ``on_inbound`` on the
+    stdout reader thread; lines have no ``\\n``."""
 
     def on_outbound(self, line: bytes) -> None: ...
 

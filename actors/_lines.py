@@ -4,6 +4,8 @@ ring buffer and the bounded stdin writer."""
 from __future__ import annotations
 
 import logging
+import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -187,13 +189,20 @@ def read_stderr(
 
 
 class StdinWriter:
-    """A bounded queue in front of a child's stdin, drained by one writer thread.
+    """A bounded, ordered writer in front of a child's stdin.
+
+    The pipe is non-blocking. A write that finds nothing queued goes to the pipe at once, on
+    the calling thread (one ``os.write``; no hand-off, no wake-up of another thread); whatever
+    the pipe does not take, and every write made while bytes are still queued, is queued for
+    the writer thread, which waits for the pipe to drain. Bytes reach the child in the order
+    the writes were made.
 
     ``write``/``write_lines`` never block longer than their ``timeout`` (default: not at all):
     when more than ``max_pending_bytes`` wait, they raise :class:`OperationTimeout`, so a child
     that stops reading cannot block the caller. ``on_line(line)`` (the transcript tap) is called
-    on the writer thread for every line just before it is written. After the pipe breaks or
-    :meth:`close`, writes raise :class:`ProcessError`.
+    for every line just before it is written, in write order: on the calling thread for a direct
+    write, else on the writer thread. After the pipe breaks or :meth:`close`, writes raise
+    :class:`ProcessError`.
     """
 
     def __init__(
@@ -205,11 +214,13 @@ class StdinWriter:
         on_line: Callable[[bytes], None] | None = None,
     ) -> None:
         self._pipe = pipe
+        self._fd = pipe.fileno()
+        os.set_blocking(self._fd, False)
         self._name = name
         self._max = max_pending_bytes
         self._on_line = on_line
         self._items: list[tuple[bytes, bool]] = []
-        self._pending = 0
+        self._pending = 0  # bytes queued or being written by the writer thread
         self._closing = False
         self._broken: str | None = None
         self._cond = threading.Condition()
@@ -237,9 +248,46 @@ class StdinWriter:
                 )
             if self._pending and self._pending + size > self._max:
                 raise OperationTimeout(f"writing to the stdin of {self._name!r}", timeout)
-            self._items.extend(items)
-            self._pending += size
-            self._cond.notify_all()
+            if self._pending:
+                self._items.extend(items)
+                self._pending += size
+                self._cond.notify_all()
+                return
+            # Nothing queued: write here, under the lock that orders every write.
+            data = self._join(items)
+            try:
+                written = os.write(self._fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self._abort_locked(exc.strerror or str(exc))
+                raise ProcessError(
+                    f"Cannot write to the stdin of {self._name!r}: {self._broken}"
+                ) from None
+            if written < len(data):
+                rest = data[written:]
+                self._items.append((rest, False))
+                self._pending += len(rest)
+                self._cond.notify_all()
+
+    def _join(self, items: list[tuple[bytes, bool]]) -> bytes:
+        """The bytes of ``items``, after showing each line to the tap (lock held or writer thread)."""
+        tap = self._on_line
+        if len(items) == 1 and not items[0][1]:
+            return items[0][0]
+        parts: list[bytes] = []
+        for data, is_line in items:
+            if is_line:
+                if tap is not None:
+                    try:
+                        tap(data)
+                    except Exception:
+                        log.exception("outbound tap failed")
+                parts.append(data)
+                parts.append(b"\n")
+            else:
+                parts.append(data)
+        return b"".join(parts)
 
     def close(self) -> None:
         """Close stdin once what is queued has been written. Thread: any; does not block."""
@@ -250,13 +298,18 @@ class StdinWriter:
     def abort(self, reason: str) -> None:
         """Drop what is queued and refuse further writes (the child is gone)."""
         with self._cond:
-            self._broken = self._broken or reason
-            self._items = []
-            self._pending = 0
-            self._closing = True
-            self._cond.notify_all()
+            self._abort_locked(reason)
+
+    def _abort_locked(self, reason: str) -> None:
+        self._broken = self._broken or reason
+        self._items = []
+        self._pending = 0
+        self._closing = True
+        self._cond.notify_all()
 
     def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self._fd, select.POLLOUT)
         try:
             while True:
                 with self._cond:
@@ -264,28 +317,23 @@ class StdinWriter:
                     items, self._items = self._items, []
                     if not items and self._closing:
                         return
-                parts = []
-                for data, is_line in items:
-                    if is_line:
-                        if self._on_line is not None:
-                            try:
-                                self._on_line(data)
-                            except Exception:
-                                log.exception("outbound tap failed")
-                        parts.append(data)
-                        parts.append(b"\n")
-                    else:
-                        parts.append(data)
-                data = b"".join(parts)
+                    # The tap runs under the lock so that it sees lines in write order.
+                    data = self._join(items)
                 view = memoryview(data)
                 try:
                     while view:
-                        view = view[self._pipe.write(view) or 0 :]
+                        try:
+                            view = view[os.write(self._fd, view) :]
+                        except BlockingIOError:
+                            poller.poll(200)  # wake now and then to notice an abort
+                            if self._broken:
+                                return
                 except (OSError, ValueError) as exc:
                     self.abort(getattr(exc, "strerror", None) or str(exc))
                     return
                 with self._cond:
-                    self._pending -= len(data)
+                    if not self._broken:
+                        self._pending -= len(data)
                     self._cond.notify_all()
         finally:
             _close(self._pipe)

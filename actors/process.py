@@ -1,8 +1,8 @@
 """ProcessActor: one native child process, its pipes, its exit, its teardown.
 
 Threads per child: one stdout reader (splits lines, calls ``on_lines`` once per read batch), one
-stderr reader (keeps the last ``stderr_ring_bytes``), one bounded stdin writer and one exit
-watcher. None of them runs inside the actor's message loop; the actor only handles lifecycle
+stderr reader (keeps the last ``stderr_ring_bytes``), one bounded stdin writer (which only writes
+what the non-blocking pipe did not take at once from the caller) and one exit watcher. None of them runs inside the actor's message loop; the actor only handles lifecycle
 (start, the exit notice, shutdown).
 """
 
@@ -211,7 +211,8 @@ class ProcessActor(SupervisedActor):
       delivered (bounded wait) and the stderr tail collected.
     - ``on_stderr(chunk: bytes)``: the stderr reader thread, for each chunk read (the tail is
       kept regardless).
-    - ``on_outbound_line(line)``: the stdin writer thread, for each line written with
+    - ``on_outbound_line(line)``: the writing thread (the caller's, or the stdin writer's
+      when the pipe was busy), in write order, for each line written with
       ``write_lines`` (the transcript tap).
 
     The child's own exit stops the actor: exit code 0 (or a requested stop) is a normal exit,

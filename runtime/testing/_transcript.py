@@ -225,8 +225,9 @@ class Normaliser:
 class Recorder:
     """A line tap (``paddock.actors.LineTap``) that records a transcript.
 
-    ``on_outbound`` is called on the transport's stdin writer thread and ``on_inbound`` on its
-    stdout reader thread; a lock keeps the frames in the order the two threads saw them.
+    ``on_outbound`` is called on the thread that writes the line (the sender's, or the
+    transport's stdin writer thread) and ``on_inbound`` on its stdout reader thread; a lock
+    keeps the frames in the order the threads saw them.
     ``replacements`` are ``(path, placeholder)`` pairs; the workspace is given separately.
     """
 

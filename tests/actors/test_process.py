@@ -149,6 +149,44 @@ def test_200_mb_without_a_newline_keeps_memory_bounded():
     assert growth < 64 * 1024 * 1024, f"RSS grew by {growth / 2**20:.0f} MiB"
 
 
+def test_writes_from_many_threads_reach_the_child_whole_and_in_order_past_a_full_pipe():
+    # 4 threads x 300 lines of 2 KiB: far more than a pipe holds, so some writes go straight to
+    # the pipe on the caller's thread and the rest wait for the writer thread; nothing may be
+    # lost, torn or reordered within a thread, and the tap sees what the child saw.
+    sink = Collector()
+    tapped: list[tuple[str, bytes]] = []
+    tap_lock = threading.Lock()
+
+    def tap(line: bytes) -> None:
+        with tap_lock:
+            tapped.append((threading.current_thread().name, line))
+
+    handle = ProcessActor.open(ProcessSpec(argv=helper("lines")), on_lines=sink, on_outbound_line=tap)
+    pad = b"p" * 2048
+    try:
+        def writer(n: int) -> None:
+            for i in range(300):
+                handle.write_lines([b"w%d-%03d-" % (n, i) + pad], timeout=30)
+
+        threads = [threading.Thread(target=writer, args=(n,), name=f"w{n}") for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        sink.wait(lambda lines: len(lines) >= 1200, timeout=60)
+    finally:
+        handle.actor_ref.stop()
+    assert len(sink.lines) == 1200
+    assert all(line.endswith(pad) and len(line) == len(pad) + 7 for line in sink.lines)
+    for n in range(4):
+        mine = [line[:7] for line in sink.lines if line.startswith(b"w%d-" % n)]
+        assert mine == [b"w%d-%03d-" % (n, i) for i in range(300)]
+    assert [line for _, line in tapped] == sink.lines
+    names = {name for name, _ in tapped}
+    assert names & {"w0", "w1", "w2", "w3"}, "no write went to the pipe on its caller's thread"
+    assert "stdin-" + handle.name in names, "the pipe never filled: the test did not reach the queue"
+
+
 def test_a_child_that_stops_reading_cannot_block_the_writer():
     handle = ProcessActor.open(
         ProcessSpec(argv=helper("lines"), max_stdin_bytes=256 * 1024, shutdown_timeout=1.0),
