@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from paddock.cli._connect import server_of
     from paddock.contract import PaddockError
+    from paddock._state_dir import StateDirLock
     from paddock.store import BindingStore
 
     remote = server_of(args)
@@ -35,12 +36,22 @@ def run(args: argparse.Namespace) -> int:
     if not db.exists():
         write(f"paddock stop: no state at {db.parent}\n", err=True)
         return 1
-    store = BindingStore(db)
+    # The owner of a state dir is the only writer of its bindings (it keeps them in memory):
+    # without a server, write only while holding the owner lock ourselves.
     try:
-        if store.update(args.thread, status="stopped") is None:
-            write(f"paddock stop: unknown thread {args.thread!r}\n", err=True)
-            return 1
+        lock = StateDirLock.acquire(db.parent)
+    except PaddockError as exc:
+        write(f"paddock stop: {exc}; stop the thread through the runtime that owns it\n", err=True)
+        return 1
+    try:
+        store = BindingStore(db)
+        try:
+            if store.update(args.thread, status="stopped") is None:
+                write(f"paddock stop: unknown thread {args.thread!r}\n", err=True)
+                return 1
+        finally:
+            store.close()
     finally:
-        store.close()
+        lock.release()
     write(f"thread {args.thread} stopped\n")
     return 0

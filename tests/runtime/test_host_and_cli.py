@@ -137,6 +137,10 @@ def test_sessions_and_stop_commands(tmp_path):
     assert stopped.returncode == 0
     listed = subprocess.run(PADDOCK + ["sessions", "--state-dir", str(tmp_path / "s")], cwd=ROOT, capture_output=True, timeout=30, env=_env())
     assert b"stopped" in listed.stdout
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "s"):
+        # a runtime owns the state dir (and its bindings): the CLI must not write behind it
+        refused = subprocess.run(PADDOCK + ["stop", "t1", "--state-dir", str(tmp_path / "s")], cwd=ROOT, capture_output=True, timeout=30, env=_env())
+        assert refused.returncode == 1 and b"stop the thread through the runtime that owns it" in refused.stderr
 
 
 def test_doctor_reports_each_instance(tmp_path):
