@@ -63,12 +63,13 @@ class _Write:
     """One caller's change, queued for the writer thread: the bindings it changed, with the
     values before and after (the before is put back if the commit fails)."""
 
-    __slots__ = ("undo", "wait", "done", "error")
+    __slots__ = ("undo", "done", "error")
 
     def __init__(self, undo: list[_Undo], wait: bool) -> None:
         self.undo = undo
-        self.wait = wait  # False: nobody waits; a refused write is retried, not undone
-        self.done = threading.Event()
+        # None: nobody waits (an update on the turn path: no Event to build or set); a refused
+        # write is then retried, not undone.
+        self.done = threading.Event() if wait else None
         self.error: Exception | None = None
 
 
@@ -269,6 +270,7 @@ class BindingStore:
         return write
 
     def _wait(self, write: _Write, operation: str) -> None:
+        assert write.done is not None
         write.done.wait()
         if write.error is not None:
             raise PersistenceError(operation, f"{self.path}: {write.error}") from None
@@ -323,11 +325,12 @@ class BindingStore:
                             self._failure = exc
             finally:
                 for write in batch:
-                    write.done.set()
+                    if write.done is not None:
+                        write.done.set()
 
     def _refused(self, write: _Write, exc: Exception) -> None:
         with self._mem:
-            if write.wait:
+            if write.done is not None:
                 write.error = exc
                 self._undo(write.undo)
                 return
