@@ -150,9 +150,11 @@ def test_200_mb_without_a_newline_keeps_memory_bounded():
 
 
 def test_writes_from_many_threads_reach_the_child_whole_and_in_order_past_a_full_pipe():
-    # 4 threads x 300 lines of 2 KiB: far more than a pipe holds, so some writes go straight to
-    # the pipe on the caller's thread and the rest wait for the writer thread; nothing may be
-    # lost, torn or reordered within a thread, and the tap sees what the child saw.
+    # First one 4 MiB line from this thread: nothing is queued, so it goes straight to the pipe
+    # on this thread, which takes at most its capacity (64 KiB) at once; the rest is queued for
+    # the writer thread. Then 4 threads x 300 lines of 2 KiB, released together while those
+    # megabytes still drain, so their first lines always wait for the writer thread. Nothing
+    # may be lost, torn or reordered within a thread, and the tap sees what the child saw.
     sink = Collector()
     tapped: list[tuple[str, bytes]] = []
     tap_lock = threading.Lock()
@@ -163,27 +165,33 @@ def test_writes_from_many_threads_reach_the_child_whole_and_in_order_past_a_full
 
     handle = ProcessActor.open(ProcessSpec(argv=helper("lines")), on_lines=sink, on_outbound_line=tap)
     pad = b"p" * 2048
+    big = b"big-" + b"b" * (4 * 1024 * 1024)
+    go = threading.Barrier(5)
     try:
         def writer(n: int) -> None:
+            go.wait(10)
             for i in range(300):
                 handle.write_lines([b"w%d-%03d-" % (n, i) + pad], timeout=30)
 
         threads = [threading.Thread(target=writer, args=(n,), name=f"w{n}") for n in range(4)]
         for t in threads:
             t.start()
+        handle.write_lines([big])
+        go.wait(10)
         for t in threads:
             t.join(60)
-        sink.wait(lambda lines: len(lines) >= 1200, timeout=60)
+        sink.wait(lambda lines: len(lines) >= 1201, timeout=60)
     finally:
         handle.actor_ref.stop()
-    assert len(sink.lines) == 1200
-    assert all(line.endswith(pad) and len(line) == len(pad) + 7 for line in sink.lines)
+    assert len(sink.lines) == 1201 and sink.lines[0] == big
+    small = sink.lines[1:]
+    assert all(line.endswith(pad) and len(line) == len(pad) + 7 for line in small)
     for n in range(4):
-        mine = [line[:7] for line in sink.lines if line.startswith(b"w%d-" % n)]
+        mine = [line[:7] for line in small if line.startswith(b"w%d-" % n)]
         assert mine == [b"w%d-%03d-" % (n, i) for i in range(300)]
     assert [line for _, line in tapped] == sink.lines
     names = {name for name, _ in tapped}
-    assert names & {"w0", "w1", "w2", "w3"}, "no write went to the pipe on its caller's thread"
+    assert tapped[0] == (threading.current_thread().name, big), "the first write did not go to the pipe on its caller's thread"
     assert "stdin-" + handle.name in names, "the pipe never filled: the test did not reach the queue"
 
 
