@@ -38,7 +38,7 @@ from paddock.contract import DriverError, OperationTimeout, RequestError
 
 from ._dispatch import blocking
 from ._jsonrpc import LineTap
-from .process import WarningSink
+from .process import WarningSink, warn
 
 try:  # the optional extra `agent-paddock[opencode]`
     import httpx
@@ -304,13 +304,7 @@ class SseStream:
                 log.exception("on_status callback failed")
 
     def _warn(self, code: str, message: str, detail: dict[str, Any]) -> None:
-        if self._on_warning is None:
-            log.warning("%s", message)
-            return
-        try:
-            self._on_warning(code, message, detail)
-        except Exception:
-            log.exception("on_warning callback failed")
+        warn(self._on_warning, code, message, detail)
 
     def _run(self) -> None:
         attempt = 0

@@ -25,7 +25,7 @@ from paddock.contract import OperationTimeout, PaddockError, ProcessError, Reque
 from paddock.supervisors import ChildContext, request_shutdown
 
 from ._timers import timers
-from .process import ExitInfo, ProcessActor, ProcessHandle, ProcessSpec, WarningSink
+from .process import ExitInfo, ProcessActor, ProcessHandle, ProcessSpec, WarningSink, warn
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -406,13 +406,7 @@ class JsonRpcConnection:
         )
 
     def _warn(self, code: str, message: str, detail: dict[str, Any]) -> None:
-        if self._on_warning is None:
-            log.warning("%s", message)
-            return
-        try:
-            self._on_warning(code, message, detail)
-        except Exception:
-            log.exception("on_warning callback failed")
+        warn(self._on_warning, code, message, detail)
 
     # -- failure paths -------------------------------------------------------------------------
 

@@ -42,6 +42,18 @@ WarningSink = Callable[[str, str, dict[str, Any]], None]
 """``on_warning(code, message, detail)``; becomes a canonical ``runtime.warning`` upstream."""
 
 
+def warn(sink: WarningSink | None, code: str, message: str, detail: dict[str, Any]) -> None:
+    """Hand a warning to ``sink`` (or log it when there is none); a failing sink is logged,
+    never raised into the transport that reported it. Thread: the caller's."""
+    if sink is None:
+        log.warning("%s", message)
+        return
+    try:
+        sink(code, message, detail)
+    except Exception:
+        log.exception("on_warning callback failed")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProcessSpec:
     """How to start one child process.
@@ -356,18 +368,13 @@ class ProcessActor(SupervisedActor):
     # -- other threads -----------------------------------------------------------------------
 
     def _overlong(self, length: int) -> None:
-        if self._on_warning is None:
-            log.warning("%s: skipped a %d-byte stdout line", self.spec.label, length)
-            return
-        try:
-            self._on_warning(
-                "line_too_long",
-                f"{self.spec.label!r} wrote a {length}-byte line; lines are limited to "
-                f"{self.spec.max_line_bytes} bytes, so it was skipped",
-                {"bytes": length, "limit": self.spec.max_line_bytes, "command": self.spec.label},
-            )
-        except Exception:
-            log.exception("on_warning callback failed")
+        warn(
+            self._on_warning,
+            "line_too_long",
+            f"{self.spec.label!r} wrote a {length}-byte line; lines are limited to "
+            f"{self.spec.max_line_bytes} bytes, so it was skipped",
+            {"bytes": length, "limit": self.spec.max_line_bytes, "command": self.spec.label},
+        )
 
     def _watch(self) -> None:
         handle = self.handle
