@@ -115,6 +115,20 @@ def _where(endpoint: Endpoint) -> str:
     return f"unix:{endpoint.socket}" if endpoint.socket else str(endpoint.url)
 
 
+_JSON = {"Content-Type": "application/json"}
+
+
+@contextlib.contextmanager
+def _transport_errors(method: str, path: str, timeout: float, endpoint: Endpoint) -> Iterator[None]:
+    """Turn httpx's transport errors into the runtime's (for the sync and the async client)."""
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise OperationTimeout(f"{method} {path}", timeout) from None
+    except httpx.HTTPError as exc:
+        raise SessionClosedError(None, f"the paddock server at {_where(endpoint)} is unreachable ({exc})") from None
+
+
 def _raise_for(response: httpx.Response) -> None:
     if response.status_code < 400:
         return
@@ -219,15 +233,10 @@ class RemoteRuntime:
                  timeout: float | None = None) -> bytes:
         if self._closed:
             raise SessionClosedError(None, "this RemoteRuntime is closed")
-        try:
-            response = self._http.request(
-                method, path, content=body, params=params, timeout=timeout or DEFAULT_TIMEOUT + _SLACK,
-                headers={"Content-Type": "application/json"} if body is not None else None,
-            )
-        except httpx.TimeoutException:
-            raise OperationTimeout(f"{method} {path}", timeout or DEFAULT_TIMEOUT + _SLACK) from None
-        except httpx.HTTPError as exc:
-            raise SessionClosedError(None, f"the paddock server at {_where(self.endpoint)} is unreachable ({exc})") from None
+        wait = timeout or DEFAULT_TIMEOUT + _SLACK
+        with _transport_errors(method, path, wait, self.endpoint):
+            response = self._http.request(method, path, content=body, params=params, timeout=wait,
+                                          headers=_JSON if body is not None else None)
         _raise_for(response)
         return response.content
 
@@ -554,15 +563,10 @@ class AsyncRemoteRuntime:
 
     async def _request(self, method: str, path: str, *, body: bytes | None = None, params: Any = None,
                        timeout: float | None = None) -> bytes:
-        try:
-            response = await self._http.request(
-                method, path, content=body, params=params, timeout=timeout or DEFAULT_TIMEOUT + _SLACK,
-                headers={"Content-Type": "application/json"} if body is not None else None,
-            )
-        except httpx.TimeoutException:
-            raise OperationTimeout(f"{method} {path}", timeout or DEFAULT_TIMEOUT + _SLACK) from None
-        except httpx.HTTPError as exc:
-            raise SessionClosedError(None, f"the paddock server at {_where(self.endpoint)} is unreachable ({exc})") from None
+        wait = timeout or DEFAULT_TIMEOUT + _SLACK
+        with _transport_errors(method, path, wait, self.endpoint):
+            response = await self._http.request(method, path, content=body, params=params, timeout=wait,
+                                                headers=_JSON if body is not None else None)
         _raise_for(response)
         return response.content
 
