@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from paddock.actors import SessionActor, SessionRecord
+from paddock.actors import Emitter, SessionActor, SessionRecord
 from paddock.contract import (
     ConfigWarning,
     DeprecationNotice,
@@ -113,7 +114,8 @@ class CodexSessionActor(SessionActor[NativeRequest]):
     """One Codex thread. Built by the session supervisor's child spec; see the module docstring.
     ``get_link()`` returns the current app-server link (``None`` while it restarts)."""
 
-    def __init__(self, record: SessionRecord, emitter: Any, settings: SessionSettings, get_link: Any, *,
+    def __init__(self, record: SessionRecord, emitter: Emitter, settings: SessionSettings,
+                 get_link: Callable[[], ServerLink | None], *,
                  context: ChildContext | None = None) -> None:
         super().__init__(record, emitter, context=context)
         self.settings = settings

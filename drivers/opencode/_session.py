@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from paddock.actors import SessionActor, SessionRecord
+from paddock.actors import Emitter, SessionActor, SessionRecord
 from paddock.contract import (
     EventBase,
     PaddockError,
@@ -77,7 +77,7 @@ class OpencodeSessionActor(SessionActor[_Ask]):
     created), ``resumed``, ``usage`` (the thread's cumulative TokenUsage).
     """
 
-    def __init__(self, record: SessionRecord, emitter: Any, link: ServerLink, settings: SessionSettings, *,
+    def __init__(self, record: SessionRecord, emitter: Emitter, link: ServerLink, settings: SessionSettings, *,
                  context: ChildContext | None = None) -> None:
         super().__init__(record, emitter, context=context)
         self.link = link
