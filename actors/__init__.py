@@ -1,53 +1,64 @@
-"""The runtime's own actors: the dispatcher (many actors on few threads), ProcessActor, the line,
-JSON-RPC and HTTP/SSE transports, the SessionActor base and the EventHub (fan-in)."""
+"""The runtime's own actors, in four rooms that import one way (``execution`` <- ``events``,
+``transports`` <- ``sessions``; docs/architecture.md): the dispatcher and timers, the event
+pipeline (EventHub, log, grammar, redaction, subscriptions), the transports (ProcessActor, lines,
+JSON-RPC, HTTP/SSE, terminals) and the session base every driver builds on."""
 
-from ._event_log import EventLog as EventLog, LogReader as LogReader, build_chunks as build_chunks
-from ._timers import TimerEntry as TimerEntry, timers as timers
-from ._dispatch import (
+from .execution import (
     DispatchActor as DispatchActor,
     Dispatcher as Dispatcher,
     SupervisedDispatchActor as SupervisedDispatchActor,
+    TimerEntry as TimerEntry,
     blocking as blocking,
     default_dispatcher as default_dispatcher,
+    timers as timers,
 )
-from ._redact import REDACTED as REDACTED, Redactor as Redactor
-from ._subscription import BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT, Subscription as Subscription
-from .event_hub import Emitter as Emitter, EventHub as EventHub, HubHandle as HubHandle
-from ._jsonrpc import (
+from .events import (
+    BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT,
+    REDACTED as REDACTED,
+    Emitter as Emitter,
+    EventHub as EventHub,
+    EventLog as EventLog,
+    HubHandle as HubHandle,
+    LogReader as LogReader,
+    Redactor as Redactor,
+    Subscription as Subscription,
+    build_chunks as build_chunks,
+)
+from .transports import (
+    HTTP_EXTRA_HINT as HTTP_EXTRA_HINT,
     INTERNAL_ERROR as INTERNAL_ERROR,
     INVALID_PARAMS as INVALID_PARAMS,
     METHOD_NOT_FOUND as METHOD_NOT_FOUND,
+    ExitInfo as ExitInfo,
+    HttpTransport as HttpTransport,
     JsonRpcConnection as JsonRpcConnection,
     JsonRpcNotification as JsonRpcNotification,
     JsonRpcRequest as JsonRpcRequest,
     LineTap as LineTap,
-)
-from ._control import (
-    Interrupt as Interrupt,
-    Open as Open,
-    Respond as Respond,
-    SendTurn as SendTurn,
-    TransportWarning as TransportWarning,
-    TurnTimerExpired as TurnTimerExpired,
-)
-from ._requests import PendingRequests as PendingRequests
-from ._turns import TurnTracker as TurnTracker
-from ._http import (
-    HTTP_EXTRA_HINT as HTTP_EXTRA_HINT,
-    HttpTransport as HttpTransport,
-    SseStatus as SseStatus,
-    SseStream as SseStream,
-    http_available as http_available,
-)
-from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord, SessionTable as SessionTable, StoppedSnapshots as StoppedSnapshots
-from ._instance import SharedProcessAdapter as SharedProcessAdapter
-from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
-from .process import (
-    ExitInfo as ExitInfo,
     ProcessActor as ProcessActor,
     ProcessHandle as ProcessHandle,
     ProcessSpec as ProcessSpec,
+    SseStatus as SseStatus,
+    SseStream as SseStream,
+    Terminal as Terminal,
+    TerminalExit as TerminalExit,
     WarningSink as WarningSink,
+    http_available as http_available,
+)
+from .sessions import (
+    Interrupt as Interrupt,
+    Open as Open,
+    PendingRequests as PendingRequests,
+    Respond as Respond,
+    SendTurn as SendTurn,
+    SessionActor as SessionActor,
+    SessionRecord as SessionRecord,
+    SessionTable as SessionTable,
+    SharedProcessAdapter as SharedProcessAdapter,
+    StoppedSnapshots as StoppedSnapshots,
+    TransportWarning as TransportWarning,
+    TurnTimerExpired as TurnTimerExpired,
+    TurnTracker as TurnTracker,
 )
 
 __all__ = [

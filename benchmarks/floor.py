@@ -66,8 +66,8 @@ def _sid(n: int) -> str:
 
 def one_round(data: bytes, sessions: int) -> dict:
     from paddock.actors import JsonRpcConnection, Subscription
-    from paddock.actors._lines import LineSplitter
-    from paddock.actors.event_hub import EventHub, _State
+    from paddock.actors.transports._lines import LineSplitter
+    from paddock.actors.events._hub import EventHub, _State
     from paddock.drivers.acp._agent import Router
 
     hub = EventHub(_State(None), log=None, max_batch_events=8192)  # constructed, never started

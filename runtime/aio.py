@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from paddock.actors import Subscription
-from paddock.actors._subscription import _END, _NEEDS_IO
+from paddock.actors.events._subscription import _END, _NEEDS_IO
 from paddock.contract import Event
 
 __all__ = ["AsyncRuntime", "AsyncSubscription", "aiter_subscription"]

@@ -1,6 +1,6 @@
 """The import-boundary checker behind ``tests/test_boundary.py``.
 
-Rules (ARCHITECTURE.md, "Layout, import names and the one-way rule"):
+Rules (docs/architecture.md, "Layout, import names and the one-way rule"):
 - everything imports under the one name ``paddock``; a bare import of a repository folder
   (``runtime``, ``actors``, ``drivers``, ``supervisors``) would load a second copy of a module, and
   is refused everywhere: in the packages, the tests, the examples and the benchmarks;
@@ -8,6 +8,8 @@ Rules (ARCHITECTURE.md, "Layout, import names and the one-way rule"):
   ``paddock.drivers`` <- ``paddock`` (facade, CLI, server, ``paddock.testing``); a module never
   imports a layer above its own;
 - ``paddock.contract`` imports only the standard library and msgspec;
+- inside ``paddock.actors`` the four rooms import one way: ``execution`` <- ``events``,
+  ``transports`` <- ``sessions`` (``events`` and ``transports`` never import each other);
 - a driver never imports another driver, except that ACP flavors import ``paddock.drivers.acp``;
 - process spawning (``subprocess``, ``pty``, ``multiprocessing``, ``os.fork``, ``os.exec*``,
   ``os.spawn*``, ``os.posix_spawn*``, ``os.system``, ``os.popen``) happens only in
@@ -33,6 +35,13 @@ SPAWN_ALLOWED_LAYERS = {"paddock.supervisors", "paddock.actors"}
 # (the local agent runs `@run` commands and `@spawn` grandchildren like any real agent does).
 SPAWN_EXEMPT_PACKAGES = ("paddock.drivers.local.agent",)
 SHARED_DRIVER_PACKAGES = {"paddock.drivers.acp"}
+# The rooms of paddock.actors, and which other rooms each may import.
+ACTOR_ROOMS = {
+    "paddock.actors.execution": frozenset(),
+    "paddock.actors.events": frozenset({"paddock.actors.execution"}),
+    "paddock.actors.transports": frozenset({"paddock.actors.execution"}),
+    "paddock.actors.sessions": frozenset({"paddock.actors.execution", "paddock.actors.events", "paddock.actors.transports"}),
+}
 CONTRACT_THIRD_PARTY = {"msgspec"}
 # Folders that are not installed but must still use the installed names.
 OTHER_FOLDERS = ("tests", "examples", "benchmarks")
@@ -57,6 +66,10 @@ def _layer(module: str) -> str | None:
         if _within(module, layer):
             return layer
     return None
+
+
+def _room(module: str) -> str | None:
+    return next((room for room in ACTOR_ROOMS if _within(module, room)), None)
 
 
 def _driver_of(module: str) -> str | None:
@@ -140,6 +153,12 @@ def check_tree(root: Path) -> list[Violation]:
                     violations.append(
                         Violation(rel, line, f"{layer} may not import {full!r} from the higher layer {target_layer}")
                     )
+                src_room, dst_room = _room(module), _room(full) or _room(target)
+                if src_room and dst_room and dst_room != src_room and dst_room not in ACTOR_ROOMS[src_room]:
+                    violations.append(Violation(rel, line, f"{src_room} may not import {full!r} from {dst_room}"))
+                if src_room and target == "paddock.actors":
+                    violations.append(Violation(rel, line, f"{src_room} imports the {name!r} of another room through "
+                                                           "paddock.actors: import it from its room"))
                 if target == "paddock.drivers":  # `from paddock.drivers import X`: a driver, or a registry name
                     dst_driver = f"paddock.drivers.{name}" if (root / "drivers" / str(name)).is_dir() else None
                 else:

@@ -84,3 +84,18 @@ def test_checker_refuses_the_old_bare_names_everywhere(tmp_path):
         "tests/test_c.py:1: bare import of 'runtime': use 'paddock'",
         "tests/test_c.py:2: bare import of 'actors._lines': use 'paddock.actors'",
     ]
+
+
+def test_checker_keeps_the_rooms_of_actors_one_way(tmp_path):
+    _plant(tmp_path, {})
+    for room in ("execution", "events", "transports", "sessions"):
+        (tmp_path / "actors" / room).mkdir()
+        (tmp_path / "actors" / room / "__init__.py").write_text("")
+    (tmp_path / "actors" / "events" / "_a.py").write_text("from ..transports import ProcessActor\n")
+    (tmp_path / "actors" / "execution" / "_b.py").write_text("from paddock.actors.sessions import SessionActor\n")
+    (tmp_path / "actors" / "sessions" / "_c.py").write_text("from ..events import EventHub\nfrom paddock.actors import Open\n")
+    found = sorted(str(v) for v in check_tree(tmp_path))
+    assert len(found) == 3, found
+    assert found[0].startswith("actors/events/_a.py:1: paddock.actors.events may not import 'paddock.actors.transports.ProcessActor'")
+    assert found[1].startswith("actors/execution/_b.py:1: paddock.actors.execution may not import")
+    assert found[2].startswith("actors/sessions/_c.py:2: paddock.actors.sessions imports the 'Open' of another room")

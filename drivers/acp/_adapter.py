@@ -1,6 +1,6 @@
 """AcpAdapter: one ACP driver instance (the ProviderAdapter the runtime talks to).
 
-Supervision tree (ARCHITECTURE.md), built lazily by the first ``start_session``::
+Supervision tree (docs/architecture.md), built lazily by the first ``start_session``::
 
     InstanceSupervisor[<instance>]        rest_for_one, at most 3 restarts in 60 s, backoff
     ├── agent: ProcessActor + JsonRpcConnection  (initialize + authenticate before "started")

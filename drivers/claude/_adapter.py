@@ -1,6 +1,6 @@
 """ClaudeAdapter: one ``claude`` driver instance (the ProviderAdapter the runtime talks to).
 
-Supervision tree (ARCHITECTURE.md), the root built lazily by the first ``start_session``::
+Supervision tree (docs/architecture.md), the root built lazily by the first ``start_session``::
 
     InstanceSupervisor[<instance>]          one_for_one (Scope)
     └── SessionScope[<thread>]              one_for_all, temporary: one per live session

@@ -1,6 +1,6 @@
 """CodexAdapter: one ``codex`` instance (the ProviderAdapter the runtime talks to).
 
-Supervision tree (ARCHITECTURE.md), built lazily by the first ``start_session``::
+Supervision tree (docs/architecture.md), built lazily by the first ``start_session``::
 
     InstanceSupervisor[<instance>]          rest_for_one, at most 3 restarts in 60 s, backoff
     ├── server: ProcessActor[codex app-server] + JsonRpcConnection (initialize, initialized,

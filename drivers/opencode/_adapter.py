@@ -1,6 +1,6 @@
 """OpencodeAdapter: one ``opencode`` driver instance (the ProviderAdapter the runtime talks to).
 
-Supervision tree (ARCHITECTURE.md), built by the first ``start_session``::
+Supervision tree (docs/architecture.md), built by the first ``start_session``::
 
     InstanceSupervisor[<instance>]            one_for_one (Scope)
     ├── server: ProcessActor[opencode serve]  permanent (spawned mode only): restarted after a crash

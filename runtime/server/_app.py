@@ -39,7 +39,7 @@ from paddock import __version__
 from paddock._aio_runtime import AsyncRuntime
 from paddock._wire import API_PREFIX, ErrorBody, ErrorDocument, body_error, decode_body, error_document
 from paddock.actors import Subscription
-from paddock.actors._subscription import _END, _NEEDS_IO
+from paddock.actors.events._subscription import _END, _NEEDS_IO
 from paddock.aio import AsyncSubscription
 from paddock.contract import MAX_PROMPT_CHARS, PaddockError, ValidationError
 

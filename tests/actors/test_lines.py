@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from paddock.actors._lines import LineSplitter
+from paddock.actors.transports._lines import LineSplitter
 
 
 def split(chunks: list[bytes], limit: int = 10) -> tuple[list[bytes], list[int]]:

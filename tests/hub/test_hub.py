@@ -11,7 +11,7 @@ import pytest
 import msgspec
 
 from paddock.actors import BUFFERED_TEXT_LIMIT, EventHub, EventLog, LogReader, build_chunks
-from paddock.actors._event_log import SPAN
+from paddock.actors.events._event_log import SPAN
 from paddock.contract import (
     PaddockError,
     PersistenceError,

@@ -97,7 +97,7 @@ def test_probe_says_what_to_install(tmp_path, hub, monkeypatch):
     ctx = InstanceContext(instance_id="x", driver="opencode", config=cfg, home=str(tmp_path), env={}, state_dir=str(tmp_path),
                           hub=hub)
     assert SPEC.probe(ctx) is None
-    import paddock.actors._http as http
+    import paddock.actors.transports._http as http
 
     monkeypatch.setattr(http, "httpx", None)
     assert "install agent-paddock[opencode]" in SPEC.probe(ctx)

@@ -77,7 +77,7 @@ class ProcessSpec:
     read_chunk_bytes: int = 256 * 1024
     read_coalesce: float = 0.0
     """Seconds to wait after a short stdout read before the next one (0: read at once); see
-    :func:`paddock.actors._lines.read_stdout_lines`. For children that write one small line per
+    :func:`paddock.actors.transports._lines.read_stdout_lines`. For children that write one small line per
     write at a high rate."""
     max_stdin_bytes: int = 16 * 1024 * 1024
     graceful: Callable[[ProcessHandle], None] | None = None

@@ -36,9 +36,9 @@ import msgspec
 
 from paddock.contract import DriverError, OperationTimeout, RequestError
 
-from ._dispatch import blocking
+from ..execution import blocking
 from ._jsonrpc import LineTap
-from .process import WarningSink, warn
+from ._process import WarningSink, warn
 
 try:  # the optional extra `agent-paddock[opencode]`
     import httpx

@@ -2,10 +2,10 @@
 
 For each batch an emitter tells it, the hub (in its own actor thread):
 
-0. masks secrets (``paddock.actors._redact``): the values registered for the emitting instance
+0. masks secrets (``paddock.actors.events._redact``): the values registered for the emitting instance
    with :meth:`HubHandle.add_secrets` and common credential shapes, in every string of every
    event, so nothing below (guard, log, subscribers) ever holds them;
-1. runs the thread's grammar guard (``paddock.actors._grammar``), which repairs violations and adds
+1. runs the thread's grammar guard (``paddock.actors.events._grammar``), which repairs violations and adds
    ``runtime.warning`` events;
 2. stamps each event: ``driver``/``instance_id``/``thread_id`` from the emitter's identity (a
    driver cannot mislabel), ``seq`` (strictly increasing per runtime, continuing after a restart

@@ -7,7 +7,7 @@ driver breaks a rule it repairs what is safe to repair and adds a ``runtime.warn
 within one batch share one warning, placed where the first was dropped). The warning's
 ``turn_id``, ``item_id`` and ``request_id`` name what it concerns.
 
-Repairs (rule numbers from ARCHITECTURE.md, "Canonical events"):
+Repairs (rule numbers from docs/architecture.md, "Canonical events"):
 
 1. ``grammar.turn_not_completed``: ``session.exited`` while a turn is open: first the turn's open
    requests are expired (rule 3), then ``turn.completed(state="failed")`` is synthesized, then

@@ -53,13 +53,13 @@ from paddock.contract import (
 )
 from paddock.supervisors import ChildContext, Scope, map_exceptions
 
-from ._dispatch import SupervisedDispatchActor
+from ..execution import SupervisedDispatchActor
 from ._control import Interrupt, Open, Respond, SendTurn, TransportWarning, TurnTimerExpired
 from ._requests import PendingRequests
-from ._timers import TimerEntry, timers
+from ..execution import TimerEntry, timers
 from ._turns import TurnTracker
-from .event_hub import Emitter
-from .process import ExitInfo
+from ..events import Emitter
+from ..transports import ExitInfo
 
 __all__ = ["SessionActor", "SessionRecord", "SessionTable", "StoppedSnapshots"]
 

@@ -24,8 +24,8 @@ import pykka
 from paddock.contract import OperationTimeout, PaddockError, ProcessError, RequestError
 from paddock.supervisors import ChildContext, request_shutdown
 
-from ._timers import timers
-from .process import ExitInfo, ProcessActor, ProcessHandle, ProcessSpec, WarningSink, warn
+from ..execution import timers
+from ._process import ExitInfo, ProcessActor, ProcessHandle, ProcessSpec, WarningSink, warn
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -65,7 +65,7 @@ class JsonRpcNotification(msgspec.Struct, frozen=True, gc=False):
 class LineTap(Protocol):
     """Sees every line of the connection (e.g. a transcript recorder). ``on_outbound`` runs on
     the thread that writes the line (the sender's, or the stdin writer thread when the pipe was
-    busy; see :class:`paddock.actors._lines.StdinWriter`), in write order; ``on_inbound`` on the
+    busy; see :class:`paddock.actors.transports._lines.StdinWriter`), in write order; ``on_inbound`` on the
     stdout reader thread; lines have no ``\\n``."""
 
     def on_outbound(self, line: bytes) -> None: ...

@@ -25,7 +25,7 @@ from paddock.supervisors import ChildContext, ChildSpec, Scope, Supervisor, map_
 
 from ._control import Open
 from ._session import SessionRecord, SessionTable
-from .event_hub import HubHandle
+from ..events import HubHandle
 
 __all__ = ["SharedProcessAdapter"]
 
