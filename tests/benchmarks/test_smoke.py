@@ -168,3 +168,21 @@ def test_serve_shape(capsys):
     assert r["paced"]["sse_5"]["every_client_got_every_event"] and doc["every_client_got_every_event"]
     assert doc["summary"]["paced_sse_1"]["p99_ms"] is not None
     assert set(doc["meets_targets"]) == {"sse_1_at_least_half_in_process"}
+
+
+@pytest.mark.timeout(300)
+def test_side_by_side_shape(capsys, tmp_path, monkeypatch):
+    import subprocess
+
+    from benchmarks._common import ROOT
+
+    monkeypatch.setenv("PADDOCK_BENCH_TREES", str(tmp_path / "trees"))
+    try:
+        doc = bench(capsys, "side-by-side", "--rev", "HEAD", "--pairs", "1", "teardown", "--trees", "2", "--deadline", "0.5")
+    finally:
+        for tree in (tmp_path / "trees").glob("*"):
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+    assert doc["name"] == "teardown" and doc["before"] == doc["after"].removesuffix("+dirty")
+    for side in ("before", "after"):
+        [run] = doc["runs"][side]
+        assert run["benchmark"] == "teardown" and run["trees"] == 2 and run["survivors"] == 0

@@ -1,0 +1,88 @@
+"""Run one benchmark on this checkout and on another commit, alternating, in one invocation.
+
+``paddock bench side-by-side --rev REV [--pairs N] NAME [ARGS...]`` checks REV out into a cached
+worktree (``$PADDOCK_BENCH_TREES`` or ``~/.cache/paddock/bench-trees/<rev>``) with a venv of its
+own (editable install of that tree, no dependencies: it reads them from this interpreter's
+site-packages), then runs ``paddock bench NAME ARGS --json`` N times on each side, alternating
+(``before``, ``after``, ``before``, ...) so that both sides see the same machine load. Each run is
+a fresh process. Prints one JSON document: the rev, the head, and every run's document per side.
+The machine is shared and noisy: read the pairs, not one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import ROOT, emit  # noqa: E402
+
+
+def _git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def prepare(rev: str) -> Path:
+    """The python of a venv whose ``paddock`` is ``rev`` (created once and cached)."""
+    sha = _git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    trees = Path(os.environ.get("PADDOCK_BENCH_TREES") or Path.home() / ".cache" / "paddock" / "bench-trees")
+    tree = trees / sha[:12]
+    python = tree / ".venv" / "bin" / "python"
+    if python.exists():
+        return python
+    trees.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not tree.exists():
+        _git("worktree", "add", "--detach", str(tree), sha)
+    subprocess.run([sys.executable, "-m", "venv", str(tree / ".venv")], check=True)
+    # The dependencies come from this interpreter's site-packages (a path in a .pth file is not
+    # scanned for .pth files itself, so this checkout's own editable finder does not come along).
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    ours = [sysconfig.get_paths()["purelib"], *site.getsitepackages()]
+    Path(purelib, "_paddock_bench_deps.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(tree)],
+                   check=True)
+    return python
+
+
+def _run(python: Path, cwd: Path, name: str, rest: list[str]) -> dict[str, Any]:
+    proc = subprocess.run([str(python), "-m", "paddock.cli", "bench", name, *rest, "--json"], cwd=cwd,
+                          capture_output=True, text=True)
+    try:
+        doc: dict[str, Any] = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        doc = {"failed": proc.returncode, "stderr_tail": proc.stderr[-2000:]}
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="paddock bench side-by-side", description=__doc__.splitlines()[0])
+    parser.add_argument("--rev", default="HEAD~1", help="the commit to compare with (default HEAD~1)")
+    parser.add_argument("--pairs", type=int, default=2, help="runs per side, alternating (default 2)")
+    parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
+    parser.add_argument("name", help="the benchmark to run on both sides")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="its arguments")
+    args = parser.parse_args(argv)
+    before_python = prepare(args.rev)
+    before_tree = before_python.parents[2]
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for _ in range(args.pairs):
+        runs["before"].append(_run(before_python, before_tree, args.name, args.rest))
+        runs["after"].append(_run(Path(sys.executable), ROOT, args.name, args.rest))
+    emit({
+        "benchmark": "side-by-side",
+        "name": args.name,
+        "args": args.rest,
+        "before": _git("rev-parse", "--short", f"{args.rev}^{{commit}}"),
+        "after": _git("rev-parse", "--short", "HEAD") + ("+dirty" if _git("status", "--porcelain", "--untracked-files=no") else ""),
+        "runs": runs,
+    })
+    return 0
