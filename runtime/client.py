@@ -33,8 +33,10 @@ from typing import Any, Literal, TypeVar
 import httpx
 import msgspec
 
+from paddock import _operations as ops
+from paddock._instances import InstanceInfo
+from paddock._operations import Operation, plain_arguments
 from paddock._pending import PendingRequest
-from paddock._runtime import InstanceInfo
 from paddock._wire import (
     API_PREFIX,
     Endpoint,
@@ -139,10 +141,6 @@ def _raise_for(response: httpx.Response) -> None:
     raise error_from_document(doc.error)
 
 
-def _http_timeout(timeout: float | None) -> float:
-    return (DEFAULT_TIMEOUT if timeout is None else timeout) + _SLACK
-
-
 def _params(thread_id: str | None, instance_id: str | None, types: Iterable[str] | None, from_seq: int | None,
             assistant_delivery: str, max_buffered: int | None) -> list[tuple[str, str | int | float | bool | None]]:
     params: list[tuple[str, str | int | float | bool | None]] = []
@@ -194,11 +192,36 @@ class _Frames:
         return decode_events(b"[" + b",".join(bodies) + b"]")
 
 
-def _body(operation: str, fields: dict[str, Any]) -> bytes:
+class _Request(msgspec.Struct, frozen=True):
+    """One operation as HTTP: its method, path, query or JSON body, and how long to wait."""
+
+    method: str
+    path: str
+    params: dict[str, str] | None
+    body: bytes | None
+    wait: float
+
+
+def _request_of(op: Operation[Any], args: Mapping[str, object]) -> _Request:
+    """``op`` with a method's ``locals()`` as HTTP. Arguments left at ``None`` are not sent (the
+    server's defaults are the same); a caller's folder is sent absolute."""
+    fields = {k: v for k, v in plain_arguments(args).items() if v is not None}
+    for name in op.local_paths:
+        if name in fields:
+            fields[name] = os.path.abspath(os.path.expanduser(str(fields[name])))
+    timeout = fields.get("timeout")
+    if isinstance(timeout, (int, float)):
+        wait = timeout * op.wait_factor + _SLACK
+    else:
+        wait = op.wait or DEFAULT_TIMEOUT + _SLACK
+    path = f"{API_PREFIX}/{op.route}"
     try:
-        return _json.encode(fields)
+        if op.reads:
+            params = {k: v if isinstance(v, str) else _json.encode(v).decode() for k, v in fields.items()}
+            return _Request(op.method, path, params, None, wait)
+        return _Request(op.method, path, None, _json.encode(fields), wait)
     except TypeError as exc:
-        raise ValidationError(operation, f"cannot send as JSON: {exc}") from None
+        raise ValidationError(op.name, f"cannot send as JSON: {exc}") from None
 
 
 # sync ---------------------------------------------------------------------------------------------
@@ -240,17 +263,11 @@ class RemoteRuntime:
         _raise_for(response)
         return response.content
 
-    def _get(self, name: str, type_: type[T], **params: str | None) -> T:
-        query = {k: v for k, v in params.items() if v is not None}
-        return msgspec.json.decode(self._request("GET", f"{API_PREFIX}/{name}", params=query), type=type_)
-
-    def _post(self, operation: str, type_: Any, timeout: float | None = None, **fields: Any) -> Any:
-        fields = {k: v for k, v in fields.items() if v is not None}
-        if timeout is not None:
-            fields["timeout"] = timeout
-        data = self._request("POST", f"{API_PREFIX}/{operation}", body=_body(operation, fields),
-                             timeout=_http_timeout(timeout) if operation != "start_session" or timeout else 300.0)
-        return msgspec.json.decode(data, type=type_)
+    def _call(self, op: Operation[T], args: Mapping[str, object]) -> T:
+        """Run ``op`` on the server with ``args`` (a method's ``locals()``)."""
+        r = _request_of(op, args)
+        return msgspec.json.decode(self._request(r.method, r.path, body=r.body, params=r.params, timeout=r.wait),
+                                   type=op.result)
 
     # the Runtime API --------------------------------------------------------------------------
 
@@ -259,11 +276,10 @@ class RemoteRuntime:
         return msgspec.json.decode(self._request("GET", "/health"))
 
     def instances(self) -> list[InstanceInfo]:
-        return self._get("instances", list[InstanceInfo])
+        return self._call(ops.INSTANCES, locals())
 
     def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-        # the server diagnoses every instance in turn, each within ``timeout``
-        return msgspec.json.decode(self._request("GET", f"{API_PREFIX}/diagnose", timeout=timeout * 10 + _SLACK))
+        return self._call(ops.DIAGNOSE, locals())
 
     def start_session(
         self, thread_id: str, *, instance: str, cwd: str | os.PathLike[str],
@@ -271,58 +287,53 @@ class RemoteRuntime:
         model: str | None = None, resume: Literal["auto", "require", "never"] | None = None,
         timeout: float | None = None,
     ) -> Session:
-        return self._post("start_session", Session, timeout, thread_id=thread_id, instance=instance,
-                          cwd=os.path.abspath(os.fspath(cwd)), runtime_mode=runtime_mode,
-                          interaction_mode=interaction_mode, model=model, resume=resume)
+        return self._call(ops.START_SESSION, locals())
 
     def send_turn(self, thread_id: str, text: str, *, interaction_mode: InteractionMode | None = None,
                   model: str | None = None, timeout: float | None = None) -> TurnStartResult:
-        return self._post("send_turn", TurnStartResult, timeout, thread_id=thread_id, text=text,
-                          interaction_mode=interaction_mode, model=model)
+        return self._call(ops.SEND_TURN, locals())
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
-        self._post("interrupt_turn", None, timeout, thread_id=thread_id, turn_id=turn_id)
+        return self._call(ops.INTERRUPT_TURN, locals())
 
     def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
-        return self._post("steer_turn", TurnStartResult, timeout, thread_id=thread_id, text=text)
+        return self._call(ops.STEER_TURN, locals())
 
     def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
                            timeout: float | None = None) -> None:
-        self._post("respond_to_request", None, timeout, thread_id=thread_id, request_id=request_id, decision=decision)
+        return self._call(ops.RESPOND_TO_REQUEST, locals())
 
     def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
                               timeout: float | None = None) -> None:
-        if not isinstance(answers, Mapping):
-            raise ValidationError("respond_to_user_input", "answers must be a mapping of question id to answer", thread_id=thread_id)
-        self._post("respond_to_user_input", None, timeout, thread_id=thread_id, request_id=request_id,
-                   answers=dict(answers))
+        return self._call(ops.RESPOND_TO_USER_INPUT, locals())
 
     def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        self._post("stop_session", None, timeout, thread_id=thread_id)
+        return self._call(ops.STOP_SESSION, locals())
 
     def stop_all(self, *, timeout: float | None = None) -> None:
-        self._post("stop_all", None, timeout)
+        return self._call(ops.STOP_ALL, locals())
 
     def list_sessions(self) -> list[Session]:
-        return self._get("sessions", list[Session])
+        return self._call(ops.LIST_SESSIONS, locals())
 
     def has_session(self, thread_id: str) -> bool:
-        return self._get("has_session", bool, thread_id=thread_id)
+        return self._call(ops.HAS_SESSION, locals())
 
     def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        return self._get("read_thread", ThreadSnapshot, thread_id=thread_id)
+        return self._call(ops.READ_THREAD, locals())
 
     def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
-        return self._post("rollback_thread", ThreadSnapshot, timeout, thread_id=thread_id, num_turns=num_turns)
+        return self._call(ops.ROLLBACK_THREAD, locals())
 
-    def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
-        return self._get("requests", list[PendingRequest], thread_id=thread_id)  # type: ignore[arg-type]
+    def pending_requests(self, thread_id: str | None = None, *,
+                         timeout: float | None = None) -> list[PendingRequest]:
+        return self._call(ops.PENDING_REQUESTS, locals())
 
     def list_threads(self) -> list[Binding]:
-        return self._get("threads", list[Binding])
+        return self._call(ops.LIST_THREADS, locals())
 
     def compact_events(self, before_seq: int) -> int:
-        return self._post("compact_events", int, before_seq=before_seq)
+        return self._call(ops.COMPACT_EVENTS, locals())
 
     def subscribe(
         self, thread_id: str | None = None, instance_id: str | None = None, types: Iterable[str] | None = None,
@@ -393,11 +404,11 @@ class RemoteSubscription:
 
     def _open(self) -> None:
         self._thread.start()
-        self._opened.wait(_http_timeout(None))
+        self._opened.wait(DEFAULT_TIMEOUT + _SLACK)
         if self._error is not None:
             raise self._error
         if not self._opened.is_set():
-            raise OperationTimeout("subscribe", _http_timeout(None))
+            raise OperationTimeout("subscribe", DEFAULT_TIMEOUT + _SLACK)
 
     def _connect(self) -> httpx.Response:
         params = list(self._params)
@@ -570,26 +581,20 @@ class AsyncRemoteRuntime:
         _raise_for(response)
         return response.content
 
-    async def _get(self, name: str, type_: Any, **params: str | None) -> Any:
-        query = {k: v for k, v in params.items() if v is not None}
-        return msgspec.json.decode(await self._request("GET", f"{API_PREFIX}/{name}", params=query), type=type_)
-
-    async def _post(self, operation: str, type_: Any, timeout: float | None = None, **fields: Any) -> Any:
-        fields = {k: v for k, v in fields.items() if v is not None}
-        if timeout is not None:
-            fields["timeout"] = timeout
-        data = await self._request("POST", f"{API_PREFIX}/{operation}", body=_body(operation, fields),
-                                   timeout=_http_timeout(timeout) if operation != "start_session" or timeout else 300.0)
-        return msgspec.json.decode(data, type=type_)
+    async def _call(self, op: Operation[T], args: Mapping[str, object]) -> T:
+        """Run ``op`` on the server with ``args`` (a method's ``locals()``)."""
+        r = _request_of(op, args)
+        data = await self._request(r.method, r.path, body=r.body, params=r.params, timeout=r.wait)
+        return msgspec.json.decode(data, type=op.result)
 
     async def health(self) -> dict[str, Any]:
         return msgspec.json.decode(await self._request("GET", "/health"))
 
     async def instances(self) -> list[InstanceInfo]:
-        return await self._get("instances", list[InstanceInfo])
+        return await self._call(ops.INSTANCES, locals())
 
     async def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-        return msgspec.json.decode(await self._request("GET", f"{API_PREFIX}/diagnose", timeout=timeout * 10 + _SLACK))
+        return await self._call(ops.DIAGNOSE, locals())
 
     async def start_session(
         self, thread_id: str, *, instance: str, cwd: str | os.PathLike[str],
@@ -597,57 +602,53 @@ class AsyncRemoteRuntime:
         model: str | None = None, resume: Literal["auto", "require", "never"] | None = None,
         timeout: float | None = None,
     ) -> Session:
-        return await self._post("start_session", Session, timeout, thread_id=thread_id, instance=instance,
-                                cwd=os.path.abspath(os.fspath(cwd)), runtime_mode=runtime_mode,
-                                interaction_mode=interaction_mode, model=model, resume=resume)
+        return await self._call(ops.START_SESSION, locals())
 
     async def send_turn(self, thread_id: str, text: str, *, interaction_mode: InteractionMode | None = None,
-                        model: str | None = None, timeout: float | None = None) -> TurnStartResult:
-        return await self._post("send_turn", TurnStartResult, timeout, thread_id=thread_id, text=text,
-                                interaction_mode=interaction_mode, model=model)
+                  model: str | None = None, timeout: float | None = None) -> TurnStartResult:
+        return await self._call(ops.SEND_TURN, locals())
 
     async def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
-        await self._post("interrupt_turn", None, timeout, thread_id=thread_id, turn_id=turn_id)
+        return await self._call(ops.INTERRUPT_TURN, locals())
 
     async def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
-        return await self._post("steer_turn", TurnStartResult, timeout, thread_id=thread_id, text=text)
+        return await self._call(ops.STEER_TURN, locals())
 
     async def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                                 timeout: float | None = None) -> None:
-        await self._post("respond_to_request", None, timeout, thread_id=thread_id, request_id=request_id,
-                         decision=decision)
+                           timeout: float | None = None) -> None:
+        return await self._call(ops.RESPOND_TO_REQUEST, locals())
 
     async def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
-                                    timeout: float | None = None) -> None:
-        await self._post("respond_to_user_input", None, timeout, thread_id=thread_id, request_id=request_id,
-                         answers=dict(answers))
+                              timeout: float | None = None) -> None:
+        return await self._call(ops.RESPOND_TO_USER_INPUT, locals())
 
     async def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        await self._post("stop_session", None, timeout, thread_id=thread_id)
+        return await self._call(ops.STOP_SESSION, locals())
 
     async def stop_all(self, *, timeout: float | None = None) -> None:
-        await self._post("stop_all", None, timeout)
+        return await self._call(ops.STOP_ALL, locals())
 
     async def list_sessions(self) -> list[Session]:
-        return await self._get("sessions", list[Session])
+        return await self._call(ops.LIST_SESSIONS, locals())
 
     async def has_session(self, thread_id: str) -> bool:
-        return await self._get("has_session", bool, thread_id=thread_id)
+        return await self._call(ops.HAS_SESSION, locals())
 
     async def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        return await self._get("read_thread", ThreadSnapshot, thread_id=thread_id)
+        return await self._call(ops.READ_THREAD, locals())
 
     async def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
-        return await self._post("rollback_thread", ThreadSnapshot, timeout, thread_id=thread_id, num_turns=num_turns)
+        return await self._call(ops.ROLLBACK_THREAD, locals())
 
-    async def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
-        return await self._get("requests", list[PendingRequest], thread_id=thread_id)
+    async def pending_requests(self, thread_id: str | None = None, *,
+                         timeout: float | None = None) -> list[PendingRequest]:
+        return await self._call(ops.PENDING_REQUESTS, locals())
 
     async def list_threads(self) -> list[Binding]:
-        return await self._get("threads", list[Binding])
+        return await self._call(ops.LIST_THREADS, locals())
 
     async def compact_events(self, before_seq: int) -> int:
-        return await self._post("compact_events", int, before_seq=before_seq)
+        return await self._call(ops.COMPACT_EVENTS, locals())
 
     def subscribe(
         self, thread_id: str | None = None, instance_id: str | None = None, types: Iterable[str] | None = None,
