@@ -31,40 +31,20 @@ from paddock.contract import (
 )
 from paddock.store import Binding
 
-__all__ = ["AsyncRuntime"]
+__all__ = ["AsyncRuntime", "AsyncRuntimeAPI"]
 
 R = TypeVar("R")
 
 
-class AsyncRuntime:
-    """Async face of :class:`Runtime`. Build it with ``await AsyncRuntime.open(...)`` and use
-    ``async with``. Methods run the blocking call in a private executor and are safe to call
-    concurrently from many tasks. Arguments, results and errors as :class:`Runtime`'s."""
+class AsyncRuntimeAPI:
+    """The operations of :class:`paddock._runtime.RuntimeAPI` as coroutines, for a runtime in
+    this process (:class:`AsyncRuntime`) or behind ``paddock serve``
+    (:class:`paddock.client.AsyncRemoteRuntime`). Arguments, results and errors as
+    :class:`paddock.Runtime`'s."""
 
-    def __init__(self, runtime: Runtime, executor: ThreadPoolExecutor) -> None:
-        self.runtime = runtime
-        self._executor = executor
-
-    @classmethod
-    async def open(
-        cls,
-        config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-        *,
-        state_dir: str | os.PathLike[str] | None = None,
-        max_workers: int = 32,
-    ) -> AsyncRuntime:
-        executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="paddock-aio")
-        loop = asyncio.get_running_loop()
-        rt = await loop.run_in_executor(executor, functools.partial(Runtime.open, config, state_dir=state_dir))
-        return cls(rt, executor)
-
-    async def _call(self, op: Operation[R], args: Mapping[str, object]) -> R:
-        """Run the Runtime's ``op`` with ``args`` (a method's ``locals()`` or a decoded body's
-        fields) in the executor."""
-        method = getattr(self.runtime, op.name)
-        loop = asyncio.get_running_loop()
-        result: R = await loop.run_in_executor(self._executor, functools.partial(method, **arguments(args)))
-        return result
+    async def _call(self, op: Operation[R], args: Mapping[str, Any]) -> R:
+        """Run ``op`` with ``args`` (the method's ``locals()``)."""
+        raise NotImplementedError
 
     async def instances(self) -> list[InstanceInfo]:
         return await self._call(ops.INSTANCES, locals())
@@ -133,6 +113,37 @@ class AsyncRuntime:
 
     async def compact_events(self, before_seq: int) -> int:
         return await self._call(ops.COMPACT_EVENTS, locals())
+
+
+class AsyncRuntime(AsyncRuntimeAPI):
+    """Async face of :class:`Runtime`. Build it with ``await AsyncRuntime.open(...)`` and use
+    ``async with``. Methods run the blocking call in a private executor and are safe to call
+    concurrently from many tasks. Arguments, results and errors as :class:`Runtime`'s."""
+
+    def __init__(self, runtime: Runtime, executor: ThreadPoolExecutor) -> None:
+        self.runtime = runtime
+        self._executor = executor
+
+    @classmethod
+    async def open(
+        cls,
+        config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        max_workers: int = 32,
+    ) -> AsyncRuntime:
+        executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="paddock-aio")
+        loop = asyncio.get_running_loop()
+        rt = await loop.run_in_executor(executor, functools.partial(Runtime.open, config, state_dir=state_dir))
+        return cls(rt, executor)
+
+    async def _call(self, op: Operation[R], args: Mapping[str, object]) -> R:
+        """Run the Runtime's ``op`` with ``args`` (a method's ``locals()`` or a decoded body's
+        fields) in the executor."""
+        method = getattr(self.runtime, op.name)
+        loop = asyncio.get_running_loop()
+        result: R = await loop.run_in_executor(self._executor, functools.partial(method, **arguments(args)))
+        return result
 
     def subscribe(
         self,

@@ -15,9 +15,9 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from paddock import _operations as ops
 from paddock._config import RuntimeConfig, load_config
@@ -43,9 +43,149 @@ from paddock.contract import (
 from paddock.contract._construct import NoPublicConstructor
 from paddock.store import Binding, BindingStore
 
-__all__ = ["InstanceInfo", "Runtime"]
+__all__ = ["InstanceInfo", "Runtime", "RuntimeAPI"]
 
-class Runtime(metaclass=NoPublicConstructor):
+R = TypeVar("R")
+
+
+class RuntimeAPI:
+    """The operations of the table as methods, for a runtime in this process (:class:`Runtime`)
+    or behind ``paddock serve`` (:class:`paddock.client.RemoteRuntime`): each passes its arguments
+    to :meth:`_call` with its operation. Every method is thread-safe, takes an optional
+    keyword-only ``timeout`` in seconds where it blocks, and raises only ``PaddockError``s."""
+
+    def _call(self, op: Operation[R], args: Mapping[str, Any]) -> R:
+        """Run ``op`` with ``args`` (the method's ``locals()``)."""
+        raise NotImplementedError
+
+    # instances ----------------------------------------------------------------------------------
+
+    def instances(self) -> list[InstanceInfo]:
+        """Every configured instance with its status and, once known, its capabilities."""
+        return self._call(ops.INSTANCES, locals())
+
+    def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """For each instance: id, driver, status, reason, binary, version, auth state and home.
+
+        Uses the driver's ``diagnose`` hook when it has one, else runs ``<binary> --version``.
+        Never starts a session.
+        """
+        return self._call(ops.DIAGNOSE, locals())
+
+    # sessions -----------------------------------------------------------------------------------
+
+    def start_session(
+        self,
+        thread_id: str,
+        *,
+        instance: str,
+        cwd: str | os.PathLike[str],
+        runtime_mode: RuntimeMode = "full-access",
+        interaction_mode: InteractionMode = "default",
+        model: str | None = None,
+        resume: Literal["auto", "require", "never"] | None = None,
+        timeout: float | None = None,
+    ) -> Session:
+        """Bind ``thread_id`` to ``instance`` and start its session.
+
+        A thread that has a binding resumes from its cursor (``session.started`` has
+        ``resumed=True``). A failed resume emits ``runtime.warning`` and starts fresh, unless
+        ``resume="require"`` (or the config's ``[runtime] resume``) where it raises. A thread live on
+        another instance is stopped there first; one live on this instance with the same cwd,
+        modes and model is returned as it is, and restarted from its cursor when they differ.
+        Returns when the session is ready.
+        """
+        return self._call(ops.START_SESSION, locals())
+
+    def send_turn(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        interaction_mode: InteractionMode | None = None,
+        model: str | None = None,
+        timeout: float | None = None,
+    ) -> TurnStartResult:
+        """Send a user message; returns when the agent accepted the turn.
+
+        The turn's progress arrives as events carrying ``turn_id``. A thread whose session was
+        reaped or closed (or whose host died) resumes transparently. Raises
+        :class:`ValidationError` for an empty or oversized prompt, an invalid mode, or a turn
+        sent while another runs; :class:`SessionNotFoundError` for an unknown thread;
+        :class:`SessionClosedError` for a thread stopped with ``stop_session``.
+        """
+        return self._call(ops.SEND_TURN, locals())
+
+    def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
+        """Ask the agent to stop the running turn (``turn_id`` or the current one). The turn then
+        ends with ``turn.completed(state="interrupted")``; a finished turn is left alone."""
+        return self._call(ops.INTERRUPT_TURN, locals())
+
+    def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
+        """Add ``text`` to the running turn, following ``decide_steering``: steer it when the agent
+        can, else interrupt it, wait for its completion and start a new turn with ``text``."""
+        return self._call(ops.STEER_TURN, locals())
+
+    def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
+                           timeout: float | None = None) -> None:
+        """Answer an open ``request.opened``. Raises :class:`ValidationError` for an unknown
+        decision and :class:`RequestError` for an unknown or already resolved request."""
+        return self._call(ops.RESPOND_TO_REQUEST, locals())
+
+    def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
+                              timeout: float | None = None) -> None:
+        """Answer an open ``user-input.requested`` with ``answers`` keyed by question id."""
+        return self._call(ops.RESPOND_TO_USER_INPUT, locals())
+
+    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
+        """Stop the thread's session on purpose. Its binding stays (status ``stopped``):
+        ``start_session`` resumes it, ``send_turn`` raises :class:`SessionClosedError`."""
+        return self._call(ops.STOP_SESSION, locals())
+
+    def stop_all(self, *, timeout: float | None = None) -> None:
+        """Stop every live session (bindings stay, status ``stopped``)."""
+        return self._call(ops.STOP_ALL, locals())
+
+    def list_sessions(self) -> list[Session]:
+        """The live sessions of every instance."""
+        return self._call(ops.LIST_SESSIONS, locals())
+
+    def has_session(self, thread_id: str) -> bool:
+        """Whether ``thread_id`` has a live session."""
+        return self._call(ops.HAS_SESSION, locals())
+
+    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
+        """The thread's turns and their items, folded from the event log by
+        :func:`paddock.contract.fold_thread` (works for every driver, live or not; an item not
+        completed yet shows its last status and the text streamed so far). Raises
+        :class:`SessionNotFoundError` for a thread never started."""
+        return self._call(ops.READ_THREAD, locals())
+
+    def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
+        """Drop the last ``num_turns`` turns, where the agent supports it
+        (``threads.rollback``); raises :class:`CapabilityUnsupportedError` otherwise."""
+        return self._call(ops.ROLLBACK_THREAD, locals())
+
+    # pending requests and thread bindings (what `paddock requests` and `paddock sessions` list) ---
+
+    def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
+        """The approval (``request.opened``) and user-input (``user-input.requested``) requests
+        still open, across threads or for ``thread_id``, oldest first. Every request opened before
+        the call is included; one resolved, whose turn completed or whose session exited is not."""
+        return self._call(ops.PENDING_REQUESTS, locals())
+
+    def list_threads(self) -> list[Binding]:
+        """Every thread bound in the state directory (live or not), as persisted."""
+        return self._call(ops.LIST_THREADS, locals())
+
+    # events -------------------------------------------------------------------------------------
+
+    def compact_events(self, before_seq: int) -> int:
+        """Delete logged events with ``seq < before_seq``; returns how many were removed."""
+        return self._call(ops.COMPACT_EVENTS, locals())
+
+
+class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
     """Run agent sessions and publish what they do as one canonical event stream.
 
     Build one with :meth:`open`; use it as a context manager or call :meth:`close`. Closing stops
@@ -78,6 +218,7 @@ class Runtime(metaclass=NoPublicConstructor):
             self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings)
             self._pending = PendingRequests(self._hub)
             self._threads.start()
+            self._handlers = self._handlers_of(self._instances, self._threads, self._pending)
         except BaseException:
             self._hub.close()
             store.close()
@@ -109,128 +250,6 @@ class Runtime(metaclass=NoPublicConstructor):
         folder = Path(state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
         return cls._create(config=cfg, state_dir=folder, owner=claim_state_dir(folder))
 
-    # instances ----------------------------------------------------------------------------------
-
-    def instances(self) -> list[InstanceInfo]:
-        """Every configured instance with its status and, once known, its capabilities."""
-        return self._instances.infos()
-
-    def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """For each instance: id, driver, status, reason, binary, version, auth state and home.
-
-        Uses the driver's ``diagnose`` hook when it has one, else runs ``<binary> --version``.
-        Never starts a session.
-        """
-        return self._instances.diagnose(self._input(ops.DIAGNOSE, locals()).timeout)
-
-    # sessions -----------------------------------------------------------------------------------
-
-    def start_session(
-        self,
-        thread_id: str,
-        *,
-        instance: str,
-        cwd: str | os.PathLike[str],
-        runtime_mode: RuntimeMode = "full-access",
-        interaction_mode: InteractionMode = "default",
-        model: str | None = None,
-        resume: Literal["auto", "require", "never"] | None = None,
-        timeout: float | None = None,
-    ) -> Session:
-        """Bind ``thread_id`` to ``instance`` and start its session.
-
-        A thread that has a binding resumes from its cursor (``session.started`` has
-        ``resumed=True``). A failed resume emits ``runtime.warning`` and starts fresh, unless
-        ``resume="require"`` (or the config's ``[runtime] resume``) where it raises. A thread live on
-        another instance is stopped there first; one live on this instance with the same cwd,
-        modes and model is returned as it is, and restarted from its cursor when they differ.
-        Returns when the session is ready.
-        """
-        return self._threads.start_session(self._input(ops.START_SESSION, locals()))
-
-    def send_turn(
-        self,
-        thread_id: str,
-        text: str,
-        *,
-        interaction_mode: InteractionMode | None = None,
-        model: str | None = None,
-        timeout: float | None = None,
-    ) -> TurnStartResult:
-        """Send a user message; returns when the agent accepted the turn.
-
-        The turn's progress arrives as events carrying ``turn_id``. A thread whose session was
-        reaped or closed (or whose host died) resumes transparently. Raises
-        :class:`ValidationError` for an empty or oversized prompt, an invalid mode, or a turn
-        sent while another runs; :class:`SessionNotFoundError` for an unknown thread;
-        :class:`SessionClosedError` for a thread stopped with ``stop_session``.
-        """
-        return self._threads.send_turn(self._input(ops.SEND_TURN, locals()))
-
-    def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
-        """Ask the agent to stop the running turn (``turn_id`` or the current one). The turn then
-        ends with ``turn.completed(state="interrupted")``; a finished turn is left alone."""
-        return self._threads.interrupt_turn(self._input(ops.INTERRUPT_TURN, locals()))
-
-    def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
-        """Add ``text`` to the running turn, following ``decide_steering``: steer it when the agent
-        can, else interrupt it, wait for its completion and start a new turn with ``text``."""
-        return self._threads.steer_turn(self._input(ops.STEER_TURN, locals()))
-
-    def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                           timeout: float | None = None) -> None:
-        """Answer an open ``request.opened``. Raises :class:`ValidationError` for an unknown
-        decision and :class:`RequestError` for an unknown or already resolved request."""
-        return self._threads.respond_to_request(self._input(ops.RESPOND_TO_REQUEST, locals()))
-
-    def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
-                              timeout: float | None = None) -> None:
-        """Answer an open ``user-input.requested`` with ``answers`` keyed by question id."""
-        return self._threads.respond_to_user_input(self._input(ops.RESPOND_TO_USER_INPUT, locals()))
-
-    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        """Stop the thread's session on purpose. Its binding stays (status ``stopped``):
-        ``start_session`` resumes it, ``send_turn`` raises :class:`SessionClosedError`."""
-        return self._threads.stop_session(self._input(ops.STOP_SESSION, locals()))
-
-    def stop_all(self, *, timeout: float | None = None) -> None:
-        """Stop every live session (bindings stay, status ``stopped``)."""
-        return self._threads.stop_all(self._input(ops.STOP_ALL, locals()))
-
-    def list_sessions(self) -> list[Session]:
-        """The live sessions of every instance."""
-        return self._threads.list_sessions()
-
-    def has_session(self, thread_id: str) -> bool:
-        """Whether ``thread_id`` has a live session."""
-        return self._threads.has_session(self._input(ops.HAS_SESSION, locals()).thread_id)
-
-    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        """The thread's turns and their items, folded from the event log by
-        :func:`paddock.contract.fold_thread` (works for every driver, live or not; an item not
-        completed yet shows its last status and the text streamed so far). Raises
-        :class:`SessionNotFoundError` for a thread never started."""
-        return self._threads.read_thread(self._input(ops.READ_THREAD, locals()))
-
-    def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
-        """Drop the last ``num_turns`` turns, where the agent supports it
-        (``threads.rollback``); raises :class:`CapabilityUnsupportedError` otherwise."""
-        return self._threads.rollback_thread(self._input(ops.ROLLBACK_THREAD, locals()))
-
-    # pending requests and thread bindings (what `paddock requests` and `paddock sessions` list) ---
-
-    def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
-        """The approval (``request.opened``) and user-input (``user-input.requested``) requests
-        still open, across threads or for ``thread_id``, oldest first. Every request opened before
-        the call is included; one resolved, whose turn completed or whose session exited is not."""
-        a = self._input(ops.PENDING_REQUESTS, locals())
-        return self._pending.snapshot(a.thread_id, timeout=DEFAULT_TIMEOUT if a.timeout is None else a.timeout)
-
-    def list_threads(self) -> list[Binding]:
-        """Every thread bound in the state directory (live or not), as persisted."""
-        self._input(ops.LIST_THREADS, locals())
-        return self._threads.list_threads()
-
     # events -------------------------------------------------------------------------------------
 
     def subscribe(
@@ -260,10 +279,6 @@ class Runtime(metaclass=NoPublicConstructor):
         except ValueError as exc:
             raise ValidationError("subscribe", str(exc)) from None
         return self._hub.subscribe(**args, types=tuple(types) if types is not None else None)
-
-    def compact_events(self, before_seq: int) -> int:
-        """Delete logged events with ``seq < before_seq``; returns how many were removed."""
-        return self._hub.compact(self._input(ops.COMPACT_EVENTS, locals()).before_seq)
 
     # closing ------------------------------------------------------------------------------------
 
@@ -301,12 +316,37 @@ class Runtime(metaclass=NoPublicConstructor):
 
     # internals ----------------------------------------------------------------------------------
 
-    def _input(self, op: Operation[Any], args: Mapping[str, object]) -> Any:
-        """The checked body of ``op`` for a public method's ``locals()`` (its arguments); a closed
-        runtime refuses the operations that need it open first."""
+    def _call(self, op: Operation[R], args: Mapping[str, Any]) -> R:
+        """Validate ``args`` once against ``op`` and run it in the room that holds its work (thread:
+        the caller's). A closed runtime refuses the operations that need it open, first."""
         if op.needs_open:
             self._check_open()
-        return op.parse(args)
+        result: R = self._handlers[op](op.parse(args))
+        return result
+
+    def _handlers_of(self, instances: InstanceTable, threads: ThreadDirectory,
+                     pending: PendingRequests) -> dict[Operation[Any], Callable[[Any], Any]]:
+        """Operation -> what runs its checked body."""
+        return {
+            ops.INSTANCES: lambda a: instances.infos(),
+            ops.DIAGNOSE: lambda a: instances.diagnose(a.timeout),
+            ops.START_SESSION: threads.start_session,
+            ops.SEND_TURN: threads.send_turn,
+            ops.INTERRUPT_TURN: threads.interrupt_turn,
+            ops.STEER_TURN: threads.steer_turn,
+            ops.RESPOND_TO_REQUEST: threads.respond_to_request,
+            ops.RESPOND_TO_USER_INPUT: threads.respond_to_user_input,
+            ops.STOP_SESSION: threads.stop_session,
+            ops.STOP_ALL: threads.stop_all,
+            ops.LIST_SESSIONS: lambda a: threads.list_sessions(),
+            ops.HAS_SESSION: lambda a: threads.has_session(a.thread_id),
+            ops.READ_THREAD: threads.read_thread,
+            ops.ROLLBACK_THREAD: threads.rollback_thread,
+            ops.PENDING_REQUESTS: lambda a: pending.snapshot(
+                a.thread_id, timeout=DEFAULT_TIMEOUT if a.timeout is None else a.timeout),
+            ops.LIST_THREADS: lambda a: threads.list_threads(),
+            ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
+        }
 
     def _check_open(self) -> None:
         if self._closed:

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from paddock import contract
-from paddock._operations import BY_NAME, Body, body_error
+from paddock._operations import BY_NAME, Body
 from paddock.contract import (
     CapabilityUnsupportedError,
     ConfigError,
@@ -39,7 +39,6 @@ __all__ = [
     "Endpoint",
     "ErrorBody",
     "ErrorDocument",
-    "body_error",
     "decode_body",
     "error_document",
     "error_from_document",

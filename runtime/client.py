@@ -33,10 +33,9 @@ from typing import Any, Literal, TypeVar
 import httpx
 import msgspec
 
-from paddock import _operations as ops
-from paddock._instances import InstanceInfo
+from paddock._aio_runtime import AsyncRuntimeAPI
 from paddock._operations import Operation, plain_arguments
-from paddock._pending import PendingRequest
+from paddock._runtime import RuntimeAPI
 from paddock._wire import (
     API_PREFIX,
     Endpoint,
@@ -46,20 +45,13 @@ from paddock._wire import (
     read_token,
 )
 from paddock.contract import (
-    Decision,
     Event,
-    InteractionMode,
     OperationTimeout,
     PaddockError,
-    RuntimeMode,
-    Session,
     SessionClosedError,
-    ThreadSnapshot,
-    TurnStartResult,
     ValidationError,
     decode_events,
 )
-from paddock.store import Binding
 
 __all__ = ["AsyncRemoteRuntime", "AsyncRemoteSubscription", "RemoteRuntime", "RemoteSubscription", "find_server"]
 
@@ -227,7 +219,7 @@ def _request_of(op: Operation[Any], args: Mapping[str, object]) -> _Request:
 # sync ---------------------------------------------------------------------------------------------
 
 
-class RemoteRuntime:
+class RemoteRuntime(RuntimeAPI):
     """The Runtime API of a ``paddock serve`` process. Thread-safe; every method blocks like the
     Runtime's and raises only PaddockErrors. Closing it closes the connections, not the server."""
 
@@ -274,66 +266,6 @@ class RemoteRuntime:
     def health(self) -> dict[str, Any]:
         """The server's ``/health``: status, version, pid, transport, state_dir."""
         return msgspec.json.decode(self._request("GET", "/health"))
-
-    def instances(self) -> list[InstanceInfo]:
-        return self._call(ops.INSTANCES, locals())
-
-    def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-        return self._call(ops.DIAGNOSE, locals())
-
-    def start_session(
-        self, thread_id: str, *, instance: str, cwd: str | os.PathLike[str],
-        runtime_mode: RuntimeMode = "full-access", interaction_mode: InteractionMode = "default",
-        model: str | None = None, resume: Literal["auto", "require", "never"] | None = None,
-        timeout: float | None = None,
-    ) -> Session:
-        return self._call(ops.START_SESSION, locals())
-
-    def send_turn(self, thread_id: str, text: str, *, interaction_mode: InteractionMode | None = None,
-                  model: str | None = None, timeout: float | None = None) -> TurnStartResult:
-        return self._call(ops.SEND_TURN, locals())
-
-    def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
-        return self._call(ops.INTERRUPT_TURN, locals())
-
-    def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
-        return self._call(ops.STEER_TURN, locals())
-
-    def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                           timeout: float | None = None) -> None:
-        return self._call(ops.RESPOND_TO_REQUEST, locals())
-
-    def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
-                              timeout: float | None = None) -> None:
-        return self._call(ops.RESPOND_TO_USER_INPUT, locals())
-
-    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        return self._call(ops.STOP_SESSION, locals())
-
-    def stop_all(self, *, timeout: float | None = None) -> None:
-        return self._call(ops.STOP_ALL, locals())
-
-    def list_sessions(self) -> list[Session]:
-        return self._call(ops.LIST_SESSIONS, locals())
-
-    def has_session(self, thread_id: str) -> bool:
-        return self._call(ops.HAS_SESSION, locals())
-
-    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        return self._call(ops.READ_THREAD, locals())
-
-    def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
-        return self._call(ops.ROLLBACK_THREAD, locals())
-
-    def pending_requests(self, thread_id: str | None = None, *,
-                         timeout: float | None = None) -> list[PendingRequest]:
-        return self._call(ops.PENDING_REQUESTS, locals())
-
-    def list_threads(self) -> list[Binding]:
-        return self._call(ops.LIST_THREADS, locals())
-
-    def compact_events(self, before_seq: int) -> int:
-        return self._call(ops.COMPACT_EVENTS, locals())
 
     def subscribe(
         self, thread_id: str | None = None, instance_id: str | None = None, types: Iterable[str] | None = None,
@@ -543,7 +475,7 @@ def _shutdown(response: httpx.Response) -> None:
 # asyncio ------------------------------------------------------------------------------------------
 
 
-class AsyncRemoteRuntime:
+class AsyncRemoteRuntime(AsyncRuntimeAPI):
     """:class:`RemoteRuntime` for asyncio hosts, with :class:`paddock.aio.AsyncRuntime`'s
     methods as coroutines. Use it from one event loop."""
 
@@ -589,66 +521,6 @@ class AsyncRemoteRuntime:
 
     async def health(self) -> dict[str, Any]:
         return msgspec.json.decode(await self._request("GET", "/health"))
-
-    async def instances(self) -> list[InstanceInfo]:
-        return await self._call(ops.INSTANCES, locals())
-
-    async def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-        return await self._call(ops.DIAGNOSE, locals())
-
-    async def start_session(
-        self, thread_id: str, *, instance: str, cwd: str | os.PathLike[str],
-        runtime_mode: RuntimeMode = "full-access", interaction_mode: InteractionMode = "default",
-        model: str | None = None, resume: Literal["auto", "require", "never"] | None = None,
-        timeout: float | None = None,
-    ) -> Session:
-        return await self._call(ops.START_SESSION, locals())
-
-    async def send_turn(self, thread_id: str, text: str, *, interaction_mode: InteractionMode | None = None,
-                  model: str | None = None, timeout: float | None = None) -> TurnStartResult:
-        return await self._call(ops.SEND_TURN, locals())
-
-    async def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
-        return await self._call(ops.INTERRUPT_TURN, locals())
-
-    async def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
-        return await self._call(ops.STEER_TURN, locals())
-
-    async def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                           timeout: float | None = None) -> None:
-        return await self._call(ops.RESPOND_TO_REQUEST, locals())
-
-    async def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
-                              timeout: float | None = None) -> None:
-        return await self._call(ops.RESPOND_TO_USER_INPUT, locals())
-
-    async def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        return await self._call(ops.STOP_SESSION, locals())
-
-    async def stop_all(self, *, timeout: float | None = None) -> None:
-        return await self._call(ops.STOP_ALL, locals())
-
-    async def list_sessions(self) -> list[Session]:
-        return await self._call(ops.LIST_SESSIONS, locals())
-
-    async def has_session(self, thread_id: str) -> bool:
-        return await self._call(ops.HAS_SESSION, locals())
-
-    async def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        return await self._call(ops.READ_THREAD, locals())
-
-    async def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
-        return await self._call(ops.ROLLBACK_THREAD, locals())
-
-    async def pending_requests(self, thread_id: str | None = None, *,
-                         timeout: float | None = None) -> list[PendingRequest]:
-        return await self._call(ops.PENDING_REQUESTS, locals())
-
-    async def list_threads(self) -> list[Binding]:
-        return await self._call(ops.LIST_THREADS, locals())
-
-    async def compact_events(self, before_seq: int) -> int:
-        return await self._call(ops.COMPACT_EVENTS, locals())
 
     def subscribe(
         self, thread_id: str | None = None, instance_id: str | None = None, types: Iterable[str] | None = None,
