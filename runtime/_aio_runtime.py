@@ -137,12 +137,11 @@ class AsyncRuntime(AsyncRuntimeAPI):
         rt = await loop.run_in_executor(executor, functools.partial(Runtime.open, config, state_dir=state_dir))
         return cls(rt, executor)
 
-    async def _call(self, op: Operation[R], args: Mapping[str, object]) -> R:
-        """Run the Runtime's ``op`` with ``args`` (a method's ``locals()`` or a decoded body's
-        fields) in the executor."""
-        method = getattr(self.runtime, op.name)
+    async def _call(self, op: Operation[R], args: Mapping[str, Any]) -> R:
+        """Run ``op`` on the Runtime, in the executor, with ``args`` (a method's ``locals()``, or
+        the fields of a body the server decoded)."""
         loop = asyncio.get_running_loop()
-        result: R = await loop.run_in_executor(self._executor, functools.partial(method, **arguments(args)))
+        result: R = await loop.run_in_executor(self._executor, functools.partial(self.runtime._call, op, args))
         return result
 
     def subscribe(

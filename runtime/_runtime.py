@@ -1,11 +1,12 @@
 """The embedding API: :class:`Runtime`, a facade over the operation table.
 
-A Runtime owns an EventHub (durable, sequenced event log), the instance table (one adapter per
-configured instance, created on first use) and the thread directory (bindings and live sessions).
-Each public method validates its arguments once against its operation
-(:mod:`paddock._operations`) and hands the checked body to the room that does the work. Every
-public method is thread-safe, takes an optional keyword-only ``timeout`` in seconds where it
-blocks, and raises only ``PaddockError``s. See docs/architecture.md.
+:class:`RuntimeAPI` holds one method per operation of :mod:`paddock._operations` (the signatures
+users read), shared with :class:`paddock.client.RemoteRuntime`. A Runtime owns an EventHub
+(durable, sequenced event log), the instance table (one adapter per configured instance, created
+on first use), the thread directory (bindings and live sessions) and the open requests; it
+validates each call once against its operation and hands the checked body to the room that does
+the work. Every public method is thread-safe, takes an optional keyword-only ``timeout`` in
+seconds where it blocks, and raises only ``PaddockError``s. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -217,8 +218,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._instances = InstanceTable(config, state_dir=state_dir, hub=self._hub)
             self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings)
             self._pending = PendingRequests(self._hub)
+            self._handlers = self._bind_handlers()
             self._threads.start()
-            self._handlers = self._handlers_of(self._instances, self._threads, self._pending)
         except BaseException:
             self._hub.close()
             store.close()
@@ -324,9 +325,9 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         result: R = self._handlers[op](op.parse(args))
         return result
 
-    def _handlers_of(self, instances: InstanceTable, threads: ThreadDirectory,
-                     pending: PendingRequests) -> dict[Operation[Any], Callable[[Any], Any]]:
+    def _bind_handlers(self) -> dict[Operation[Any], Callable[[Any], Any]]:
         """Operation -> what runs its checked body."""
+        instances, threads, pending = self._instances, self._threads, self._pending
         return {
             ops.INSTANCES: lambda a: instances.infos(),
             ops.DIAGNOSE: lambda a: instances.diagnose(a.timeout),

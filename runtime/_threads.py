@@ -2,9 +2,10 @@
 
 Three things say whether a thread is live: the live map (thread -> instance), the adapter's
 session record, and the persisted binding's status. Only this module reads or writes them, and it
-reconciles them in one place (:meth:`ThreadDirectory._live_adapter`): a thread is live when the
-live map names an instance whose adapter still has its session. The binding store follows the
-event stream (the tracker thread) and idle sessions are stopped (the reaper thread).
+reconciles them in one place (:meth:`ThreadDirectory._live_on`): a thread is live when the live
+map names an instance whose adapter still has its session; the binding's status follows the
+event stream (the tracker thread) and says why a thread is not live. Idle sessions are stopped by
+the reaper thread.
 
 Every public method is thread-safe and runs in the caller's thread; start and stop of one thread
 are serialised by a per-thread lock.
@@ -62,7 +63,7 @@ class ThreadDirectory:
 
     def __init__(self, store: BindingStore, instances: InstanceTable, hub: HubHandle,
                  settings: RuntimeSettings) -> None:
-        self.store = store
+        self._store = store
         self._instances = instances
         self._hub = hub
         self._settings = settings
@@ -104,11 +105,11 @@ class ThreadDirectory:
                 # Other settings: restart it from its cursor with them.
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._live.pop(a.thread_id, None)
-            binding = self.store.get(a.thread_id)
+            binding = self._store.get(a.thread_id)
             cursor = None
             if binding is not None and binding.instance_id == a.instance and resume != "never":
                 cursor = binding.resume_cursor
-            self.store.put(Binding(
+            self._store.put(Binding(
                 thread_id=a.thread_id, instance_id=a.instance, driver=self._instances.driver(a.instance),
                 status="starting", cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor,
@@ -121,23 +122,23 @@ class ThreadDirectory:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
             except PaddockError as exc:
                 self._instances.mask(a.instance, exc)  # its stderr may hold the key the CLI refused
-                self.store.update(a.thread_id, status="error", last_error=str(exc))
+                self._store.update(a.thread_id, status="error", last_error=str(exc))
                 raise
             if cursor is not None and resume == "require" and not session.resumed:
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
-                self.store.update(a.thread_id, status="error", last_error="resume failed")
+                self._store.update(a.thread_id, status="error", last_error="resume failed")
                 raise SessionClosedError(a.thread_id, "resume was required but the agent could not resume it")
             self._live[a.thread_id] = a.instance
             self._last_used[a.thread_id] = time.monotonic()
-            self.store.update(a.thread_id, status="ready", resume_cursor=session.resume_cursor or cursor,
+            self._store.update(a.thread_id, status="ready", resume_cursor=session.resume_cursor or cursor,
                               last_error=None)
             return session
 
     def send_turn(self, a: SendTurnBody) -> TurnStartResult:
         adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
         # "running" goes in before the turn can end, so the tracker's running -> ready sticks.
-        before = self.store.get(a.thread_id)
-        running = self.store.update(a.thread_id, status="running")
+        before = self._store.get(a.thread_id)
+        running = self._store.update(a.thread_id, status="running")
         try:
             result = adapter.send_turn(
                 SendTurnInput(thread_id=a.thread_id, text=a.text, interaction_mode=a.interaction_mode, model=a.model),
@@ -145,13 +146,13 @@ class ThreadDirectory:
             )
         except BaseException as exc:
             if before is not None:
-                self.store.update(a.thread_id, only_if={"running"}, status=before.status)
+                self._store.update(a.thread_id, only_if={"running"}, status=before.status)
                 if isinstance(exc, PaddockError):
                     self._instances.mask(before.instance_id, exc)
             raise
         self._last_used[a.thread_id] = time.monotonic()
         if result.resume_cursor is not None and (running is None or running.resume_cursor != result.resume_cursor):
-            self.store.update(a.thread_id, resume_cursor=result.resume_cursor)  # only a new cursor is written
+            self._store.update(a.thread_id, resume_cursor=result.resume_cursor)  # only a new cursor is written
         return result
 
     def interrupt_turn(self, a: InterruptTurnBody) -> None:
@@ -205,11 +206,11 @@ class ThreadDirectory:
     def stop_session(self, a: StopSessionBody) -> None:
         with self._thread_lock(a.thread_id):
             if a.thread_id not in self._live:
-                if self.store.get(a.thread_id) is None:
+                if self._store.get(a.thread_id) is None:
                     raise SessionNotFoundError(a.thread_id)
             else:
                 self._stop_live(a.thread_id, timeout=a.timeout)
-            self.store.update(a.thread_id, status="stopped")
+            self._store.update(a.thread_id, status="stopped")
 
     def stop_all(self, a: StopAllBody) -> None:
         for thread_id in list(self._live):
@@ -222,15 +223,13 @@ class ThreadDirectory:
         return [s for adapter in self._instances.adapters() for s in adapter.list_sessions()]
 
     def has_session(self, thread_id: str) -> bool:
-        instance_id = self._live.get(thread_id)
-        adapter = self._instances.created(instance_id) if instance_id is not None else None
-        return adapter is not None and adapter.has_session(thread_id)
+        return self._live_on(thread_id) is not None
 
     def list_threads(self) -> list[Binding]:
-        return self.store.list()
+        return self._store.list()
 
     def read_thread(self, a: ReadThreadBody) -> ThreadSnapshot:
-        if self.store.get(a.thread_id) is None and a.thread_id not in self._live:
+        if self._store.get(a.thread_id) is None and a.thread_id not in self._live:
             raise SessionNotFoundError(a.thread_id)
         last = self._hub.flush(timeout=_t(a.timeout))
         if self._hub.log_path is None:
@@ -252,7 +251,7 @@ class ThreadDirectory:
     def mark_closed(self, live: dict[str, str]) -> None:
         """After the adapters closed: every thread live at :meth:`halt` becomes ``closed``."""
         try:
-            self.store.set_status(live, "closed")  # one commit for every live thread
+            self._store.set_status(live, "closed")  # one commit for every live thread
         except PaddockError:
             pass
         self._live.clear()
@@ -264,7 +263,7 @@ class ThreadDirectory:
         """Join the tracker and the reaper, then close the binding store."""
         for t in self._threads:
             t.join(timeout=1.0)
-        self.store.close()
+        self._store.close()
 
     # live sessions ------------------------------------------------------------------------------
 
@@ -277,20 +276,24 @@ class ThreadDirectory:
         thread never bound and :class:`SessionClosedError` for one not live."""
         instance_id = self._live.get(thread_id)
         if instance_id is None:
-            binding = self.store.get(thread_id)
+            binding = self._store.get(thread_id)
             if binding is None:
                 raise SessionNotFoundError(thread_id)
             raise SessionClosedError(thread_id, f"its session is {binding.status}")
         return self._instances.adapter(instance_id)
 
+    def _live_on(self, thread_id: str) -> ProviderAdapter | None:
+        """The adapter holding the thread's live session, or ``None`` when it is not live."""
+        instance_id = self._live.get(thread_id)
+        adapter = self._instances.created(instance_id) if instance_id is not None else None
+        return adapter if adapter is not None and adapter.has_session(thread_id) else None
+
     def _session_adapter(self, thread_id: str, *, timeout: float | None) -> ProviderAdapter:
         """The adapter of a live session, resuming a reaped/closed/exited one on demand."""
-        instance_id = self._live.get(thread_id)
-        if instance_id is not None:
-            adapter = self._instances.adapter(instance_id)
-            if adapter.has_session(thread_id):
-                return adapter
-        binding = self.store.get(thread_id)
+        adapter = self._live_on(thread_id)
+        if adapter is not None:
+            return adapter
+        binding = self._store.get(thread_id)
         if binding is None:
             raise SessionNotFoundError(thread_id)
         if binding.status not in RESUMABLE:
@@ -328,10 +331,10 @@ class ThreadDirectory:
                     if event.thread_id in self._live:
                         self._last_used[event.thread_id] = time.monotonic()
                     # Only a running turn becomes ready: a stop racing the turn's end wins.
-                    self.store.update(event.thread_id, only_if={"running"}, status="ready", last_error=event.error)
+                    self._store.update(event.thread_id, only_if={"running"}, status="ready", last_error=event.error)
                 elif event.type == "session.exited":
                     if event.reason not in ("stopped", "closed") and event.thread_id in self._live:
-                        self.store.update(event.thread_id, only_if={"ready", "running"}, status="exited",
+                        self._store.update(event.thread_id, only_if={"ready", "running"}, status="exited",
                                           last_error=event.reason)
             except PaddockError:
                 pass
@@ -356,7 +359,7 @@ class ThreadDirectory:
     def _reap(self, thread_id: str, instance_id: str) -> None:
         if self._live.get(thread_id) == instance_id:
             self._stop_live(thread_id, timeout=10.0)
-            self.store.update(thread_id, status="idle")
+            self._store.update(thread_id, status="idle")
 
     def _try_locked(self, thread_id: str, fn: Callable[[], None]) -> None:
         lock = self._thread_lock(thread_id)
