@@ -193,7 +193,7 @@ class Operation(Generic[R]):
     def method(self) -> Literal["GET", "POST"]:
         return "GET" if self.reads else "POST"
 
-    def parse(self, args: Mapping[str, object]) -> Any:
+    def parse(self, args: Mapping[str, object]) -> Body:
         """The body of ``args`` (a method's parameters by name), checked against every constraint;
         raises :class:`ValidationError` naming the operation, the thread and the field. Runs in
         the caller's thread."""
@@ -223,8 +223,9 @@ class Operation(Generic[R]):
 
 
 def _op(name: str, body: type[Body], result: type[R], *, reads: bool, summary: str, route: str | None = None,
-        **more: Any) -> Operation[R]:
-    return Operation(name, body, result, reads, route or name, summary, **more)
+        needs_open: bool = True, local_paths: tuple[str, ...] = (), wait: float | None = None,
+        wait_factor: float = 1.0) -> Operation[R]:
+    return Operation(name, body, result, reads, route or name, summary, needs_open, local_paths, wait, wait_factor)
 
 
 INSTANCES = _op("instances", InstancesBody, list[InstanceInfo], reads=True, needs_open=False,
