@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Runtime": "paddock._runtime",
-    "InstanceInfo": "paddock._runtime",
+    "InstanceInfo": "paddock._instances",
     "Subscription": "paddock.actors",
     "StateReader": "paddock._reader",
     "LogFollower": "paddock._reader",
@@ -24,7 +24,7 @@ __all__ = ["InstanceInfo", "LogFollower", "Runtime", "StateReader", "Subscriptio
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription as Subscription
-    from paddock._runtime import InstanceInfo as InstanceInfo
+    from paddock._instances import InstanceInfo as InstanceInfo
     from paddock._runtime import Runtime as Runtime
     from paddock._reader import LogFollower as LogFollower
     from paddock._reader import StateReader as StateReader

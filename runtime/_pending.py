@@ -48,12 +48,13 @@ class PendingRequests:
         self._closed = False
         self._timer: TimerEntry | None = timers.schedule(time.monotonic() + DRAIN_INTERVAL, self._tick)
 
-    def snapshot(self, *, timeout: float) -> list[PendingRequest]:
-        """The requests still open, oldest first."""
+    def snapshot(self, thread_id: str | None = None, *, timeout: float) -> list[PendingRequest]:
+        """The requests still open (across threads or of ``thread_id``), oldest first."""
         self._hub.flush(timeout=timeout)
         with self._lock:
             self._drain()
-            return sorted(self._open.values(), key=lambda e: e.seq)
+            found = (e for e in self._open.values() if thread_id is None or e.thread_id == thread_id)
+            return sorted(found, key=lambda e: e.seq)
 
     def _drain(self) -> None:
         while True:

@@ -1,36 +1,31 @@
-"""What travels over ``paddock serve``'s HTTP API: request bodies, the error document, and where a
-server of a state directory listens. Shared by :mod:`paddock.server` and :mod:`paddock.client`;
-msgspec and the standard library only (a client needs neither Starlette nor uvicorn).
-
-Every POST body is a frozen Struct that forbids unknown fields, so a typo is named like any other
-bad field; msgspec's messages name the path (``Expected `str`, got `int` - at `$.text```).
+"""What travels over ``paddock serve``'s HTTP API besides the operations' bodies (declared in
+:mod:`paddock._operations`): the error document, and where a server of a state directory listens.
+Shared by :mod:`paddock.server` and :mod:`paddock.client`; msgspec and the standard library only
+(a client needs neither Starlette nor uvicorn).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from paddock import contract
+from paddock._operations import BY_NAME, Body
 from paddock.contract import (
     CapabilityUnsupportedError,
     ConfigError,
-    Decision,
     DriverError,
     InstanceNotFoundError,
-    InteractionMode,
     OperationTimeout,
     PaddockError,
     PersistenceError,
     StateDirLockedError,
     ProcessError,
     RequestError,
-    RuntimeMode,
     SessionClosedError,
     SessionNotFoundError,
     ValidationError,
@@ -44,7 +39,6 @@ __all__ = [
     "Endpoint",
     "ErrorBody",
     "ErrorDocument",
-    "body_error",
     "decode_body",
     "error_document",
     "error_from_document",
@@ -61,108 +55,9 @@ ENDPOINT_FILE = "server.json"
 """Where the owning server listens (``{"url": ..., "socket": ..., "pid": ...}``), 0600."""
 
 
-class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-class StartSessionBody(_Body, frozen=True):
-    thread_id: str
-    instance: str
-    cwd: str
-    runtime_mode: RuntimeMode = "full-access"
-    interaction_mode: InteractionMode = "default"
-    model: str | None = None
-    resume: Literal["auto", "require", "never"] | None = None
-    timeout: float | None = None
-
-
-class SendTurnBody(_Body, frozen=True):
-    thread_id: str
-    text: str
-    interaction_mode: InteractionMode | None = None
-    model: str | None = None
-    timeout: float | None = None
-
-
-class InterruptTurnBody(_Body, frozen=True):
-    thread_id: str
-    turn_id: str | None = None
-    timeout: float | None = None
-
-
-class SteerTurnBody(_Body, frozen=True):
-    thread_id: str
-    text: str
-    timeout: float | None = None
-
-
-class RespondToRequestBody(_Body, frozen=True):
-    thread_id: str
-    request_id: str
-    decision: Decision
-    timeout: float | None = None
-
-
-class RespondToUserInputBody(_Body, frozen=True):
-    thread_id: str
-    request_id: str
-    answers: dict[str, Any]
-    timeout: float | None = None
-
-
-class StopSessionBody(_Body, frozen=True):
-    thread_id: str
-    timeout: float | None = None
-
-
-class StopAllBody(_Body, frozen=True):
-    timeout: float | None = None
-
-
-class RollbackThreadBody(_Body, frozen=True):
-    thread_id: str
-    num_turns: int
-    timeout: float | None = None
-
-
-class CompactEventsBody(_Body, frozen=True):
-    before_seq: int
-
-
-BODIES: dict[str, type[_Body]] = {
-    "start_session": StartSessionBody,
-    "send_turn": SendTurnBody,
-    "interrupt_turn": InterruptTurnBody,
-    "steer_turn": SteerTurnBody,
-    "respond_to_request": RespondToRequestBody,
-    "respond_to_user_input": RespondToUserInputBody,
-    "stop_session": StopSessionBody,
-    "stop_all": StopAllBody,
-    "rollback_thread": RollbackThreadBody,
-    "compact_events": CompactEventsBody,
-}
-"""POST ``/v1/<operation>`` -> its body type."""
-
-_DECODERS = {name: msgspec.json.Decoder(cls) for name, cls in BODIES.items()}
-_FIELD = re.compile(r"`\$\.([A-Za-z_][\w.\[\]]*)`|required field `([^`]+)`|unknown field `([^`]+)`")
-
-
-def decode_body(operation: str, data: bytes) -> Any:
-    """The body of POST ``/v1/<operation>``; raises :class:`ValidationError` naming the field."""
-    try:
-        return _DECODERS[operation].decode(data or b"{}")
-    except msgspec.ValidationError as exc:
-        raise body_error(operation, str(exc)) from None
-    except msgspec.DecodeError as exc:
-        raise ValidationError(operation, f"the body is not JSON: {exc}") from None
-
-
-def body_error(operation: str, issue: str) -> ValidationError:
-    """A :class:`ValidationError` for a bad request field; ``field`` names it where known."""
-    err = ValidationError(operation, issue)
-    match = _FIELD.search(issue)
-    err.field = next((g for g in match.groups() if g), None) if match else None  # type: ignore[attr-defined]
-    return err
+def decode_body(operation: str, data: bytes) -> Body:
+    """The body of ``POST /v1/<operation>``; raises :class:`ValidationError` naming the field."""
+    return BY_NAME[operation].decode(data)
 
 
 # errors ------------------------------------------------------------------------------------------

@@ -33,8 +33,9 @@ from typing import Any, Literal, TypeVar
 import httpx
 import msgspec
 
-from paddock._pending import PendingRequest
-from paddock._runtime import InstanceInfo
+from paddock._aio_runtime import AsyncRuntimeAPI
+from paddock._operations import Operation, plain_arguments
+from paddock._runtime import RuntimeAPI
 from paddock._wire import (
     API_PREFIX,
     Endpoint,
@@ -44,20 +45,13 @@ from paddock._wire import (
     read_token,
 )
 from paddock.contract import (
-    Decision,
     Event,
-    InteractionMode,
     OperationTimeout,
     PaddockError,
-    RuntimeMode,
-    Session,
     SessionClosedError,
-    ThreadSnapshot,
-    TurnStartResult,
     ValidationError,
     decode_events,
 )
-from paddock.store import Binding
 
 __all__ = ["AsyncRemoteRuntime", "AsyncRemoteSubscription", "RemoteRuntime", "RemoteSubscription", "find_server"]
 
@@ -139,10 +133,6 @@ def _raise_for(response: httpx.Response) -> None:
     raise error_from_document(doc.error)
 
 
-def _http_timeout(timeout: float | None) -> float:
-    return (DEFAULT_TIMEOUT if timeout is None else timeout) + _SLACK
-
-
 def _params(thread_id: str | None, instance_id: str | None, types: Iterable[str] | None, from_seq: int | None,
             assistant_delivery: str, max_buffered: int | None) -> list[tuple[str, str | int | float | bool | None]]:
     params: list[tuple[str, str | int | float | bool | None]] = []
@@ -194,17 +184,42 @@ class _Frames:
         return decode_events(b"[" + b",".join(bodies) + b"]")
 
 
-def _body(operation: str, fields: dict[str, Any]) -> bytes:
+class _Request(msgspec.Struct, frozen=True):
+    """One operation as HTTP: its method, path, query or JSON body, and how long to wait."""
+
+    method: str
+    path: str
+    params: dict[str, str] | None
+    body: bytes | None
+    wait: float
+
+
+def _request_of(op: Operation[Any], args: Mapping[str, object]) -> _Request:
+    """``op`` with a method's ``locals()`` as HTTP. Arguments left at ``None`` are not sent (the
+    server's defaults are the same); a caller's folder is sent absolute."""
+    fields = {k: v for k, v in plain_arguments(args).items() if v is not None}
+    for name in op.local_paths:
+        if name in fields:
+            fields[name] = os.path.abspath(os.path.expanduser(str(fields[name])))
+    timeout = fields.get("timeout")
+    if isinstance(timeout, (int, float)):
+        wait = timeout * op.wait_factor + _SLACK
+    else:
+        wait = op.wait or DEFAULT_TIMEOUT + _SLACK
+    path = f"{API_PREFIX}/{op.route}"
     try:
-        return _json.encode(fields)
+        if op.reads:
+            params = {k: v if isinstance(v, str) else _json.encode(v).decode() for k, v in fields.items()}
+            return _Request(op.method, path, params, None, wait)
+        return _Request(op.method, path, None, _json.encode(fields), wait)
     except TypeError as exc:
-        raise ValidationError(operation, f"cannot send as JSON: {exc}") from None
+        raise ValidationError(op.name, f"cannot send as JSON: {exc}") from None
 
 
 # sync ---------------------------------------------------------------------------------------------
 
 
-class RemoteRuntime:
+class RemoteRuntime(RuntimeAPI):
     """The Runtime API of a ``paddock serve`` process. Thread-safe; every method blocks like the
     Runtime's and raises only PaddockErrors. Closing it closes the connections, not the server."""
 
@@ -240,89 +255,17 @@ class RemoteRuntime:
         _raise_for(response)
         return response.content
 
-    def _get(self, name: str, type_: type[T], **params: str | None) -> T:
-        query = {k: v for k, v in params.items() if v is not None}
-        return msgspec.json.decode(self._request("GET", f"{API_PREFIX}/{name}", params=query), type=type_)
-
-    def _post(self, operation: str, type_: Any, timeout: float | None = None, **fields: Any) -> Any:
-        fields = {k: v for k, v in fields.items() if v is not None}
-        if timeout is not None:
-            fields["timeout"] = timeout
-        data = self._request("POST", f"{API_PREFIX}/{operation}", body=_body(operation, fields),
-                             timeout=_http_timeout(timeout) if operation != "start_session" or timeout else 300.0)
-        return msgspec.json.decode(data, type=type_)
+    def _call(self, op: Operation[T], args: Mapping[str, object]) -> T:
+        """Run ``op`` on the server with ``args`` (a method's ``locals()``)."""
+        r = _request_of(op, args)
+        return msgspec.json.decode(self._request(r.method, r.path, body=r.body, params=r.params, timeout=r.wait),
+                                   type=op.result)
 
     # the Runtime API --------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
         """The server's ``/health``: status, version, pid, transport, state_dir."""
         return msgspec.json.decode(self._request("GET", "/health"))
-
-    def instances(self) -> list[InstanceInfo]:
-        return self._get("instances", list[InstanceInfo])
-
-    def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-        # the server diagnoses every instance in turn, each within ``timeout``
-        return msgspec.json.decode(self._request("GET", f"{API_PREFIX}/diagnose", timeout=timeout * 10 + _SLACK))
-
-    def start_session(
-        self, thread_id: str, *, instance: str, cwd: str | os.PathLike[str],
-        runtime_mode: RuntimeMode = "full-access", interaction_mode: InteractionMode = "default",
-        model: str | None = None, resume: Literal["auto", "require", "never"] | None = None,
-        timeout: float | None = None,
-    ) -> Session:
-        return self._post("start_session", Session, timeout, thread_id=thread_id, instance=instance,
-                          cwd=os.path.abspath(os.fspath(cwd)), runtime_mode=runtime_mode,
-                          interaction_mode=interaction_mode, model=model, resume=resume)
-
-    def send_turn(self, thread_id: str, text: str, *, interaction_mode: InteractionMode | None = None,
-                  model: str | None = None, timeout: float | None = None) -> TurnStartResult:
-        return self._post("send_turn", TurnStartResult, timeout, thread_id=thread_id, text=text,
-                          interaction_mode=interaction_mode, model=model)
-
-    def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
-        self._post("interrupt_turn", None, timeout, thread_id=thread_id, turn_id=turn_id)
-
-    def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
-        return self._post("steer_turn", TurnStartResult, timeout, thread_id=thread_id, text=text)
-
-    def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                           timeout: float | None = None) -> None:
-        self._post("respond_to_request", None, timeout, thread_id=thread_id, request_id=request_id, decision=decision)
-
-    def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
-                              timeout: float | None = None) -> None:
-        if not isinstance(answers, Mapping):
-            raise ValidationError("respond_to_user_input", "answers must be a mapping of question id to answer", thread_id=thread_id)
-        self._post("respond_to_user_input", None, timeout, thread_id=thread_id, request_id=request_id,
-                   answers=dict(answers))
-
-    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        self._post("stop_session", None, timeout, thread_id=thread_id)
-
-    def stop_all(self, *, timeout: float | None = None) -> None:
-        self._post("stop_all", None, timeout)
-
-    def list_sessions(self) -> list[Session]:
-        return self._get("sessions", list[Session])
-
-    def has_session(self, thread_id: str) -> bool:
-        return self._get("has_session", bool, thread_id=thread_id)
-
-    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        return self._get("read_thread", ThreadSnapshot, thread_id=thread_id)
-
-    def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
-        return self._post("rollback_thread", ThreadSnapshot, timeout, thread_id=thread_id, num_turns=num_turns)
-
-    def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
-        return self._get("requests", list[PendingRequest], thread_id=thread_id)  # type: ignore[arg-type]
-
-    def list_threads(self) -> list[Binding]:
-        return self._get("threads", list[Binding])
-
-    def compact_events(self, before_seq: int) -> int:
-        return self._post("compact_events", int, before_seq=before_seq)
 
     def subscribe(
         self, thread_id: str | None = None, instance_id: str | None = None, types: Iterable[str] | None = None,
@@ -393,11 +336,11 @@ class RemoteSubscription:
 
     def _open(self) -> None:
         self._thread.start()
-        self._opened.wait(_http_timeout(None))
+        self._opened.wait(DEFAULT_TIMEOUT + _SLACK)
         if self._error is not None:
             raise self._error
         if not self._opened.is_set():
-            raise OperationTimeout("subscribe", _http_timeout(None))
+            raise OperationTimeout("subscribe", DEFAULT_TIMEOUT + _SLACK)
 
     def _connect(self) -> httpx.Response:
         params = list(self._params)
@@ -532,7 +475,7 @@ def _shutdown(response: httpx.Response) -> None:
 # asyncio ------------------------------------------------------------------------------------------
 
 
-class AsyncRemoteRuntime:
+class AsyncRemoteRuntime(AsyncRuntimeAPI):
     """:class:`RemoteRuntime` for asyncio hosts, with :class:`paddock.aio.AsyncRuntime`'s
     methods as coroutines. Use it from one event loop."""
 
@@ -570,84 +513,14 @@ class AsyncRemoteRuntime:
         _raise_for(response)
         return response.content
 
-    async def _get(self, name: str, type_: Any, **params: str | None) -> Any:
-        query = {k: v for k, v in params.items() if v is not None}
-        return msgspec.json.decode(await self._request("GET", f"{API_PREFIX}/{name}", params=query), type=type_)
-
-    async def _post(self, operation: str, type_: Any, timeout: float | None = None, **fields: Any) -> Any:
-        fields = {k: v for k, v in fields.items() if v is not None}
-        if timeout is not None:
-            fields["timeout"] = timeout
-        data = await self._request("POST", f"{API_PREFIX}/{operation}", body=_body(operation, fields),
-                                   timeout=_http_timeout(timeout) if operation != "start_session" or timeout else 300.0)
-        return msgspec.json.decode(data, type=type_)
+    async def _call(self, op: Operation[T], args: Mapping[str, object]) -> T:
+        """Run ``op`` on the server with ``args`` (a method's ``locals()``)."""
+        r = _request_of(op, args)
+        data = await self._request(r.method, r.path, body=r.body, params=r.params, timeout=r.wait)
+        return msgspec.json.decode(data, type=op.result)
 
     async def health(self) -> dict[str, Any]:
         return msgspec.json.decode(await self._request("GET", "/health"))
-
-    async def instances(self) -> list[InstanceInfo]:
-        return await self._get("instances", list[InstanceInfo])
-
-    async def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-        return msgspec.json.decode(await self._request("GET", f"{API_PREFIX}/diagnose", timeout=timeout * 10 + _SLACK))
-
-    async def start_session(
-        self, thread_id: str, *, instance: str, cwd: str | os.PathLike[str],
-        runtime_mode: RuntimeMode = "full-access", interaction_mode: InteractionMode = "default",
-        model: str | None = None, resume: Literal["auto", "require", "never"] | None = None,
-        timeout: float | None = None,
-    ) -> Session:
-        return await self._post("start_session", Session, timeout, thread_id=thread_id, instance=instance,
-                                cwd=os.path.abspath(os.fspath(cwd)), runtime_mode=runtime_mode,
-                                interaction_mode=interaction_mode, model=model, resume=resume)
-
-    async def send_turn(self, thread_id: str, text: str, *, interaction_mode: InteractionMode | None = None,
-                        model: str | None = None, timeout: float | None = None) -> TurnStartResult:
-        return await self._post("send_turn", TurnStartResult, timeout, thread_id=thread_id, text=text,
-                                interaction_mode=interaction_mode, model=model)
-
-    async def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
-        await self._post("interrupt_turn", None, timeout, thread_id=thread_id, turn_id=turn_id)
-
-    async def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
-        return await self._post("steer_turn", TurnStartResult, timeout, thread_id=thread_id, text=text)
-
-    async def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                                 timeout: float | None = None) -> None:
-        await self._post("respond_to_request", None, timeout, thread_id=thread_id, request_id=request_id,
-                         decision=decision)
-
-    async def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
-                                    timeout: float | None = None) -> None:
-        await self._post("respond_to_user_input", None, timeout, thread_id=thread_id, request_id=request_id,
-                         answers=dict(answers))
-
-    async def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        await self._post("stop_session", None, timeout, thread_id=thread_id)
-
-    async def stop_all(self, *, timeout: float | None = None) -> None:
-        await self._post("stop_all", None, timeout)
-
-    async def list_sessions(self) -> list[Session]:
-        return await self._get("sessions", list[Session])
-
-    async def has_session(self, thread_id: str) -> bool:
-        return await self._get("has_session", bool, thread_id=thread_id)
-
-    async def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        return await self._get("read_thread", ThreadSnapshot, thread_id=thread_id)
-
-    async def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
-        return await self._post("rollback_thread", ThreadSnapshot, timeout, thread_id=thread_id, num_turns=num_turns)
-
-    async def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
-        return await self._get("requests", list[PendingRequest], thread_id=thread_id)
-
-    async def list_threads(self) -> list[Binding]:
-        return await self._get("threads", list[Binding])
-
-    async def compact_events(self, before_seq: int) -> int:
-        return await self._post("compact_events", int, before_seq=before_seq)
 
     def subscribe(
         self, thread_id: str | None = None, instance_id: str | None = None, types: Iterable[str] | None = None,

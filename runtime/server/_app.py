@@ -1,13 +1,10 @@
 """The Starlette application of ``paddock serve``: the Runtime API as HTTP, events as SSE.
 
-Routes (the Runtime's method names, one to one):
+Routes:
 
-- ``GET /health``; ``GET /v1/instances``, ``/v1/diagnose``, ``/v1/sessions``, ``/v1/threads``
-  (bindings), ``/v1/requests`` (open requests), ``/v1/has_session``, ``/v1/read_thread``;
-- ``POST /v1/<operation>`` with a JSON body (:data:`paddock._wire.BODIES`): ``start_session``,
-  ``send_turn``, ``interrupt_turn``, ``steer_turn``, ``respond_to_request``,
-  ``respond_to_user_input``, ``stop_session``, ``stop_all``, ``rollback_thread``,
-  ``compact_events``;
+- one per operation of the table (:data:`paddock._operations.OPERATIONS`): a read is
+  ``GET /v1/<route>`` with its arguments as query parameters, a write ``POST /v1/<route>`` with a
+  JSON body; ``GET /health``;
 - ``GET /v1/events``: Server-Sent Events, ``id:`` = ``seq``; ``Last-Event-ID`` (or ``from_seq``)
   replays from the durable log first, with no gap and no duplicate;
 - ``GET /openapi.json``; ``GET /`` the dashboard (static, holds no data; it asks for the token).
@@ -37,10 +34,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from paddock import __version__
 from paddock._aio_runtime import AsyncRuntime
-from paddock._wire import API_PREFIX, ErrorBody, ErrorDocument, body_error, decode_body, error_document
+from paddock._aio_subscription import AsyncSubscription
+from paddock._operations import OPERATIONS, Operation, body_error
+from paddock._wire import API_PREFIX, ErrorBody, ErrorDocument, error_document
 from paddock.actors import Subscription
 from paddock.actors.events._subscription import _END, _NEEDS_IO
-from paddock.aio import AsyncSubscription
+from paddock.server._openapi import openapi_document
 from paddock.contract import MAX_PROMPT_CHARS, PaddockError, ValidationError
 
 __all__ = ["build_app"]
@@ -109,13 +108,6 @@ def _call(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaita
     return endpoint
 
 
-def _query(request: Request, operation: str, name: str, *, required: bool = True) -> str | None:
-    value = request.query_params.get(name)
-    if value is None and required:
-        raise body_error(operation, f"Object missing required field `{name}` (query parameter)")
-    return value
-
-
 def _int_query(request: Request, operation: str, name: str) -> int | None:
     value = request.query_params.get(name)
     if value is None or value == "":
@@ -140,26 +132,17 @@ async def _read_body(request: Request, operation: str) -> bytes:
     return b"".join(chunks)
 
 
-def _operations(rt: AsyncRuntime) -> dict[str, Callable[[Any], Awaitable[Any]]]:
-    return {
-        "start_session": lambda b: rt.start_session(
-            b.thread_id, instance=b.instance, cwd=b.cwd, runtime_mode=b.runtime_mode,
-            interaction_mode=b.interaction_mode, model=b.model, resume=b.resume, timeout=b.timeout,
-        ),
-        "send_turn": lambda b: rt.send_turn(
-            b.thread_id, b.text, interaction_mode=b.interaction_mode, model=b.model, timeout=b.timeout
-        ),
-        "interrupt_turn": lambda b: rt.interrupt_turn(b.thread_id, b.turn_id, timeout=b.timeout),
-        "steer_turn": lambda b: rt.steer_turn(b.thread_id, b.text, timeout=b.timeout),
-        "respond_to_request": lambda b: rt.respond_to_request(b.thread_id, b.request_id, b.decision, timeout=b.timeout),
-        "respond_to_user_input": lambda b: rt.respond_to_user_input(
-            b.thread_id, b.request_id, b.answers, timeout=b.timeout
-        ),
-        "stop_session": lambda b: rt.stop_session(b.thread_id, timeout=b.timeout),
-        "stop_all": lambda b: rt.stop_all(timeout=b.timeout),
-        "rollback_thread": lambda b: rt.rollback_thread(b.thread_id, b.num_turns, timeout=b.timeout),
-        "compact_events": lambda b: rt.compact_events(b.before_seq),
-    }
+def _operation_route(rt: AsyncRuntime, op: Operation[Any]) -> Route:
+    """The route of one operation: decode its body (or query), run it, answer its result."""
+
+    async def run(request: Request) -> Any:
+        if op.reads:
+            body = op.from_query(request.query_params)
+        else:
+            body = op.decode(await _read_body(request, op.name))
+        return await rt._call(op, msgspec.structs.asdict(body))
+
+    return Route(f"{API_PREFIX}/{op.route}", _call(run), methods=[op.method])
 
 
 async def _sse(sub: Subscription, streams: list[int]) -> AsyncIterator[bytes]:
@@ -199,13 +182,9 @@ def _frame(event: Any) -> bytes:
     return b"data: " + _encode(event) + b"\n\n"
 
 
-_READS = frozenset({"instances", "diagnose", "sessions", "threads", "requests", "has_session", "read_thread", "events"})
-
-
 def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp:
     """The ASGI app serving ``rt``. ``token`` (TCP) makes every route but ``GET /`` need it;
     ``transport`` (``unix`` or ``tcp``) is reported by ``/health``."""
-    operations = _operations(rt)
     started = time.time()
     streams = [0]  # open event streams (the loop's thread only)
 
@@ -214,37 +193,6 @@ def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp
             "status": "ok", "version": __version__, "pid": os.getpid(), "transport": transport,
             "state_dir": str(rt.runtime.state_dir), "started_at": started, "event_streams": streams[0],
         }
-
-    async def instances(request: Request) -> Any:
-        return await rt.instances()
-
-    async def diagnose(request: Request) -> Any:
-        return await rt.diagnose()
-
-    async def sessions(request: Request) -> Any:
-        return await rt.list_sessions()
-
-    async def threads(request: Request) -> Any:
-        return await rt.list_threads()
-
-    async def requests_(request: Request) -> Any:
-        return await rt.pending_requests(_query(request, "pending_requests", "thread_id", required=False))
-
-    async def has_session(request: Request) -> Any:
-        return await rt.has_session(_query(request, "has_session", "thread_id") or "")
-
-    async def read_thread(request: Request) -> Any:
-        return await rt.read_thread(_query(request, "read_thread", "thread_id") or "")
-
-    async def post(request: Request) -> Any:
-        operation = request.path_params["operation"]
-        run = operations.get(operation)
-        if run is None and operation not in _READS:
-            return _plain_error(404, "not_found", f"no route {request.url.path}")
-        if request.method != "POST" or run is None:
-            return _plain_error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}")
-        body = decode_body(operation, await _read_body(request, operation))
-        return await run(body)
 
     async def events(request: Request) -> Response:
         try:
@@ -271,8 +219,6 @@ def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp
         )
 
     async def openapi(request: Request) -> Response:
-        from paddock.server._openapi import openapi_document
-
         return _response(openapi_document())
 
     async def dashboard(request: Request) -> Response:
@@ -288,20 +234,12 @@ def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp
             return _plain_error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}")
         return _plain_error(404, "not_found", f"no route {request.url.path}")
 
-    p = API_PREFIX
     routes = [
         Route("/", dashboard, methods=["GET"]),
         Route("/health", _call(health), methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
-        Route(f"{p}/instances", _call(instances), methods=["GET"]),
-        Route(f"{p}/diagnose", _call(diagnose), methods=["GET"]),
-        Route(f"{p}/sessions", _call(sessions), methods=["GET"]),
-        Route(f"{p}/threads", _call(threads), methods=["GET"]),
-        Route(f"{p}/requests", _call(requests_), methods=["GET"]),
-        Route(f"{p}/has_session", _call(has_session), methods=["GET"]),
-        Route(f"{p}/read_thread", _call(read_thread), methods=["GET"]),
-        Route(f"{p}/events", events, methods=["GET"]),
-        Route(p + "/{operation:str}", _call(post), methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+        *(_operation_route(rt, op) for op in OPERATIONS),
+        Route(f"{API_PREFIX}/events", events, methods=["GET"]),
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
     return _BearerAuth(app, token)

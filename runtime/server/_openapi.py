@@ -9,30 +9,12 @@ from typing import Any
 import msgspec
 
 from paddock import __version__
-from paddock._pending import PendingRequest
-from paddock._runtime import InstanceInfo
-from paddock._wire import API_PREFIX, BODIES, ErrorDocument
-from paddock.contract import Event, Session, ThreadSnapshot, TurnStartResult
-from paddock.store import Binding
+from paddock._operations import OPERATIONS, Operation
+from paddock._wire import API_PREFIX, ErrorDocument
+from paddock.contract import Event
 
 __all__ = ["openapi_document"]
 
-_RESULTS: dict[str, Any] = {
-    "start_session": Session,
-    "send_turn": TurnStartResult,
-    "steer_turn": TurnStartResult,
-    "rollback_thread": ThreadSnapshot,
-    "compact_events": int,
-}
-_GETS: dict[str, tuple[Any, str, tuple[str, ...]]] = {
-    "instances": (list[InstanceInfo], "Runtime.instances(): every configured instance", ()),
-    "diagnose": (list[dict[str, Any]], "Runtime.diagnose(): binary, version, auth of each instance", ()),
-    "sessions": (list[Session], "Runtime.list_sessions(): the live sessions", ()),
-    "threads": (list[Binding], "Runtime.list_threads(): every bound thread", ()),
-    "requests": (list[PendingRequest], "Runtime.pending_requests(): open approvals and user-input requests", ("thread_id?",)),
-    "has_session": (bool, "Runtime.has_session(thread_id)", ("thread_id",)),
-    "read_thread": (ThreadSnapshot, "Runtime.read_thread(thread_id)", ("thread_id",)),
-}
 _ERRORS = {
     "400": "validation or config: a malformed body or argument (error.field names it)",
     "401": "unauthorized: missing or wrong bearer token (TCP only)",
@@ -48,7 +30,7 @@ _ERRORS = {
 @functools.cache
 def openapi_document() -> dict[str, Any]:
     """The document (cached; do not mutate)."""
-    types: list[Any] = [ErrorDocument, Event, *BODIES.values(), *_RESULTS.values(), *(t for t, _, _ in _GETS.values())]
+    types: list[Any] = [ErrorDocument, Event, *(op.body for op in OPERATIONS), *(op.result for op in OPERATIONS)]
     schemas, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     by_type = dict(zip(map(_key, types), schemas))
     error_ref = by_type[_key(ErrorDocument)]
@@ -65,24 +47,18 @@ def openapi_document() -> dict[str, Any]:
         "/": {"get": {"operationId": "dashboard", "summary": "the dashboard page (no data; it asks for the token)",
                       "security": [], "responses": {"200": {"description": "text/html"}}}},
     }
-    for name, (result, summary, params) in _GETS.items():
-        parameters = [
-            {"name": p.rstrip("?"), "in": "query", "required": not p.endswith("?"), "schema": {"type": "string"}}
-            for p in params
-        ]
-        paths[f"{API_PREFIX}/{name}"] = {"get": {
-            "operationId": name, "summary": summary, "parameters": parameters,
-            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": by_type[_key(result)]}}}, **errors()},
-        }}
-    for name, body in BODIES.items():
-        result = _RESULTS.get(name)
-        ok: dict[str, Any] = {"description": "OK"}
-        ok["content"] = {"application/json": {"schema": by_type[_key(result)] if result is not None else {"type": "null"}}}
-        paths[f"{API_PREFIX}/{name}"] = {"post": {
-            "operationId": name, "summary": f"Runtime.{name}()",
-            "requestBody": {"required": True, "content": {"application/json": {"schema": by_type[_key(body)]}}},
-            "responses": {"200": ok, **errors()},
-        }}
+    for op in OPERATIONS:
+        spec: dict[str, Any] = {
+            "operationId": op.name, "summary": f"Runtime.{op.name}(): {op.summary}",
+            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": by_type[_key(op.result)]}}},
+                          **errors()},
+        }
+        body = by_type[_key(op.body)]
+        if op.reads:
+            spec["parameters"] = _query_parameters(op, components[body["$ref"].rsplit("/", 1)[1]])
+        else:
+            spec["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        paths[f"{API_PREFIX}/{op.route}"] = {op.method.lower(): spec}
     paths[f"{API_PREFIX}/events"] = {"get": {
         "operationId": "subscribe",
         "summary": "Runtime.subscribe() as Server-Sent Events: `id:` is the event's seq, `data:` the event as JSON. "
@@ -110,6 +86,13 @@ def openapi_document() -> dict[str, Any]:
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                                       "description": "TCP only: the token in STATE_DIR/server.token"}}},
     }
+
+
+def _query_parameters(op: Operation[Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """A read's body as query parameters: one per field, with the field's schema."""
+    required = set(schema.get("required", ()))
+    return [{"name": name, "in": "query", "required": name in required, "schema": field}
+            for name, field in schema.get("properties", {}).items()]
 
 
 def _key(t: Any) -> str:

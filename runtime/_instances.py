@@ -1,0 +1,267 @@
+"""The instance table: the configured instances of a runtime, each with its driver, decoded
+config, private home and environment, secrets, availability and (created on first use) adapter.
+
+Thread-safe: the table is built by the opener; adapters are created under each instance's lock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from paddock._config import InstanceEntry, RuntimeConfig, issue_from
+from paddock._isolation import build_env, instance_home, secret_values
+from paddock._recovery import kill_leased_processes
+from paddock.actors import HubHandle, Redactor
+from paddock.contract import (
+    Capabilities,
+    ConfigError,
+    DriverError,
+    InstanceNotFoundError,
+    ModelInfo,
+    PaddockError,
+    ProviderAdapter,
+)
+from paddock.drivers import BUILT_IN_DRIVERS, DriverConfig, DriverSpec, InstanceContext, ModelAccess, model_access
+from paddock.supervisors import run_command
+
+__all__ = ["InstanceInfo", "InstanceTable", "mask_error"]
+
+_PROBE_TTL = 300.0
+_CLOSERS = 32  # threads closing instances at once in close_all
+_probe_cache: dict[tuple[str, str], tuple[float, str | None]] = {}
+_probe_lock = threading.Lock()
+
+
+class InstanceInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A configured instance as the runtime sees it. ``reason`` says why it is unavailable."""
+
+    id: str
+    driver: str
+    status: Literal["available", "unavailable"]
+    reason: str | None = None
+    capabilities: Capabilities | None = None
+    home: str | None = None
+    binary: str | None = None
+    models: tuple[ModelInfo, ...] | None = None
+    """The instance's model catalog, once its agent listed one (drivers with an optional
+    ``models()`` method, e.g. ``codex``'s ``model/list``); ``None`` when unknown."""
+
+
+class _Instance:
+    """Book-keeping for one configured instance (its adapter is set under ``lock``)."""
+
+    def __init__(self, instance_id: str, driver: str) -> None:
+        self.id = instance_id
+        self.driver = driver
+        self.spec: DriverSpec | None = None
+        self.config: DriverConfig | None = None
+        self.reason: str | None = None
+        self.home: Path | None = None
+        self.env: dict[str, str] = {}
+        self.access: ModelAccess = ModelAccess()
+        self.adapter: ProviderAdapter | None = None
+        self.lock = threading.Lock()
+        self.redactor: Redactor | None = None
+
+
+class InstanceTable:
+    """Config entries -> instances. Unknown drivers and unusable binaries are listed as
+    unavailable with a reason; each instance's secrets are registered with the hub for redaction
+    before anything of it runs."""
+
+    def __init__(self, config: RuntimeConfig, *, state_dir: Path, hub: HubHandle) -> None:
+        self._config = config
+        self._state_dir = state_dir
+        self._hub = hub
+        self._by_id: dict[str, _Instance] = {}
+        for entry in config.instances:
+            self._by_id[entry.instance_id] = self._prepare(entry)
+
+    def _prepare(self, entry: InstanceEntry) -> _Instance:
+        inst = _Instance(entry.instance_id, entry.driver)
+        spec = BUILT_IN_DRIVERS.get(entry.driver)
+        if spec is None:
+            inst.reason = f"unknown driver {entry.driver!r}; known drivers: {', '.join(sorted(BUILT_IN_DRIVERS))}"
+            return inst
+        inst.spec = spec
+        try:
+            inst.config = msgspec.convert(entry.table, spec.config_type)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(self._config.path, issue_from(exc, entry.instance_id)) from None
+        inst.home = instance_home(self._state_dir, entry.instance_id, getattr(inst.config, "home", None))
+        pass_env = getattr(inst.config, "pass_env", ()) or ()
+        inst.env = build_env(home=inst.home, configured=getattr(inst.config, "env", {}) or {}, pass_env=pass_env)
+        try:
+            inst.access = model_access(inst.config, os.environ)
+        except LookupError as exc:
+            inst.reason = str(exc)
+        secrets = secret_values(inst.env, pass_env=pass_env, args=getattr(inst.config, "args", ()) or ())
+        secrets |= set(inst.access.secrets)  # the configured key (api_key / api_key_env)
+        self._hub.add_secrets(inst.id, secrets)
+        inst.redactor = Redactor(secrets)
+        if inst.reason is None:
+            inst.reason = self._probe(inst)
+        return inst
+
+    def _probe(self, inst: _Instance) -> str | None:
+        """Why the instance is unavailable, or ``None``. Cached per (binary, home) for 5 minutes;
+        a probe never starts a session."""
+        probe = inst.spec.probe if inst.spec is not None else None
+        if probe is None:
+            return None
+        key = (str(getattr(inst.config, "binary", None) or inst.driver), str(inst.home))
+        with _probe_lock:
+            hit = _probe_cache.get(key)
+            if hit and time.monotonic() - hit[0] < _PROBE_TTL:
+                return hit[1]
+        try:
+            reason = probe(self._context(inst))
+        except PaddockError as exc:
+            reason = str(exc)
+        with _probe_lock:
+            _probe_cache[key] = (time.monotonic(), reason)
+        return reason
+
+    def _context(self, inst: _Instance) -> InstanceContext:
+        assert inst.config is not None  # _prepare decoded it before any probe or create
+        return InstanceContext(
+            instance_id=inst.id, driver=inst.driver, config=inst.config, home=str(inst.home),
+            env=dict(inst.env), state_dir=str(self._state_dir), hub=self._hub, access=inst.access,
+        )
+
+    def driver(self, instance_id: str) -> str:
+        return self._by_id[instance_id].driver
+
+    def adapter(self, instance_id: str) -> ProviderAdapter:
+        """The instance's adapter, created on first use (thread: the caller's). Raises
+        :class:`InstanceNotFoundError` for an unknown or unavailable instance."""
+        inst = self._by_id.get(instance_id)
+        if inst is None:
+            raise InstanceNotFoundError(
+                instance_id, f"it is not configured; configured: {', '.join(self._by_id) or 'none'}"
+            )
+        if inst.reason:
+            raise InstanceNotFoundError(instance_id, inst.reason, driver=inst.driver)
+        with inst.lock:
+            if inst.adapter is None:
+                assert inst.spec is not None  # an instance without a reason has a known driver
+                try:
+                    inst.adapter = inst.spec.create(self._context(inst))
+                except PaddockError as exc:
+                    raise mask_error(exc, inst.redactor)
+                except Exception as exc:  # a driver bug must not escape as a foreign error
+                    error = DriverError(inst.driver, inst.id, f"could not start: {exc!r}")
+                    raise mask_error(error, inst.redactor) from exc
+            return inst.adapter
+
+    def created(self, instance_id: str) -> ProviderAdapter | None:
+        """The instance's adapter if it was created, else ``None`` (creates nothing)."""
+        inst = self._by_id.get(instance_id)
+        return inst.adapter if inst is not None else None
+
+    def adapters(self) -> list[ProviderAdapter]:
+        """Every adapter created so far."""
+        return [inst.adapter for inst in self._by_id.values() if inst.adapter is not None]
+
+    def mask(self, instance_id: str, exc: PaddockError) -> PaddockError:
+        """``exc`` with the instance's secrets masked (in place)."""
+        inst = self._by_id.get(instance_id)
+        return mask_error(exc, inst.redactor if inst is not None else None)
+
+    def infos(self) -> list[InstanceInfo]:
+        """Every configured instance with its status and, once known, its capabilities."""
+        out = []
+        for inst in self._by_id.values():
+            caps = None
+            models = None
+            if inst.adapter is not None:
+                caps = inst.adapter.capabilities()
+                catalog = getattr(inst.adapter, "models", None)  # optional adapter hook
+                models = catalog() if callable(catalog) else None
+            elif inst.spec is not None and inst.reason is None:
+                caps = inst.spec.capabilities
+            out.append(InstanceInfo(
+                id=inst.id, driver=inst.driver, status="unavailable" if inst.reason else "available",
+                reason=inst.reason, capabilities=caps, home=str(inst.home) if inst.home else None,
+                binary=getattr(inst.config, "binary", None), models=models,
+            ))
+        return out
+
+    def diagnose(self, timeout: float) -> list[dict[str, Any]]:
+        """For each instance: id, driver, status, reason, binary, version, auth state and home
+        (the driver's ``diagnose`` hook, else ``<binary> --version``). Never starts a session."""
+        out = []
+        for info in self.infos():
+            inst = self._by_id[info.id]
+            report: dict[str, Any] = {
+                "id": info.id, "driver": info.driver, "status": info.status, "reason": info.reason,
+                "binary": info.binary, "version": None, "auth": "unknown", "home": info.home,
+            }
+            hook = inst.spec.diagnose if inst.spec is not None else None
+            if hook is not None and info.status == "available":
+                try:
+                    report.update(hook(self._context(inst)))
+                except PaddockError as exc:
+                    report["reason"] = str(exc)
+            elif info.binary and info.status == "available":
+                binary = shutil.which(info.binary, path=inst.env.get("PATH")) or info.binary
+                try:
+                    res = run_command([binary, "--version"], env=inst.env, timeout=timeout)
+                    text = (res.stdout or res.stderr).strip()
+                    report["version"] = text.splitlines()[0] if text else None
+                except PaddockError as exc:
+                    report["version"] = f"unknown ({exc})"
+            out.append(report)
+        return out
+
+    def close_all(self, deadline: float) -> None:
+        """Close every created adapter at once, all under the one ``deadline`` (thread: the
+        closer, plus up to 32 short-lived closer threads taking adapters in turn). Each teardown
+        waits out its own graces (the shim gives leftovers 1 s); done one after another they would
+        add up past any timeout. If closers are still running at the deadline (hundreds of
+        teardowns at once lag under load), every process this host holds a lease for is SIGKILLed
+        at once; the closers then get 0.5 s more to finish their bookkeeping."""
+        todo = list(reversed(self.adapters()))
+        count = len(todo)
+
+        def worker() -> None:
+            while True:
+                try:
+                    adapter = todo.pop()  # list.pop is atomic: no lock needed
+                except IndexError:
+                    return
+                try:
+                    adapter.close(timeout=max(0.0, deadline - time.monotonic()))
+                except Exception:  # a driver bug must not stop the others from closing
+                    pass
+
+        # A bounded pool: hundreds of teardowns polling at once would starve each other (and
+        # this thread) of the GIL; past the deadline the rest close at once (SIGKILL) anyway.
+        threads = [threading.Thread(target=worker, name="paddock-close", daemon=True)
+                   for _ in range(min(count, _CLOSERS))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in threads):
+            kill_leased_processes(self._state_dir)
+            for t in threads:
+                t.join(max(0.0, deadline + 0.5 - time.monotonic()))
+
+
+def mask_error(exc: PaddockError, redactor: Redactor | None) -> PaddockError:
+    """Mask the instance's secrets in ``exc`` (its message and every text attribute, such as a
+    ProcessError's ``stderr_tail``), in place; returns it."""
+    if redactor is not None:
+        for name, value in list(vars(exc).items()):
+            if isinstance(value, str):
+                setattr(exc, name, redactor.mask(value))
+        exc.args = tuple(redactor.mask(a) if isinstance(a, str) else a for a in exc.args)
+    return exc

@@ -1,0 +1,327 @@
+"""The operation table: every public operation of :class:`paddock.Runtime`, declared once.
+
+An :class:`Operation` names its body (a frozen Struct that forbids unknown fields and carries the
+operation's constraints), its result type, whether it reads (``GET``, the body's fields as query
+parameters) or writes (``POST``, the body as JSON) and its route under ``/v1``. ``Runtime``
+validates its arguments once, with :meth:`Operation.parse`; ``AsyncRuntime``, ``RemoteRuntime``,
+``AsyncRemoteRuntime``, the server's routes and the OpenAPI document are derived from
+:data:`OPERATIONS`. Adding a parameter is one body field plus the typed signatures users read.
+
+Not in the table: ``subscribe`` (a stream of events, SSE over HTTP), ``open`` and ``close``
+(each surface builds and closes its own handle). See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+import msgspec
+
+from paddock._instances import InstanceInfo
+from paddock._pending import PendingRequest
+from paddock.contract import (
+    MAX_PROMPT_CHARS,
+    Decision,
+    InteractionMode,
+    RuntimeMode,
+    Session,
+    ThreadSnapshot,
+    TurnStartResult,
+    ValidationError,
+)
+from paddock.store import Binding
+
+__all__ = [
+    "BY_NAME",
+    "OPERATIONS",
+    "Body",
+    "Operation",
+    "arguments",
+    "plain_arguments",
+    "body_error",
+    "check_text",
+]
+
+R = TypeVar("R")
+
+ThreadId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+"""A thread id a session is bound to: non-empty, at most 256 characters."""
+
+_LABELS = {"text": "the prompt"}  # how a message names a field, where its name reads badly
+
+
+class Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The arguments of one operation, in process or as an HTTP body. Constructing or decoding one
+    checks its constraints: every text (nested ones too) must be encodable as UTF-8."""
+
+    def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            check_text(name, getattr(self, name))
+
+
+class _Prompt(Body, frozen=True):
+    """A body with a prompt: not blank, at most :data:`MAX_PROMPT_CHARS` characters."""
+
+    thread_id: str
+    text: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.text.strip():
+            raise ValueError("the prompt is empty")
+        if len(self.text) > MAX_PROMPT_CHARS:
+            raise ValueError(f"the prompt has {len(self.text)} characters; the limit is {MAX_PROMPT_CHARS}")
+
+
+class InstancesBody(Body, frozen=True):
+    pass
+
+
+class DiagnoseBody(Body, frozen=True):
+    timeout: float = 10.0
+
+
+class StartSessionBody(Body, frozen=True):
+    thread_id: ThreadId
+    instance: str
+    cwd: str
+    runtime_mode: RuntimeMode = "full-access"
+    interaction_mode: InteractionMode = "default"
+    model: str | None = None
+    resume: Literal["auto", "require", "never"] | None = None
+    timeout: float | None = None
+
+
+class SendTurnBody(_Prompt, frozen=True):
+    interaction_mode: InteractionMode | None = None
+    model: str | None = None
+    timeout: float | None = None
+
+
+class InterruptTurnBody(Body, frozen=True):
+    thread_id: str
+    turn_id: str | None = None
+    timeout: float | None = None
+
+
+class SteerTurnBody(_Prompt, frozen=True):
+    timeout: float | None = None
+
+
+class RespondToRequestBody(Body, frozen=True):
+    thread_id: str
+    request_id: str
+    decision: Decision
+    timeout: float | None = None
+
+
+class RespondToUserInputBody(Body, frozen=True):
+    thread_id: str
+    request_id: str
+    answers: dict[str, Any]
+    timeout: float | None = None
+
+
+class StopSessionBody(Body, frozen=True):
+    thread_id: str
+    timeout: float | None = None
+
+
+class StopAllBody(Body, frozen=True):
+    timeout: float | None = None
+
+
+class ListSessionsBody(Body, frozen=True):
+    pass
+
+
+class HasSessionBody(Body, frozen=True):
+    thread_id: str
+
+
+class ReadThreadBody(Body, frozen=True):
+    thread_id: str
+    timeout: float | None = None
+
+
+class RollbackThreadBody(Body, frozen=True):
+    thread_id: str
+    num_turns: Annotated[int, msgspec.Meta(ge=1)]
+    timeout: float | None = None
+
+
+class PendingRequestsBody(Body, frozen=True):
+    thread_id: str | None = None
+    timeout: float | None = None
+
+
+class ListThreadsBody(Body, frozen=True):
+    pass
+
+
+class CompactEventsBody(Body, frozen=True):
+    before_seq: int
+
+
+@dataclass(frozen=True, eq=False)
+class Operation(Generic[R]):
+    """One public operation of the Runtime. ``name`` is the method on every surface and the
+    OpenAPI ``operationId``; ``route`` the path under ``/v1``."""
+
+    name: str
+    body: type[Body]
+    result: type[R]
+    reads: bool
+    """``GET`` with the body's fields as query parameters; else ``POST`` with a JSON body."""
+    route: str
+    summary: str
+    needs_open: bool = True
+    """Refused by a closed Runtime (reads of what is left after closing are not)."""
+    local_paths: tuple[str, ...] = ()
+    """Fields naming a folder of the caller: a remote client sends them absolute."""
+    wait: float | None = None
+    """Seconds an HTTP client waits when the call passes no ``timeout`` (default: the runtime's
+    default timeout plus slack)."""
+    wait_factor: float = 1.0
+    """The call's ``timeout`` covers this many steps on the server (``diagnose``: each instance)."""
+
+    @property
+    def method(self) -> Literal["GET", "POST"]:
+        return "GET" if self.reads else "POST"
+
+    def parse(self, args: Mapping[str, object]) -> Body:
+        """The body of ``args`` (a method's parameters by name), checked against every constraint;
+        raises :class:`ValidationError` naming the operation, the thread and the field. Runs in
+        the caller's thread."""
+        values = plain_arguments(args)
+        try:
+            return msgspec.convert(values, self.body)
+        except msgspec.ValidationError as exc:
+            thread_id = values.get("thread_id")
+            where = thread_id if isinstance(thread_id, str) and _is_text(thread_id) else None
+            raise body_error(self.name, str(exc), where) from None
+
+    def decode(self, data: bytes) -> Body:
+        """The body of a JSON request; raises :class:`ValidationError` naming the field."""
+        try:
+            return msgspec.json.decode(data or b"{}", type=self.body)
+        except msgspec.ValidationError as exc:
+            raise body_error(self.name, str(exc)) from None
+        except msgspec.DecodeError as exc:
+            raise ValidationError(self.name, f"the body is not JSON: {exc}") from None
+
+    def from_query(self, query: Mapping[str, str]) -> Body:
+        """The body of a ``GET``'s query parameters (numbers given as text)."""
+        try:
+            return msgspec.convert(dict(query), self.body, strict=False)
+        except msgspec.ValidationError as exc:
+            raise body_error(self.name, f"{exc} (query parameter)") from None
+
+
+def _op(name: str, body: type[Body], result: type[R], *, reads: bool, summary: str, route: str | None = None,
+        needs_open: bool = True, local_paths: tuple[str, ...] = (), wait: float | None = None,
+        wait_factor: float = 1.0) -> Operation[R]:
+    return Operation(name, body, result, reads, route or name, summary, needs_open, local_paths, wait, wait_factor)
+
+
+INSTANCES = _op("instances", InstancesBody, list[InstanceInfo], reads=True, needs_open=False,
+                summary="every configured instance with its status and capabilities")
+DIAGNOSE = _op("diagnose", DiagnoseBody, list[dict[str, Any]], reads=True, needs_open=False, wait_factor=10.0,
+               summary="binary, version, auth of each instance")
+START_SESSION = _op("start_session", StartSessionBody, Session, reads=False, local_paths=("cwd",), wait=300.0,
+                    summary="bind a thread to an instance and start (or resume) its session")
+SEND_TURN = _op("send_turn", SendTurnBody, TurnStartResult, reads=False,
+                summary="send a user message; returns when the agent accepted the turn")
+INTERRUPT_TURN = _op("interrupt_turn", InterruptTurnBody, type(None), reads=False,
+                     summary="stop the running turn")
+STEER_TURN = _op("steer_turn", SteerTurnBody, TurnStartResult, reads=False,
+                 summary="add text to the running turn (or interrupt it and start a new one)")
+RESPOND_TO_REQUEST = _op("respond_to_request", RespondToRequestBody, type(None), reads=False,
+                         summary="answer an open approval request")
+RESPOND_TO_USER_INPUT = _op("respond_to_user_input", RespondToUserInputBody, type(None), reads=False,
+                            summary="answer an open user-input request")
+STOP_SESSION = _op("stop_session", StopSessionBody, type(None), reads=False, summary="stop a thread's session")
+STOP_ALL = _op("stop_all", StopAllBody, type(None), reads=False, summary="stop every live session")
+LIST_SESSIONS = _op("list_sessions", ListSessionsBody, list[Session], reads=True, route="sessions",
+                    needs_open=False, summary="the live sessions")
+HAS_SESSION = _op("has_session", HasSessionBody, bool, reads=True, needs_open=False,
+                  summary="whether a thread has a live session")
+READ_THREAD = _op("read_thread", ReadThreadBody, ThreadSnapshot, reads=True, needs_open=False,
+                  summary="a thread's turns and items, folded from the event log")
+ROLLBACK_THREAD = _op("rollback_thread", RollbackThreadBody, ThreadSnapshot, reads=False,
+                      summary="drop the last turns of a thread")
+PENDING_REQUESTS = _op("pending_requests", PendingRequestsBody, list[PendingRequest], reads=True,  # type: ignore[arg-type]
+                       route="requests", summary="open approval and user-input requests")
+LIST_THREADS = _op("list_threads", ListThreadsBody, list[Binding], reads=True, route="threads",
+                   summary="every bound thread, as persisted")
+COMPACT_EVENTS = _op("compact_events", CompactEventsBody, int, reads=False, needs_open=False,
+                     summary="delete logged events before a seq")
+
+OPERATIONS: tuple[Operation[Any], ...] = (
+    INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
+    RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
+    ROLLBACK_THREAD, PENDING_REQUESTS, LIST_THREADS, COMPACT_EVENTS,
+)
+"""Every operation, in the order the API documents them."""
+BY_NAME: dict[str, Operation[Any]] = {op.name: op for op in OPERATIONS}
+
+
+def check_text(name: str, value: object) -> None:
+    """Refuse text that cannot be encoded as UTF-8 (a lone surrogate such as ``"\\ud800"``): it
+    would fail later, in a store, a pipe or an agent, with a foreign error. Strings nested in
+    mappings and sequences (answers) are checked too. Raises ``ValueError``."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValueError(f"{_LABELS.get(name, name)} is not valid text: {exc.reason} at index {exc.start}") from None
+        elif isinstance(item, Mapping):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
+
+
+def body_error(operation: str, issue: str, thread_id: str | None = None) -> ValidationError:
+    """A :class:`ValidationError` for a bad argument; ``field`` names it where known."""
+    err = ValidationError(operation, issue, thread_id=thread_id)
+    match = _FIELD.search(issue)
+    err.field = next((g for g in match.groups() if g), None) if match else None  # type: ignore[attr-defined]
+    return err
+
+
+_FIELD = re.compile(r"`\$\.([A-Za-z_][\w.\[\]]*)`|required field `([^`]+)`|unknown field `([^`]+)`")
+
+
+def arguments(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's arguments by name, from its ``locals()`` (``self`` left out)."""
+    return {k: v for k, v in args.items() if k != "self"}
+
+
+def plain_arguments(args: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`arguments` as msgspec converts and encodes them: a path as its text, any mapping
+    as a dict."""
+    return {k: _plain(v) for k, v in arguments(args).items()}
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,381 @@
+"""The thread directory: the one owner of session status.
+
+Three things say whether a thread is live: the live map (thread -> instance), the adapter's
+session record, and the persisted binding's status. Only this module reads or writes them, and it
+reconciles them in one place (:meth:`ThreadDirectory._live_on`): a thread is live when the live
+map names an instance whose adapter still has its session; the binding's status follows the
+event stream (the tracker thread) and says why a thread is not live. Idle sessions are stopped by
+the reaper thread.
+
+Every public method is thread-safe and runs in the caller's thread; start and stop of one thread
+are serialised by a per-thread lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from paddock._config import RuntimeSettings
+from paddock._instances import InstanceTable
+from paddock._operations import (
+    InterruptTurnBody,
+    ReadThreadBody,
+    RespondToRequestBody,
+    RespondToUserInputBody,
+    RollbackThreadBody,
+    SendTurnBody,
+    StartSessionBody,
+    SteerTurnBody,
+    StopAllBody,
+    StopSessionBody,
+)
+from paddock.actors import HubHandle, LogReader
+from paddock.contract import (
+    CapabilityUnsupportedError,
+    OperationTimeout,
+    PaddockError,
+    ProviderAdapter,
+    SendTurnInput,
+    Session,
+    SessionClosedError,
+    SessionNotFoundError,
+    StartSessionInput,
+    ThreadSnapshot,
+    TurnStartResult,
+    ValidationError,
+    decide_steering,
+    decode_event,
+    fold_thread,
+)
+from paddock.store import RESUMABLE, Binding, BindingStore
+
+__all__ = ["DEFAULT_TIMEOUT", "ThreadDirectory"]
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class ThreadDirectory:
+    """Threads -> live sessions, with their persisted bindings. Built by the Runtime's opener;
+    :meth:`start` starts the tracker and reaper threads."""
+
+    def __init__(self, store: BindingStore, instances: InstanceTable, hub: HubHandle,
+                 settings: RuntimeSettings) -> None:
+        self._store = store
+        self._instances = instances
+        self._hub = hub
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._live: dict[str, str] = {}  # thread id -> instance id
+        self._last_used: dict[str, float] = {}
+        self._thread_locks: dict[str, threading.Lock] = {}
+        self.hub_failed: str | None = None
+        """Why the hub stopped under the tracker (the runtime then refuses work), else ``None``."""
+        self._stop = threading.Event()
+        self._tracker = hub.subscribe(types=("turn.completed", "session.exited", "session.started"))
+        self._threads = [
+            threading.Thread(target=self._track, name="paddock-tracker", daemon=True),
+            threading.Thread(target=self._reap_idle, name="paddock-reaper", daemon=True),
+        ]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    # sessions -----------------------------------------------------------------------------------
+
+    def start_session(self, a: StartSessionBody) -> Session:
+        folder = Path(a.cwd).expanduser()
+        if not folder.is_dir():
+            raise ValidationError("start_session", f"cwd {a.cwd!r} is not a directory", thread_id=a.thread_id)
+        cwd = str(folder.resolve())
+        adapter = self._instances.adapter(a.instance)
+        resume = a.resume or self._settings.resume
+        with self._thread_lock(a.thread_id):
+            current = self._live.get(a.thread_id)
+            if current is not None and current != a.instance:
+                self._stop_live(a.thread_id, timeout=a.timeout)
+            elif current == a.instance and adapter.has_session(a.thread_id):
+                live = _session_of(adapter, a.thread_id)
+                if live is not None and (live.cwd, live.runtime_mode, live.interaction_mode, live.model) == (
+                        cwd, a.runtime_mode, a.interaction_mode, a.model):
+                    return live  # already running as asked: starting it again is a no-op
+                # Other settings: restart it from its cursor with them.
+                adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
+                self._live.pop(a.thread_id, None)
+            binding = self._store.get(a.thread_id)
+            cursor = None
+            if binding is not None and binding.instance_id == a.instance and resume != "never":
+                cursor = binding.resume_cursor
+            self._store.put(Binding(
+                thread_id=a.thread_id, instance_id=a.instance, driver=self._instances.driver(a.instance),
+                status="starting", cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
+                model=a.model, resume_cursor=cursor,
+            ))
+            request = StartSessionInput(
+                thread_id=a.thread_id, cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
+                model=a.model, resume_cursor=cursor, workspace_roots=(cwd,),
+            )
+            try:
+                session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
+            except PaddockError as exc:
+                self._instances.mask(a.instance, exc)  # its stderr may hold the key the CLI refused
+                self._store.update(a.thread_id, status="error", last_error=str(exc))
+                raise
+            if cursor is not None and resume == "require" and not session.resumed:
+                adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
+                self._store.update(a.thread_id, status="error", last_error="resume failed")
+                raise SessionClosedError(a.thread_id, "resume was required but the agent could not resume it")
+            self._live[a.thread_id] = a.instance
+            self._last_used[a.thread_id] = time.monotonic()
+            self._store.update(a.thread_id, status="ready", resume_cursor=session.resume_cursor or cursor,
+                              last_error=None)
+            return session
+
+    def send_turn(self, a: SendTurnBody) -> TurnStartResult:
+        adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
+        # "running" goes in before the turn can end, so the tracker's running -> ready sticks.
+        before = self._store.get(a.thread_id)
+        running = self._store.update(a.thread_id, status="running")
+        try:
+            result = adapter.send_turn(
+                SendTurnInput(thread_id=a.thread_id, text=a.text, interaction_mode=a.interaction_mode, model=a.model),
+                timeout=_t(a.timeout),
+            )
+        except BaseException as exc:
+            if before is not None:
+                self._store.update(a.thread_id, only_if={"running"}, status=before.status)
+                if isinstance(exc, PaddockError):
+                    self._instances.mask(before.instance_id, exc)
+            raise
+        self._last_used[a.thread_id] = time.monotonic()
+        if result.resume_cursor is not None and (running is None or running.resume_cursor != result.resume_cursor):
+            self._store.update(a.thread_id, resume_cursor=result.resume_cursor)  # only a new cursor is written
+        return result
+
+    def interrupt_turn(self, a: InterruptTurnBody) -> None:
+        adapter = self._live_adapter(a.thread_id)
+        if not adapter.capabilities().turns.interrupt:
+            raise CapabilityUnsupportedError("turns.interrupt", "interrupting a turn", thread_id=a.thread_id)
+        adapter.interrupt_turn(a.thread_id, a.turn_id, timeout=_t(a.timeout))
+        self._last_used[a.thread_id] = time.monotonic()
+
+    def steer_turn(self, a: SteerTurnBody) -> TurnStartResult:
+        """Steer when the agent can (``decide_steering``), else interrupt the running turn, wait
+        for its completion and start a new turn with the text."""
+        adapter = self._live_adapter(a.thread_id)
+        if decide_steering(adapter.capabilities()) == "active_steering":
+            return adapter.steer_turn(a.thread_id, SendTurnInput(thread_id=a.thread_id, text=a.text),
+                                      timeout=_t(a.timeout))
+        deadline = time.monotonic() + _t(a.timeout)
+        with self._hub.subscribe(thread_id=a.thread_id, types=("turn.completed", "turn.started")) as sub:
+            session = _session_of(adapter, a.thread_id)
+            running = session.active_turn_id if session else None
+            if running:
+                adapter.interrupt_turn(a.thread_id, running, timeout=_t(a.timeout))
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise OperationTimeout("steer_turn (waiting for the interrupted turn)", _t(a.timeout),
+                                               thread_id=a.thread_id)
+                    event = sub.get(timeout=left)
+                    if event is not None and event.type == "turn.completed" and event.turn_id == running:
+                        break
+        return self.send_turn(SendTurnBody(thread_id=a.thread_id, text=a.text,
+                                           timeout=max(0.1, deadline - time.monotonic())))
+
+    def respond_to_request(self, a: RespondToRequestBody) -> None:
+        adapter = self._live_adapter(a.thread_id)
+        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, timeout=_t(a.timeout))
+        self._last_used[a.thread_id] = time.monotonic()
+
+    def respond_to_user_input(self, a: RespondToUserInputBody) -> None:
+        adapter = self._live_adapter(a.thread_id)
+        if not adapter.capabilities().approvals.user_input:
+            raise CapabilityUnsupportedError("approvals.user_input", "structured user input", thread_id=a.thread_id)
+        adapter.respond_to_user_input(a.thread_id, a.request_id, dict(a.answers), timeout=_t(a.timeout))
+
+    def rollback_thread(self, a: RollbackThreadBody) -> ThreadSnapshot:
+        adapter = self._live_adapter(a.thread_id)
+        if not adapter.capabilities().threads.rollback:
+            raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
+        return adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
+
+    def stop_session(self, a: StopSessionBody) -> None:
+        with self._thread_lock(a.thread_id):
+            if a.thread_id not in self._live:
+                if self._store.get(a.thread_id) is None:
+                    raise SessionNotFoundError(a.thread_id)
+            else:
+                self._stop_live(a.thread_id, timeout=a.timeout)
+            self._store.update(a.thread_id, status="stopped")
+
+    def stop_all(self, a: StopAllBody) -> None:
+        for thread_id in list(self._live):
+            try:
+                self.stop_session(StopSessionBody(thread_id=thread_id, timeout=a.timeout))
+            except SessionNotFoundError:
+                pass
+
+    def list_sessions(self) -> list[Session]:
+        return [s for adapter in self._instances.adapters() for s in adapter.list_sessions()]
+
+    def has_session(self, thread_id: str) -> bool:
+        return self._live_on(thread_id) is not None
+
+    def list_threads(self) -> list[Binding]:
+        return self._store.list()
+
+    def read_thread(self, a: ReadThreadBody) -> ThreadSnapshot:
+        if self._store.get(a.thread_id) is None and a.thread_id not in self._live:
+            raise SessionNotFoundError(a.thread_id)
+        last = self._hub.flush(timeout=_t(a.timeout))
+        if self._hub.log_path is None:
+            raise CapabilityUnsupportedError("event_log", "reading a thread needs the event log ([runtime] event_log = true)")
+        reader = LogReader(self._hub.log_path, thread_id=a.thread_id)
+        try:
+            rows = reader.read(0, last, 10_000_000)
+        finally:
+            reader.close()
+        return fold_thread(a.thread_id, (decode_event(body) for _, body in rows))
+
+    # closing ------------------------------------------------------------------------------------
+
+    def halt(self) -> dict[str, str]:
+        """Stop the reaper and the tracker from acting; returns the live map at that moment."""
+        self._stop.set()
+        return dict(self._live)
+
+    def mark_closed(self, live: dict[str, str]) -> None:
+        """After the adapters closed: every thread live at :meth:`halt` becomes ``closed``."""
+        try:
+            self._store.set_status(live, "closed")  # one commit for every live thread
+        except PaddockError:
+            pass
+        self._live.clear()
+
+    def stop_tracking(self) -> None:
+        self._tracker.close()
+
+    def close(self) -> None:
+        """Join the tracker and the reaper, then close the binding store."""
+        for t in self._threads:
+            t.join(timeout=1.0)
+        self._store.close()
+
+    # live sessions ------------------------------------------------------------------------------
+
+    def _thread_lock(self, thread_id: str) -> threading.Lock:
+        with self._lock:
+            return self._thread_locks.setdefault(thread_id, threading.Lock())
+
+    def _live_adapter(self, thread_id: str) -> ProviderAdapter:
+        """The adapter of the thread's live session; raises :class:`SessionNotFoundError` for a
+        thread never bound and :class:`SessionClosedError` for one not live."""
+        instance_id = self._live.get(thread_id)
+        if instance_id is None:
+            binding = self._store.get(thread_id)
+            if binding is None:
+                raise SessionNotFoundError(thread_id)
+            raise SessionClosedError(thread_id, f"its session is {binding.status}")
+        return self._instances.adapter(instance_id)
+
+    def _live_on(self, thread_id: str) -> ProviderAdapter | None:
+        """The adapter holding the thread's live session, or ``None`` when it is not live."""
+        instance_id = self._live.get(thread_id)
+        adapter = self._instances.created(instance_id) if instance_id is not None else None
+        return adapter if adapter is not None and adapter.has_session(thread_id) else None
+
+    def _session_adapter(self, thread_id: str, *, timeout: float | None) -> ProviderAdapter:
+        """The adapter of a live session, resuming a reaped/closed/exited one on demand."""
+        adapter = self._live_on(thread_id)
+        if adapter is not None:
+            return adapter
+        binding = self._store.get(thread_id)
+        if binding is None:
+            raise SessionNotFoundError(thread_id)
+        if binding.status not in RESUMABLE:
+            raise SessionClosedError(thread_id, f"it was {binding.status}; call start_session() to resume it")
+        self.start_session(StartSessionBody(
+            thread_id=thread_id, instance=binding.instance_id, cwd=binding.cwd,
+            runtime_mode=binding.runtime_mode,  # type: ignore[arg-type]
+            interaction_mode=binding.interaction_mode,  # type: ignore[arg-type]
+            model=binding.model, timeout=timeout,
+        ))
+        return self._instances.adapter(binding.instance_id)
+
+    def _stop_live(self, thread_id: str, *, timeout: float | None) -> None:
+        instance_id = self._live.pop(thread_id, None)
+        self._last_used.pop(thread_id, None)
+        adapter = self._instances.created(instance_id) if instance_id is not None else None
+        if adapter is not None and adapter.has_session(thread_id):
+            adapter.stop_session(thread_id, timeout=_t(timeout))
+
+    def _track(self) -> None:
+        """Tracker thread: keeps binding statuses in step with the event stream."""
+        while not self._stop.is_set():
+            try:
+                event = self._tracker.get(timeout=0.5)
+            except PaddockError:
+                return
+            if event is None:
+                if self._tracker.ended:  # the hub stopped: nothing more will come
+                    if not self._stop.is_set():
+                        self.hub_failed = self._hub.failure or "the event hub stopped (its log could not be written)"
+                    return
+                continue
+            try:
+                if event.type == "turn.completed":
+                    if event.thread_id in self._live:
+                        self._last_used[event.thread_id] = time.monotonic()
+                    # Only a running turn becomes ready: a stop racing the turn's end wins.
+                    self._store.update(event.thread_id, only_if={"running"}, status="ready", last_error=event.error)
+                elif event.type == "session.exited":
+                    if event.reason not in ("stopped", "closed") and event.thread_id in self._live:
+                        self._store.update(event.thread_id, only_if={"ready", "running"}, status="exited",
+                                          last_error=event.reason)
+            except PaddockError:
+                pass
+
+    def _reap_idle(self) -> None:
+        """Reaper thread: stops sessions idle for longer than ``idle_timeout``."""
+        idle = self._settings.idle_timeout
+        period = max(0.05, min(idle / 4, 30.0))
+        while not self._stop.wait(period):
+            now = time.monotonic()
+            for thread_id, instance_id in list(self._live.items()):
+                if now - self._last_used.get(thread_id, now) < idle:
+                    continue
+                adapter = self._instances.created(instance_id)
+                if adapter is None:
+                    continue
+                session = _session_of(adapter, thread_id)
+                if session is not None and session.active_turn_id:
+                    continue
+                self._try_locked(thread_id, lambda: self._reap(thread_id, instance_id))
+
+    def _reap(self, thread_id: str, instance_id: str) -> None:
+        if self._live.get(thread_id) == instance_id:
+            self._stop_live(thread_id, timeout=10.0)
+            self._store.update(thread_id, status="idle")
+
+    def _try_locked(self, thread_id: str, fn: Callable[[], None]) -> None:
+        lock = self._thread_lock(thread_id)
+        if not lock.acquire(timeout=0.1):
+            return
+        try:
+            fn()
+        except PaddockError:
+            pass
+        finally:
+            lock.release()
+
+
+def _session_of(adapter: ProviderAdapter, thread_id: str) -> Session | None:
+    return next((s for s in adapter.list_sessions() if s.thread_id == thread_id), None)
+
+
+def _t(timeout: float | None, default: float = DEFAULT_TIMEOUT) -> float:
+    return default if timeout is None else timeout
