@@ -42,7 +42,7 @@ def _command(ctx: InstanceContext) -> list[str]:
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
-    return {"CURSOR_API_KEY": access.api_key} if access.api_key else {}
+    return access.variables(api_key="CURSOR_API_KEY")
 
 
 CURSOR_FLAVOR = AcpFlavor(

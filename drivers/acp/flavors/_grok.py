@@ -35,7 +35,7 @@ def _locate(ctx: InstanceContext) -> BinaryLocation | str:
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
-    return {"XAI_API_KEY": access.api_key} if access.api_key else {}
+    return access.variables(api_key="XAI_API_KEY")
 
 
 def _auth(ctx: InstanceContext) -> str:
