@@ -38,6 +38,7 @@ __all__ = [
     "flavor_env",
     "is_root",
     "merge_json_file",
+    "on_path",
     "write_managed_file",
 ]
 
@@ -275,6 +276,17 @@ def write_managed_file(path: Path, text: str) -> bool:
     return True
 
 
+def on_path(command: str, hint: str) -> Callable[[InstanceContext], BinaryLocation | str]:
+    """A ``locator`` for an agent without a pin: the configured ``binary``, else ``command`` on
+    the child's ``PATH``; when neither is found the reason ends with ``hint`` (how to get it)."""
+
+    def locate(ctx: InstanceContext) -> BinaryLocation | str:
+        where = find_binary(ctx.config.binary, peer=None, command=command, env=ctx.env)
+        return f"{where}; {hint}" if isinstance(where, str) else where
+
+    return locate
+
+
 def _generic_command(ctx: InstanceContext) -> list[str]:
     config = ctx.config
     return [config.binary or "", *config.args]
@@ -296,4 +308,4 @@ GENERIC_FLAVOR = AcpFlavor(
     #   full-access: allows everything, choosing allow_always when offered.
     # Like T3 Code, fs and terminal are not advertised unless configured.
 )
-"""Any ACP agent from a command line: ``binary`` + ``args``."""
+"""An ACP agent from a command line: ``binary`` + ``args``."""
