@@ -39,7 +39,7 @@ def check_endpoint(url: str) -> str:
 
 
 class ModelAccess(msgspec.Struct, frozen=True, kw_only=True):
-    """The resolved model keys of one instance. Any field may be ``None``: the agent then uses
+    """The resolved model keys of one instance. Each field may be ``None``: the agent then uses
     its own default (its own login, its own endpoint, its own model)."""
 
     endpoint: str | None = None
