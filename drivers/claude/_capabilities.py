@@ -21,9 +21,9 @@ CLAUDE_CAPABILITIES = override(
     sessions={"fork": False, "shared_process": False},
     # `--permission-prompt-tool stdio` turns every ask into control_request `can_use_tool`;
     # accept_for_session answers allow + `updatedPermissions` from its `permission_suggestions`.
-    # Nothing asks the user a question.
+    # AskUserQuestion arrives as a can_use_tool ask too, not as user-input.requested.
     approvals={"user_input": False},
-    # No compaction request in stream-json.
+    # The driver has no compaction call.
     context={"compaction": False},
 )
 """The capabilities of every ``claude`` instance."""

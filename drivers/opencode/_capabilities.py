@@ -26,7 +26,7 @@ OPENCODE_CAPABILITIES = override(
     # OpenCode runs bash, edit/write/patch and webfetch itself; its websearch tool needs
     # OpenCode's own hosted provider.
     tools={"web_search": False},
-    # No context window in its messages.
+    # message.updated carries tokens and cost but no context window.
     context={"context_window": False},
 )
 """The capabilities of every ``opencode`` instance."""
