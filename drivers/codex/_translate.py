@@ -34,6 +34,7 @@ from paddock.contract import (
     TokenUsage,
     TurnDiffUpdated,
     TurnPlanUpdated,
+    json_str,
 )
 
 from . import _wire as w
@@ -111,7 +112,7 @@ def turn_error_text(error: w.TurnError | None) -> str | None:
 
 def _text_of_content(content: JsonValue) -> str | None:
     if isinstance(content, list):
-        parts = [p if isinstance(p, str) else str(p.get("text", "")) if isinstance(p, dict) else "" for p in content]
+        parts = [p if isinstance(p, str) else (json_str(p.get("text")) or "") if isinstance(p, dict) else "" for p in content]
         return "".join(parts) if parts else None
     return content if isinstance(content, str) else None
 
