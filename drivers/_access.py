@@ -39,7 +39,7 @@ def check_endpoint(url: str) -> str:
 
 
 class ModelAccess(msgspec.Struct, frozen=True, kw_only=True):
-    """The resolved model keys of one instance. Any field may be ``None``: the agent then uses
+    """The resolved model keys of one instance. Each field may be ``None``: the agent then uses
     its own default (its own login, its own endpoint, its own model)."""
 
     endpoint: str | None = None
@@ -64,6 +64,21 @@ class ModelAccess(msgspec.Struct, frozen=True, kw_only=True):
         SDKs that append it themselves); ``None`` when no endpoint is configured."""
         root = self.root
         return None if root is None else root + version
+
+    def variables(self, *, endpoint: str | None = None, version: str = "", api_key: str | None = None,
+                  model: str | None = None) -> dict[str, str]:
+        """The configured keys under a CLI's own variable names: the variable named ``endpoint``
+        gets :meth:`base_url` (``version``), ``api_key`` the key, ``model`` the model. A key that
+        is not configured (or a variable not named) is left out."""
+        env: dict[str, str] = {}
+        base = self.base_url(version)
+        if endpoint is not None and base is not None:
+            env[endpoint] = base
+        if api_key is not None and self.api_key:
+            env[api_key] = self.api_key
+        if model is not None and self.model:
+            env[model] = self.model
+        return env
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -21,12 +21,4 @@ CLAUDE_CODE_QUIET: dict[str, str] = {
 def claude_code_env(access: ModelAccess) -> dict[str, str]:
     """``ANTHROPIC_BASE_URL`` (the Anthropic SDK appends ``/v1`` itself, so the URL goes without
     it), ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_MODEL`` for what is configured."""
-    env: dict[str, str] = {}
-    base = access.base_url("")
-    if base is not None:
-        env["ANTHROPIC_BASE_URL"] = base
-    if access.api_key:
-        env["ANTHROPIC_API_KEY"] = access.api_key
-    if access.model:
-        env["ANTHROPIC_MODEL"] = access.model
-    return env
+    return access.variables(endpoint="ANTHROPIC_BASE_URL", api_key="ANTHROPIC_API_KEY", model="ANTHROPIC_MODEL")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import threading
 import time
@@ -58,17 +59,10 @@ class Scope:
         close_timeout: float = 30.0,
     ) -> None:
         self.name = name
-        self._options: dict[str, Any] = dict(
-            strategy=strategy,
-            max_restarts=max_restarts,
-            period=period,
-            backoff_base=backoff_base,
-            backoff_cap=backoff_cap,
-            backoff_jitter=backoff_jitter,
-            name=name,
-            on_escalate=on_escalate,
-            on_child_exit=on_child_exit,
-        )
+        self._start_root = functools.partial(
+            Supervisor.start, strategy=strategy, max_restarts=max_restarts, period=period, backoff_base=backoff_base,
+            backoff_cap=backoff_cap, backoff_jitter=backoff_jitter, name=name, on_escalate=on_escalate,
+            on_child_exit=on_child_exit)
         self._children = list(children)
         self._start_timeout = start_timeout
         self._close_timeout = close_timeout
@@ -106,7 +100,7 @@ class Scope:
                 return self
             ctx = ChildContext(self.name)
             self._ctx = ctx
-            Supervisor.start(self._children, context=ctx, **self._options)
+            self._start_root(self._children, context=ctx)
         with _open_lock:
             _open_scopes.add(self)
         try:

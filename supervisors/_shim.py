@@ -39,14 +39,21 @@ REPORT_MIN = 0.05
 REPORT_MAX = 1.0
 
 
-def _starttime(pid: int) -> bytes | None:
+def read_stat(pid: int) -> tuple[bytes, int, bytes] | None:
+    """(state, ppid, starttime) from ``/proc/<pid>/stat``, or None if the pid does not exist.
+    The host's teardown (``_teardown.py``) uses it too."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
     fields = stat[stat.rfind(b")") + 2 :].split()
-    return None if fields[0] in (b"Z", b"X") else fields[19]
+    return fields[0], int(fields[1]), fields[19]
+
+
+def _starttime(pid: int) -> bytes | None:
+    stat = read_stat(pid)
+    return None if stat is None or stat[0] in (b"Z", b"X") else stat[2]
 
 
 def _tree(root: int) -> list[tuple[int, bytes]]:
@@ -111,14 +118,9 @@ class _Reporter:
             self.period = min(self.period * 2, REPORT_MAX)
 
 
-def _descendants(root: int) -> list[int]:
-    """Every live descendant of ``root``. Walks the children files (cost: the tree's size):
-    a full ``/proc`` scan, repeated every few ms by hundreds of shims closing at once, starves
-    the machine (200 instances closing took 27 s for a 10 s deadline)."""
-    if not LINUX:
-        return []
-    if _HAS_CHILDREN_FILES:
-        return [pid for pid, _ in _tree(root)]
+def children_table(*, zombies: bool) -> dict[int, list[int]]:
+    """Parent pid -> the pids of its children, from a full ``/proc`` scan (zombies only with
+    ``zombies``). Linux only. The host's teardown (``_teardown.py``) uses it too."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -128,10 +130,22 @@ def _descendants(root: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if fields[0] == b"Z":
+        fields = stat[stat.rfind(b")") + 2 :].split(None, 2)
+        if not zombies and fields[0] == b"Z":
             continue
         children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of ``root``. Walks the children files (cost: the tree's size):
+    a full ``/proc`` scan, repeated every few ms by hundreds of shims closing at once, starves
+    the machine (200 instances closing took 27 s for a 10 s deadline)."""
+    if not LINUX:
+        return []
+    if _HAS_CHILDREN_FILES:
+        return [pid for pid, _ in _tree(root)]
+    children = children_table(zombies=False)
     found: list[int] = []
     todo = [root]
     while todo:

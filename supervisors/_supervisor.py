@@ -268,6 +268,10 @@ class Supervisor(SupervisedActor):
             restarting = False
         else:
             restarting = self._restart_after_failure(child, reason)
+        self._notify_exit(child, reason, restarting)
+
+    def _notify_exit(self, child: _Child, reason: ExitReason, restarting: bool) -> None:
+        """Tell ``on_child_exit`` (on the supervisor's thread); a failing callback is logged."""
         if self._on_child_exit is not None:
             try:
                 self._on_child_exit(child.spec.id, reason, restarting)
@@ -336,11 +340,7 @@ class Supervisor(SupervisedActor):
                 child.state = "stopped"
                 reason = ExitReason.failed(exc)
                 restarting = self._restart_after_failure(child, reason)
-                if self._on_child_exit is not None:
-                    try:
-                        self._on_child_exit(child.spec.id, reason, restarting)
-                    except Exception:
-                        log.exception("on_child_exit of %r failed", self.name)
+                self._notify_exit(child, reason, restarting)
                 return
 
     def _escalate(self, child: _Child, reason: ExitReason) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 import msgspec
 import psutil
 
+from ._shim import children_table, read_stat
+
 __all__ = ["TeardownReport", "kill_tree", "snapshot_tree", "teardown"]
 
 log = logging.getLogger("paddock.supervisors")
@@ -40,17 +42,6 @@ _table_lock = threading.Lock()
 _table: tuple[float, dict[int, list[int]]] = (-1.0, {})
 
 
-def _read_stat(pid: int) -> tuple[bytes, int, bytes] | None:
-    """(state, ppid, starttime) from /proc/<pid>/stat, or None if the pid does not exist."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[0], int(fields[1]), fields[19]
-
-
 class _Proc:
     """A process by birth identity: pid + start time (Linux: the raw /proc starttime field;
     elsewhere psutil's create_time). Signals are sent only after a fresh identity check."""
@@ -62,7 +53,7 @@ class _Proc:
         self._ps: psutil.Process | None = None
         if _LINUX:
             if ident is None:
-                stat = _read_stat(pid)
+                stat = read_stat(pid)
                 if stat is None:
                     raise psutil.NoSuchProcess(pid)
                 ident = stat[2]
@@ -72,7 +63,7 @@ class _Proc:
             self.ident = b""
 
     def _stat(self) -> tuple[bytes, int, bytes] | None:
-        stat = _read_stat(self.pid)
+        stat = read_stat(self.pid)
         return stat if stat is not None and stat[2] == self.ident else None
 
     def gone(self) -> bool:
@@ -108,28 +99,12 @@ class _Proc:
                 pass
 
 
-def _scan() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        name = entry.name
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split(None, 2)
-        children.setdefault(int(fields[1]), []).append(int(name))
-    return children
-
-
 def _children_table(max_age: float) -> dict[int, list[int]]:
     global _table
     with _table_lock:
         taken, table = _table
         if time.monotonic() - taken > max_age:
-            table = _scan()
+            table = children_table(zombies=True)
             _table = (time.monotonic(), table)
         return table
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import msgspec
-
 from paddock.contract import ACP_DEFAULT_CAPABILITIES, Capabilities
 
+from .._capabilities import override
 from . import _wire as w
 
 __all__ = ["base_capabilities", "negotiate", "plan_mode_id", "with_modes"]
@@ -16,10 +15,7 @@ __all__ = ["base_capabilities", "negotiate", "plan_mode_id", "with_modes"]
 
 def base_capabilities(*, client_fs: bool, client_terminal: bool) -> Capabilities:
     """What an instance can do before its agent answered ``initialize``."""
-    caps = ACP_DEFAULT_CAPABILITIES
-    return msgspec.structs.replace(
-        caps, tools=msgspec.structs.replace(caps.tools, client_fs=client_fs, client_terminal=client_terminal)
-    )
+    return override(ACP_DEFAULT_CAPABILITIES, tools={"client_fs": client_fs, "client_terminal": client_terminal})
 
 
 def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
@@ -28,14 +24,12 @@ def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
     ``resume`` / ``fork`` / ``list`` turn on their flags."""
     agent = init.agentCapabilities
     sc = agent.sessionCapabilities
-    sessions = msgspec.structs.replace(
-        caps.sessions,
-        load=agent.loadSession,
-        resume=agent.loadSession or sc.resume is not None,
-        fork=sc.fork is not None,
-        list=sc.list is not None,
-    )
-    return msgspec.structs.replace(caps, sessions=sessions)
+    return override(caps, sessions={
+        "load": agent.loadSession,
+        "resume": agent.loadSession or sc.resume is not None,
+        "fork": sc.fork is not None,
+        "list": sc.list is not None,
+    })
 
 
 def plan_mode_id(mode_ids: Iterable[str], configured: str | None) -> str | None:
@@ -53,4 +47,4 @@ def with_modes(caps: Capabilities, mode_ids: Iterable[str], configured_plan: str
     has_plan = plan_mode_id(mode_ids, configured_plan) is not None
     if has_plan == caps.planning.plan_mode:
         return caps
-    return msgspec.structs.replace(caps, planning=msgspec.structs.replace(caps.planning, plan_mode=has_plan))
+    return override(caps, planning={"plan_mode": has_plan})

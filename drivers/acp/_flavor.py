@@ -19,11 +19,10 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
-from paddock.contract import Capabilities
+from paddock.contract import Capabilities, JsonObject, JsonValue, deep_merge
 from paddock.drivers._access import ModelAccess
 from paddock.drivers._binary import BinaryLocation, find_binary
 from paddock.drivers._registry import InstanceContext
@@ -31,33 +30,38 @@ from paddock.drivers._registry import InstanceContext
 from ._config import AcpConfig
 from ._permissions import DEFAULT_AUTO_ALLOW
 
-__all__ = ["AcpFlavor", "GENERIC_FLAVOR", "MANAGED_MARKER", "flavor_env", "is_root", "merge_json_file", "write_managed_file"]
+__all__ = [
+    "AcpFlavor",
+    "GENERIC_FLAVOR",
+    "MANAGED_MARKER",
+    "SettingsFiles",
+    "flavor_env",
+    "is_root",
+    "merge_json_file",
+    "on_path",
+    "write_managed_file",
+]
+
+SettingsFiles = dict[str, JsonObject | str]
+"""Settings files relative to the agent's ``HOME``: a JSON object is merged into the agent's
+JSON file (:func:`merge_json_file`), a string is a whole managed file (:func:`write_managed_file`)."""
 
 
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in overlay.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def merge_json_file(path: Path, overlay: Mapping[str, Any]) -> None:
+def merge_json_file(path: Path, overlay: Mapping[str, JsonValue]) -> None:
     """Merge ``overlay`` into the JSON object in ``path`` (created, 0600, with its folders): the
     agent's own settings survive, ours win where both name a key. An unreadable file is replaced."""
+    current: JsonObject = {}
     try:
-        current = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(current, dict):
-            current = {}
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            current = loaded
     except (OSError, ValueError):
-        current = {}
-    merged = _deep_merge(current, overlay)
+        pass
+    merged = deep_merge(current, overlay)
     if merged == current and path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -117,7 +121,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     access_env: Callable[[ModelAccess], dict[str, str]] | None = None
     quiet_env: Mapping[str, str] = {}
     root_env: Mapping[str, str] = {}
-    settings: Callable[[ModelAccess, Path], dict[str, Any]] | None = None
+    settings: Callable[[ModelAccess, Path], SettingsFiles] | None = None
     home_env: Callable[[Path], dict[str, str]] | None = None
     probe: Callable[[InstanceContext], str | None] | None = None
     auth_method: str | None = None
@@ -129,7 +133,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     cancel_retry: float = 0.25
     failed_text: Callable[[str], str | None] | None = None
     resume_hint: Callable[[str, float | None], str | None] | None = None
-    cancel_meta: Mapping[str, Any] = {}
+    cancel_meta: Mapping[str, JsonValue] = {}
     set_model: bool = False
     version_args: tuple[str, ...] = ()
     client_fs: bool = False
@@ -188,12 +192,12 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
         except Exception as exc:  # a probe never raises
             return f"cannot resolve the agent binary: {exc!r}"
 
-    def diagnose(self, ctx: InstanceContext) -> dict[str, Any]:
+    def diagnose(self, ctx: InstanceContext) -> dict[str, str | None]:
         """For ``paddock doctor``: the agent's own executable or script, where it was found, its
         own version (the peer's manifest, else ``<argv> --version``; never node's) and auth."""
         from paddock.drivers._registry import binary_version
 
-        report: dict[str, Any] = {}
+        report: dict[str, str | None] = {}
         if self.command is not None and self.locator is None:
             argv = self.command(ctx)
             report["binary"] = argv[0]
@@ -272,6 +276,17 @@ def write_managed_file(path: Path, text: str) -> bool:
     return True
 
 
+def on_path(command: str, hint: str) -> Callable[[InstanceContext], BinaryLocation | str]:
+    """A ``locator`` for an agent without a pin: the configured ``binary``, else ``command`` on
+    the child's ``PATH``; when neither is found the reason ends with ``hint`` (how to get it)."""
+
+    def locate(ctx: InstanceContext) -> BinaryLocation | str:
+        where = find_binary(ctx.config.binary, peer=None, command=command, env=ctx.env)
+        return f"{where}; {hint}" if isinstance(where, str) else where
+
+    return locate
+
+
 def _generic_command(ctx: InstanceContext) -> list[str]:
     config = ctx.config
     return [config.binary or "", *config.args]
@@ -293,4 +308,4 @@ GENERIC_FLAVOR = AcpFlavor(
     #   full-access: allows everything, choosing allow_always when offered.
     # Like T3 Code, fs and terminal are not advertised unless configured.
 )
-"""Any ACP agent from a command line: ``binary`` + ``args``."""
+"""An ACP agent from a command line: ``binary`` + ``args``."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import msgspec
+
+from paddock.contract import JsonObject
 
 from . import _wire as w
 
@@ -91,7 +92,7 @@ def offered_decisions(options: Sequence[w.PermissionOption]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def outcome_for(decision: str, options: Sequence[w.PermissionOption]) -> dict[str, Any]:
+def outcome_for(decision: str, options: Sequence[w.PermissionOption]) -> JsonObject:
     """The ``session/request_permission`` result for a host decision. ``cancel``, or a decision
     no option can express, answers the ``cancelled`` outcome (the agent treats it as not allowed)."""
     for kind in _PREFERENCE.get(decision, ()):

@@ -16,17 +16,38 @@ import itertools
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Protocol
 
 import msgspec
 
 from paddock.actors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Terminal, TerminalExit
-from paddock.contract import PaddockError
+from paddock.contract import JsonObject, JsonValue, PaddockError
 
 from . import _wire as w
 from ._fs import RESOURCE_NOT_FOUND
 
-__all__ = ["Terminals"]
+__all__ = ["AgentRequest", "Responder", "Terminals"]
+
+
+class AgentRequest(Protocol):
+    """A request from the agent, its ``params`` undecoded."""
+
+    @property
+    def id(self) -> int | str: ...
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def params(self) -> msgspec.Raw: ...
+
+
+class Responder(Protocol):
+    """Answers the agent's requests (the session's current link); any thread."""
+
+    def respond(self, request_id: int | str, result: JsonValue) -> None: ...
+
+    def respond_error(self, request_id: int | str, code: int, message: str) -> None: ...
 
 MAX_TERMINALS = 16
 _create_decoder = msgspec.json.Decoder(w.TerminalCreateParams)
@@ -34,7 +55,7 @@ _id_decoder = msgspec.json.Decoder(w.TerminalIdParams)
 _ids = itertools.count(1)
 
 
-def _status(exit: TerminalExit | None) -> dict[str, Any] | None:
+def _status(exit: TerminalExit | None) -> JsonObject | None:
     return None if exit is None else {"exitCode": exit.exit_code, "signal": exit.signal}
 
 
@@ -53,7 +74,7 @@ class Terminals:
         self._default_limit = default_limit
         self._terms: dict[str, Terminal] = {}
 
-    def handle(self, req: Any, link: Any, roots: Sequence[str], cwd: str) -> None:
+    def handle(self, req: AgentRequest, link: Responder, roots: Sequence[str], cwd: str) -> None:
         try:
             method = req.method
             if method == "terminal/create":

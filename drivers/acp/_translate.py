@@ -22,7 +22,7 @@ Mapping (ACP v1 stable kinds):
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -35,6 +35,8 @@ from paddock.contract import (
     ItemStatus,
     ItemStarted,
     ItemUpdated,
+    JsonObject,
+    JsonValue,
     PlanStep,
     ProviderRefs,
     SessionConfigured,
@@ -119,20 +121,21 @@ class _Stream:
         self.template = template
 
 
-def _content_text(content: list[Any] | None) -> str | None:
+def _content_text(content: list[JsonValue] | None) -> str | None:
     if not content:
         return None
-    texts = []
+    texts: list[str] = []
     for entry in content:
         if isinstance(entry, dict) and entry.get("type") == "content":
             block = entry.get("content")
-            if isinstance(block, dict) and isinstance(block.get("text"), str):
-                texts.append(block["text"])
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str):
+                texts.append(text)
     return "".join(texts) if texts else None
 
 
-def _tool_data(fields: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {"tool_call_id": fields.toolCallId}
+def _tool_data(fields: w.ToolCallFields) -> JsonObject:
+    data: JsonObject = {"tool_call_id": fields.toolCallId}
     if fields.kind is not None:
         data["tool_kind"] = fields.kind
     if fields.rawInput not in (None, {}):
@@ -142,7 +145,7 @@ def _tool_data(fields: Any) -> dict[str, Any]:
     if fields.locations:
         data["locations"] = [loc.path for loc in fields.locations]
     if fields.content:
-        diffs = [
+        diffs: list[JsonValue] = [
             {"path": c.get("path"), "old_text": c.get("oldText"), "new_text": c.get("newText")}
             for c in fields.content
             if isinstance(c, dict) and c.get("type") == "diff"
@@ -385,7 +388,7 @@ class Translator:
         if self._message is not None:
             self._close(self._message, out)
 
-    def ensure_tool(self, fields: w.ToolCallFields | w.ToolCallStart | w.ToolCallUpdate, out: list[EventBase]) -> _Tool | None:
+    def ensure_tool(self, fields: w.ToolCallFields, out: list[EventBase]) -> _Tool | None:
         """The tool item for ``fields.toolCallId``, created (``item.started``) on first sight.
         ``None`` outside a turn, or when an interrupt was acknowledged and the id is new."""
         turn_id = self.turn_id
@@ -506,9 +509,9 @@ class Translator:
         self._usage = usage
 
 
-def _commands(commands: list[Any]) -> list[dict[str, Any]]:
+def _commands(commands: list[JsonValue]) -> list[JsonValue]:
     # qwen sends a 570 KB available_commands_update line: keep names and short descriptions only.
-    out = []
+    out: list[JsonValue] = []
     for cmd in commands:
         if isinstance(cmd, dict) and isinstance(cmd.get("name"), str):
             desc = cmd.get("description")

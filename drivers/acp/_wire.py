@@ -7,9 +7,11 @@ defaults instead of failing (``x-deserialize-default-on-error``).
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Union
 
 import msgspec
+
+from paddock.contract import JsonValue
 
 __all__ = [
     "AgentCapabilities",
@@ -79,7 +81,7 @@ class UserMessageChunk(_U, tag="user_message_chunk", frozen=True):
 class AgentMessageChunk(_U, tag="agent_message_chunk", frozen=True):
     content: ContentBlock | None = None
     messageId: str | None = None
-    _meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    _meta: dict[str, JsonValue] | None = msgspec.field(default=None, name="_meta")
 
 
 class AgentThoughtChunk(_U, tag="agent_thought_chunk", frozen=True):
@@ -95,23 +97,14 @@ class ToolCallFields(_W, frozen=True):
     title: str | None = None
     kind: str | None = None
     status: str | None = None
-    content: list[Any] | None = None
+    content: list[JsonValue] | None = None
     locations: list[Location] | None = None
-    rawInput: Any = None
-    rawOutput: Any = None
+    rawInput: JsonValue = None
+    rawOutput: JsonValue = None
 
 
-class _ToolCallUpdateFields(_U, frozen=True):
-    """The fields of ``tool_call`` and ``tool_call_update`` (as :class:`ToolCallFields`)."""
-
-    toolCallId: str = ""
-    title: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    content: list[Any] | None = None
-    locations: list[Location] | None = None
-    rawInput: Any = None
-    rawOutput: Any = None
+class _ToolCallUpdateFields(ToolCallFields, _U, frozen=True):
+    """:class:`ToolCallFields` as a session update (``tool_call`` and ``tool_call_update``)."""
 
 
 class ToolCallStart(_ToolCallUpdateFields, tag="tool_call", frozen=True):
@@ -127,7 +120,7 @@ class PlanUpdate(_U, tag="plan", frozen=True):
 
 
 class AvailableCommandsUpdate(_U, tag="available_commands_update", frozen=True):
-    availableCommands: list[Any] = []
+    availableCommands: list[JsonValue] = []
 
 
 class CurrentModeUpdate(_U, tag="current_mode_update", frozen=True):
@@ -135,7 +128,7 @@ class CurrentModeUpdate(_U, tag="current_mode_update", frozen=True):
 
 
 class ConfigOptionUpdate(_U, tag="config_option_update", frozen=True):
-    configOptions: list[Any] = []
+    configOptions: list[JsonValue] = []
 
 
 class SessionInfoUpdate(_U, tag="session_info_update", frozen=True):
@@ -202,10 +195,10 @@ def update_kind(update: SessionUpdate | str) -> str:
 
 
 class SessionCapabilities(_W, frozen=True):
-    resume: dict[str, Any] | None = None
-    fork: dict[str, Any] | None = None
-    list: dict[str, Any] | None = None
-    close: dict[str, Any] | None = None
+    resume: dict[str, JsonValue] | None = None
+    fork: dict[str, JsonValue] | None = None
+    list: dict[str, JsonValue] | None = None
+    close: dict[str, JsonValue] | None = None
 
 
 class PromptCapabilities(_W, frozen=True):
@@ -254,8 +247,8 @@ class SessionResult(_W, frozen=True):
 
     sessionId: str | None = None
     modes: ModeState | None = None
-    models: dict[str, Any] | None = None
-    configOptions: list[dict[str, Any]] | None = None
+    models: dict[str, JsonValue] | None = None
+    configOptions: list[dict[str, JsonValue]] | None = None
 
 
 class PromptUsage(_W, frozen=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from paddock.contract import JsonObject, JsonValue, json_str
 
 __all__ = ["item_kind_of_tool", "request_kind_of_item", "result_text", "tool_title"]
 
@@ -28,7 +28,7 @@ def item_kind_of_tool(name: str) -> str:
     return _TOOL_KINDS.get(name, "tool_call")
 
 
-def tool_title(name: str, inp: dict[str, Any]) -> str:
+def tool_title(name: str, inp: JsonObject) -> str:
     """A one-line title: the command, path, pattern, URL or query of the call, else the tool name."""
     for key in ("command", "file_path", "notebook_path", "pattern", "url", "query", "description"):
         value = inp.get(key)
@@ -37,10 +37,10 @@ def tool_title(name: str, inp: dict[str, Any]) -> str:
     return name
 
 
-def result_text(content: Any) -> str:
+def result_text(content: JsonValue) -> str:
     """The text of a ``tool_result`` content (a string or a list of text blocks)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "".join(json_str(b.get("text")) or "" for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""

@@ -12,7 +12,8 @@ left unanswered).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from paddock.contract import JsonObject, JsonValue
 
 __all__ = ["NativeRequest", "V2_DECISIONS", "answer_for", "cancel_answer", "request_kind"]
 
@@ -48,7 +49,7 @@ class NativeRequest:
     rpc_id: int | str
     method: str
     item_id: str | None = None
-    permissions: Any = None
+    permissions: JsonValue = None
 
 
 def request_kind(method: str) -> str:
@@ -56,7 +57,7 @@ def request_kind(method: str) -> str:
     return _KINDS.get(method, "other")
 
 
-def answer_for(native: NativeRequest, decision: str) -> dict[str, Any]:
+def answer_for(native: NativeRequest, decision: str) -> JsonObject:
     """The JSON-RPC result that carries the host's ``decision`` for ``native``."""
     method = native.method
     if method in ("execCommandApproval", "applyPatchApproval"):
@@ -71,6 +72,6 @@ def answer_for(native: NativeRequest, decision: str) -> dict[str, Any]:
     return {"decision": V2_DECISIONS[decision]}
 
 
-def cancel_answer(native: NativeRequest) -> dict[str, Any]:
+def cancel_answer(native: NativeRequest) -> JsonObject:
     """The answer to a request cancelled by the runtime (turn end, interrupt, stop)."""
     return answer_for(native, "cancel")

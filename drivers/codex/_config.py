@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from paddock.contract import JsonObject
 from paddock.drivers._registry import DriverConfig
 
 __all__ = ["DEFAULT_APPROVAL_POLICIES", "DEFAULT_SANDBOX_MODES", "CodexConfig"]
@@ -56,7 +55,7 @@ class CodexConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields
     """
 
     shadow_home: str | None = None
-    config: dict[str, Any] = {}
+    config: JsonObject = {}
     approval_policies: dict[str, str] = {}
     sandbox_modes: dict[str, str] = {}
     experimental_api: bool = True

@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from paddock.contract import ConfigError
+from paddock.contract import ConfigError, JsonObject, JsonValue, deep_merge
 
-from ._toml import deep_merge, dumps
+from ._toml import dumps
 
 __all__ = [
     "API_KEY_VAR",
@@ -40,7 +39,7 @@ PROVIDER_ID = "paddock"
 API_KEY_VAR = "PADDOCK_CODEX_API_KEY"
 """The child variable holding the instance's key (the provider's ``env_key``)."""
 
-OFFLINE_SAFE: dict[str, Any] = {
+OFFLINE_SAFE: JsonObject = {
     # codex-app-server.md section 8: without the three feature flags the app-server syncs
     # curated plugins from github.com and chatgpt.com at start; the rest is telemetry.
     "check_for_update_on_startup": False,
@@ -116,18 +115,18 @@ def build_config(
     has_key: bool,
     model: str | None,
     sqlite_home: str | None,
-    overrides: Mapping[str, Any],
-) -> dict[str, Any]:
+    overrides: Mapping[str, JsonValue],
+) -> JsonObject:
     """The ``config.toml`` content: :data:`OFFLINE_SAFE`, the ``model_providers`` entry for
     ``endpoint`` (the Responses API at ``<endpoint>/v1``, key from :data:`API_KEY_VAR`), the
     default ``model``, ``sqlite_home`` for shadow homes, then ``overrides`` merged deeply."""
-    data: dict[str, Any] = dict(OFFLINE_SAFE)
+    data = dict(OFFLINE_SAFE)
     if model:
         data["model"] = model
     if sqlite_home:
         data["sqlite_home"] = sqlite_home
     if endpoint:
-        provider: dict[str, Any] = {
+        provider: JsonObject = {
             "name": PROVIDER_ID,
             "base_url": endpoint,
             "wire_api": "responses",
@@ -140,7 +139,7 @@ def build_config(
     return deep_merge(data, overrides)
 
 
-def write_config(codex_home: Path, data: Mapping[str, Any]) -> Path:
+def write_config(codex_home: Path, data: Mapping[str, JsonValue]) -> Path:
     """Write ``config.toml`` (0600) atomically; returns its path."""
     path = codex_home / "config.toml"
     tmp = codex_home / ".config.toml.tmp"

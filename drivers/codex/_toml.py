@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
-__all__ = ["deep_merge", "dumps"]
+from paddock.contract import JsonValue
+
+__all__ = ["dumps"]
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -17,7 +18,7 @@ def _key(key: str) -> str:
     return key if _BARE_KEY.match(key) else json.dumps(key)
 
 
-def _value(value: Any) -> str:
+def _value(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -31,11 +32,11 @@ def _value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
-def dumps(data: Mapping[str, Any]) -> str:
+def dumps(data: Mapping[str, JsonValue]) -> str:
     """``data`` as TOML text: plain keys first, then each nested mapping as a ``[table]``."""
     lines: list[str] = []
 
-    def table(prefix: tuple[str, ...], body: Mapping[str, Any]) -> None:
+    def table(prefix: tuple[str, ...], body: Mapping[str, JsonValue]) -> None:
         plain = [(k, v) for k, v in body.items() if not isinstance(v, Mapping)]
         nested = [(k, v) for k, v in body.items() if isinstance(v, Mapping)]
         if prefix and (plain or not nested):
@@ -44,19 +45,8 @@ def dumps(data: Mapping[str, Any]) -> str:
         for k, v in plain:
             if v is not None:
                 lines.append(f"{_key(str(k))} = {_value(v)}")
-        for k, v in nested:
-            table((*prefix, str(k)), v)
+        for k, table_body in nested:
+            table((*prefix, str(k)), table_body)
 
     table((), data)
     return "\n".join(lines).lstrip("\n") + "\n"
-
-
-def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` with ``over`` merged in: mappings merge key by key, anything else replaces."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out

@@ -14,14 +14,17 @@ Thread: a translator is used on its session actor's thread only.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from paddock.contract import (
     ContentDelta,
     EventBase,
     EventIdentity,
     ItemCompleted,
+    ItemKind,
     ItemStarted,
+    JsonObject,
+    JsonValue,
     PlanStep,
     ProviderRefs,
     RuntimeErrorEvent,
@@ -31,6 +34,7 @@ from paddock.contract import (
     TokenUsage,
     TurnDiffUpdated,
     TurnPlanUpdated,
+    json_str,
 )
 
 from . import _wire as w
@@ -39,6 +43,7 @@ __all__ = [
     "DELTA_STREAMS",
     "ITEM_KINDS",
     "ITEM_STATUSES",
+    "ItemFields",
     "TURN_STATES",
     "Translator",
     "item_fields",
@@ -46,7 +51,7 @@ __all__ = [
     "usage_of",
 ]
 
-ITEM_KINDS: dict[str, str] = {
+ITEM_KINDS: dict[str, ItemKind] = {
     "userMessage": "user_message",
     "agentMessage": "assistant_message",
     "reasoning": "reasoning",
@@ -105,19 +110,33 @@ def turn_error_text(error: w.TurnError | None) -> str | None:
     return f"{error.message} ({label})" if error.message else str(label)
 
 
-def _text_of_content(content: Any) -> str | None:
+def _text_of_content(content: JsonValue) -> str | None:
     if isinstance(content, list):
-        parts = [p if isinstance(p, str) else p.get("text", "") if isinstance(p, dict) else "" for p in content]
+        parts = [p if isinstance(p, str) else (json_str(p.get("text")) or "") if isinstance(p, dict) else "" for p in content]
         return "".join(parts) if parts else None
     return content if isinstance(content, str) else None
 
 
-def item_fields(item: w.Item) -> dict[str, Any]:
+def _change(change: JsonObject) -> JsonObject:
+    kind = change.get("kind")
+    return {"path": change.get("path"), "kind": kind.get("type") if isinstance(kind, dict) else kind}
+
+
+class ItemFields(TypedDict):
+    """What a canonical item event says of one native item."""
+
+    kind: ItemKind
+    title: str | None
+    text: str | None
+    data: JsonObject
+
+
+def item_fields(item: w.Item) -> ItemFields:
     """``kind``, ``title``, ``text`` and ``data`` of a canonical item event for ``item``."""
     kind = ITEM_KINDS.get(item.type, "other")
     title: str | None = None
     text: str | None = None
-    data: dict[str, Any] = {"native_type": item.type}
+    data: JsonObject = {"native_type": item.type}
     if kind == "assistant_message" or kind == "plan":
         text = item.text
     elif kind == "user_message":
@@ -134,11 +153,8 @@ def item_fields(item: w.Item) -> dict[str, Any]:
         if item.aggregatedOutput is not None:
             data["output"] = item.aggregatedOutput
     elif kind == "file_change":
-        changes = [
-            {"path": c.get("path"), "kind": (c.get("kind") or {}).get("type") if isinstance(c.get("kind"), dict) else c.get("kind")}
-            for c in item.changes if isinstance(c, dict)
-        ]
-        data["changes"] = changes
+        changes = [_change(c) for c in item.changes if isinstance(c, dict)]
+        data["changes"] = list[JsonValue](changes)
         title = ", ".join(str(c["path"]) for c in changes) or None
     elif kind == "mcp_tool_call":
         title = f"{item.server}/{item.tool}" if item.server else item.tool

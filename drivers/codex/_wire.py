@@ -9,9 +9,9 @@ generates.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
+
+from paddock.contract import JsonValue
 
 __all__ = [
     "ClientInfo",
@@ -78,7 +78,7 @@ class TextInput(msgspec.Struct, frozen=True, kw_only=True):
 
     type: str = "text"
     text: str
-    text_elements: tuple[Any, ...] = ()
+    text_elements: tuple[JsonValue, ...] = ()
 
 
 # -- inbound ----------------------------------------------------------------------------------
@@ -104,15 +104,15 @@ class ThreadStatus(_In, frozen=True):
 
 class TurnError(_In, frozen=True):
     message: str = ""
-    codexErrorInfo: Any = None
-    additionalDetails: Any = None
+    codexErrorInfo: JsonValue = None
+    additionalDetails: JsonValue = None
 
 
 class Turn(_In, frozen=True):
     id: str
     status: str = "inProgress"
     error: TurnError | None = None
-    items: tuple[Any, ...] = ()
+    items: tuple[JsonValue, ...] = ()
 
 
 class Thread(_In, frozen=True):
@@ -130,8 +130,8 @@ class ThreadResult(_In, frozen=True):
     thread: Thread
     model: str | None = None
     modelProvider: str | None = None
-    approvalPolicy: Any = None
-    sandbox: Any = None
+    approvalPolicy: JsonValue = None
+    sandbox: JsonValue = None
 
 
 class TurnResult(_In, frozen=True):
@@ -149,15 +149,15 @@ class Item(_In, frozen=True):
     cwd: str | None = None
     aggregatedOutput: str | None = None
     exitCode: int | None = None
-    changes: tuple[Any, ...] = ()
-    summary: tuple[Any, ...] = ()
-    content: Any = None
+    changes: tuple[JsonValue, ...] = ()
+    summary: tuple[JsonValue, ...] = ()
+    content: JsonValue = None
     server: str | None = None
     tool: str | None = None
     query: str | None = None
-    arguments: Any = None
-    result: Any = None
-    error: Any = None
+    arguments: JsonValue = None
+    result: JsonValue = None
+    error: JsonValue = None
 
 
 class ItemNotification(_In, frozen=True):
@@ -255,7 +255,7 @@ class CommandApprovalParams(_In, frozen=True):
     cwd: str | None = None
     reason: str | None = None
     approvalId: str | None = None
-    availableDecisions: tuple[Any, ...] | None = None
+    availableDecisions: tuple[JsonValue, ...] | None = None
 
 
 class FileChangeApprovalParams(_In, frozen=True):
@@ -271,7 +271,7 @@ class PermissionsApprovalParams(_In, frozen=True):
     itemId: str
     turnId: str | None = None
     reason: str | None = None
-    permissions: Any = None
+    permissions: JsonValue = None
 
 
 class LegacyApprovalParams(_In, frozen=True):
@@ -283,7 +283,7 @@ class LegacyApprovalParams(_In, frozen=True):
     cwd: str | None = None
     reason: str | None = None
     approvalId: str | None = None
-    fileChanges: dict[str, Any] = {}
+    fileChanges: dict[str, JsonValue] = {}
 
 
 class UserInputOption(_In, frozen=True):

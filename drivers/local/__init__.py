@@ -6,7 +6,7 @@ without importing the runtime's actors, pykka or psutil.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __all__ = ["LOCAL_FLAVOR", "LocalConfig"]
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._flavor import LocalConfig as LocalConfig
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in __all__:
         from . import _flavor
 

@@ -4,8 +4,8 @@ the runtime-mode permission rules."""
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
 
+from paddock.contract import JsonObject
 from paddock.drivers._access import ModelAccess
 from paddock.drivers._registry import DriverConfig
 
@@ -93,17 +93,17 @@ class OpencodeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fie
     __str__ = __repr__
 
 
-def server_config(access: ModelAccess) -> dict[str, Any]:
+def server_config(access: ModelAccess) -> JsonObject:
     """The generated ``opencode.json`` of a spawned server (``OPENCODE_CONFIG``). With an
     ``endpoint`` it is an OpenAI-compatible provider ``paddock`` at ``endpoint/v1``, the only one
     enabled (else the built-in Zen provider, a public endpoint, is on: section 7, pitfall 1), and
     ``model``/``small_model`` point at it. Without one OpenCode keeps its own providers (a login
     under the instance home). The key stays in the environment: ``{env:PADDOCK_OPENCODE_API_KEY}``."""
-    config: dict[str, Any] = {"autoupdate": False, "share": "disabled"}
+    config: JsonObject = {"autoupdate": False, "share": "disabled"}
     base = access.base_url("/v1")
     if base is not None:
         model = _model_id(access.model) or "default"
-        options: dict[str, Any] = {"baseURL": base}
+        options: JsonObject = {"baseURL": base}
         if access.api_key:
             options["apiKey"] = "{env:%s}" % API_KEY_VAR
         config.update(

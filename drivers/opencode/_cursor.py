@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
-from paddock.contract import ResumeCursor, TokenUsage, ValidationError
+from paddock.contract import JsonObject, ResumeCursor, TokenUsage, ValidationError
+
+from .._cursor import check_owner, make_cursor
 
 __all__ = ["CURSOR_VERSION", "cursor_for", "decode_cursor"]
 
 CURSOR_VERSION = 1
-_encode = msgspec.json.Encoder().encode
 
 
 def cursor_for(driver: str, session_id: str, cwd: str, usage: TokenUsage | None = None) -> ResumeCursor:
     """``{"session_id": "ses_…", "cwd": ..., "usage": {...}}``. OpenCode has no resume call:
     prompting the same session id continues it, on any server with the same data dir. The cwd
     is kept because a session is bound to its directory: a cursor used elsewhere is invalid."""
-    payload: dict[str, Any] = {"session_id": session_id, "cwd": cwd}
+    payload: JsonObject = {"session_id": session_id, "cwd": cwd}
     if usage is not None and (usage.total_tokens or usage.cost):
         payload["usage"] = msgspec.to_builtins(usage)
-    return ResumeCursor(driver=driver, version=CURSOR_VERSION, payload=_encode(payload).decode())
+    return make_cursor(driver, CURSOR_VERSION, payload)
 
 
 def decode_cursor(cursor: ResumeCursor, driver: str) -> tuple[str, str | None, TokenUsage | None]:
     """``(session_id, cwd, usage)`` of a cursor made by :func:`cursor_for`; ValidationError when
     it is not ours or malformed."""
-    if cursor.driver != driver or cursor.version != CURSOR_VERSION:
-        raise ValidationError("start_session", f"resume cursor of {cursor.driver!r} v{cursor.version} is not a "
-                                               f"{driver!r} v{CURSOR_VERSION} cursor")
+    check_owner(cursor, driver, CURSOR_VERSION)
     try:
         data = msgspec.json.decode(cursor.payload)
         sid = data["session_id"]

@@ -20,6 +20,7 @@ Protocol facts it relies on (opencode-server.md sections 3-4):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from paddock.contract import (
@@ -30,6 +31,8 @@ from paddock.contract import (
     ItemKind,
     ItemStarted,
     ItemUpdated,
+    JsonObject,
+    JsonValue,
     ProviderRefs,
     RequestKind,
     RuntimeWarningEvent,
@@ -37,6 +40,8 @@ from paddock.contract import (
     TokenUsage,
     UserInputOption,
     UserInputQuestion,
+    json_object,
+    json_str,
 )
 
 __all__ = [
@@ -102,13 +107,13 @@ def reply_of_decision(decision: str) -> str:
     return _REPLIES[decision]
 
 
-def error_message(error: Any) -> str:
+def error_message(error: JsonValue) -> str:
     """``{name, data: {message, statusCode?}}`` -> one sentence (model API errors name the status)."""
     if not isinstance(error, dict):
         return "OpenCode reported an error"
-    name = _str(error.get("name")) or "Error"
-    data = _dict(error.get("data"))
-    message = _str(data.get("message"))
+    name = json_str(error.get("name")) or "Error"
+    data = json_object(error.get("data"))
+    message = json_str(data.get("message"))
     status = data.get("statusCode")
     text = f"{name}: {message}" if message else name
     if name == "APIError" and isinstance(status, int):
@@ -116,17 +121,17 @@ def error_message(error: Any) -> str:
     return text
 
 
-def usage_of_tokens(tokens: Any, cost: Any = None) -> TokenUsage | None:
+def usage_of_tokens(tokens: JsonValue, cost: JsonValue = None) -> TokenUsage | None:
     """OpenCode's ``{input, output, reasoning, cache: {read, write}, total?}`` as TokenUsage
     (``input`` excludes the cached tokens; ours includes them)."""
     if not isinstance(tokens, dict):
         return None
-    cache = _dict(tokens.get("cache"))
-    fresh = int(tokens.get("input") or 0)
-    read = int(cache.get("read") or 0)
-    write = int(cache.get("write") or 0)
-    out = int(tokens.get("output") or 0)
-    reasoning = int(tokens.get("reasoning") or 0)
+    cache = json_object(tokens.get("cache"))
+    fresh = _int(tokens.get("input"))
+    read = _int(cache.get("read"))
+    write = _int(cache.get("write"))
+    out = _int(tokens.get("output"))
+    reasoning = _int(tokens.get("reasoning"))
     inp = fresh + read + write
     total = tokens.get("total")
     return TokenUsage(input_tokens=inp, output_tokens=out, cached_input_tokens=read, reasoning_tokens=reasoning,
@@ -135,20 +140,20 @@ def usage_of_tokens(tokens: Any, cost: Any = None) -> TokenUsage | None:
                       currency="USD" if isinstance(cost, (int, float)) else None)
 
 
-def questions_of(props: dict[str, Any]) -> tuple[UserInputQuestion, ...]:
+def questions_of(props: JsonObject) -> tuple[UserInputQuestion, ...]:
     """The questions of ``question.asked``; question ``i`` gets the id ``q<i>``."""
     out = []
-    for index, q in enumerate(props.get("questions") or ()):
+    for index, q in enumerate(_list(props.get("questions"))):
         if not isinstance(q, dict):
             continue
-        options = tuple(UserInputOption(label=str(o.get("label")), description=o.get("description"))
-                        for o in q.get("options") or () if isinstance(o, dict) and o.get("label") is not None)
-        out.append(UserInputQuestion(id=f"q{index}", question=str(q.get("question") or ""), header=q.get("header"),
+        options = tuple(UserInputOption(label=str(o.get("label")), description=json_str(o.get("description")))
+                        for o in _list(q.get("options")) if isinstance(o, dict) and o.get("label") is not None)
+        out.append(UserInputQuestion(id=f"q{index}", question=str(q.get("question") or ""), header=json_str(q.get("header")),
                                      options=options, multi_select=bool(q.get("multiple"))))
     return tuple(out)
 
 
-def question_answers(questions: tuple[UserInputQuestion, ...], answers: dict[str, Any]) -> list[list[str]]:
+def question_answers(questions: tuple[UserInputQuestion, ...], answers: JsonObject) -> list[list[str]]:
     """Host answers (question id -> a label, a list of labels, or free text) in OpenCode's shape:
     one list of strings per question, in question order (an unanswered question gets ``[]``)."""
     out: list[list[str]] = []
@@ -264,7 +269,7 @@ class Translator:
 
     # the stream --------------------------------------------------------------------------------
 
-    def feed(self, event: dict[str, Any], events: list[EventBase]) -> list[Signal]:
+    def feed(self, event: JsonObject, events: list[EventBase]) -> list[Signal]:
         etype = event.get("type")
         props = event.get("properties")
         if not isinstance(props, dict):
@@ -288,7 +293,7 @@ class Translator:
                 self._set_error(props.get("error"))
         elif etype == "permission.asked":
             if self.turn_id is not None:
-                tool = _dict(props.get("tool"))
+                tool = json_object(props.get("tool"))
                 return [Signal("permission", native=str(props.get("id")), data=props,
                                item_id=self._calls.get(str(tool.get("callID"))))]
         elif etype == "permission.replied":
@@ -305,7 +310,7 @@ class Translator:
     def _refs(self, item: str | None = None) -> ProviderRefs:
         return ProviderRefs(thread=self.session_id, item=item)
 
-    def _message(self, info: dict[str, Any], events: list[EventBase]) -> None:
+    def _message(self, info: JsonObject, events: list[EventBase]) -> None:
         msg_id = info.get("id")
         if not isinstance(msg_id, str):
             return
@@ -330,19 +335,20 @@ class Translator:
             self._usage[msg_id] = usage
         if info.get("error") is not None:
             self._set_error(info["error"])
-        if isinstance(info.get("finish"), str):
-            self._finish = info["finish"]
+        finish = info.get("finish")
+        if isinstance(finish, str):
+            self._finish = finish
 
-    def _set_error(self, error: Any) -> None:
+    def _set_error(self, error: JsonValue) -> None:
         if isinstance(error, dict) and error.get("name") == "MessageAbortedError":
             self._aborted = True
         elif self._error is None:
             self._error = error_message(error)
 
-    def _ours(self, message_id: Any) -> bool:
+    def _ours(self, message_id: JsonValue) -> bool:
         return self.turn_id is not None and message_id in self._assistants
 
-    def _part_delta(self, props: dict[str, Any], events: list[EventBase]) -> None:
+    def _part_delta(self, props: JsonObject, events: list[EventBase]) -> None:
         if not self._ours(props.get("messageID")) or props.get("field") != "text":
             return
         part_id = props.get("partID")
@@ -354,7 +360,7 @@ class Translator:
             item = self._start(events, part_id, "assistant_message", "assistant_text", props.get("messageID"))
         self._delta(events, item, delta)
 
-    def _part(self, part: dict[str, Any], events: list[EventBase]) -> None:
+    def _part(self, part: JsonObject, events: list[EventBase]) -> None:
         if not self._ours(part.get("messageID")):
             return
         part_id = part.get("id")
@@ -369,25 +375,25 @@ class Translator:
                 kind: ItemKind = "assistant_message" if ptype == "text" else "reasoning"
                 stream: StreamKind = "assistant_text" if ptype == "text" else "reasoning_text"
                 item = self._start(events, part_id, kind, stream, part.get("messageID"))
-            text = _str(part.get("text")) or ""
+            text = json_str(part.get("text")) or ""
             streamed = "".join(item.text)
             if len(text) > len(streamed) and text.startswith(streamed):
                 self._delta(events, item, text[len(streamed):])
-            time_ = _dict(part.get("time"))
+            time_ = json_object(part.get("time"))
             if time_.get("end") is not None:
                 self._complete(events, item, text="".join(item.text))
         elif ptype == "tool":
             self._tool(part_id, part, events)
 
-    def _tool(self, part_id: str, part: dict[str, Any], events: list[EventBase]) -> None:
-        state = _dict(part.get("state"))
+    def _tool(self, part_id: str, part: JsonObject, events: list[EventBase]) -> None:
+        state = json_object(part.get("state"))
         status = state.get("status")
         tool = str(part.get("tool") or "tool")
         call_id = part.get("callID")
         item = self._items.get(part_id)
-        inp = _dict(state.get("input"))
-        title = _str(state.get("title")) or _tool_title(tool, inp)
-        data: dict[str, Any] = {"tool": tool, "input": inp}
+        inp = json_object(state.get("input"))
+        title = json_str(state.get("title")) or _tool_title(tool, inp)
+        data: JsonObject = {"tool": tool, "input": inp}
         if isinstance(call_id, str):
             data["call_id"] = call_id
         if item is None:
@@ -399,7 +405,7 @@ class Translator:
             events.append(ItemUpdated(**self.identity, turn_id=self.turn_id, item_id=part_id, kind=item.kind,
                                       title=title, status="in_progress", data=data, provider_refs=self._refs(part_id)))
         elif status == "completed":
-            metadata = _dict(state.get("metadata"))
+            metadata = json_object(state.get("metadata"))
             done = dict(data)
             for key in ("exit", "truncated"):
                 if key in metadata:
@@ -412,7 +418,7 @@ class Translator:
             self._complete(events, item, status="declined" if item.declined else "failed", title=title,
                            text=error if isinstance(error, str) else None, data={**data, "error": error})
 
-    def _status(self, status: Any, events: list[EventBase]) -> list[Signal]:
+    def _status(self, status: JsonValue, events: list[EventBase]) -> list[Signal]:
         if not isinstance(status, dict) or self.turn_id is None:
             return []
         stype = status.get("type")
@@ -420,7 +426,7 @@ class Translator:
             self._busy = True
         elif stype == "retry":
             self._busy = True
-            attempt = int(status.get("attempt") or 0)
+            attempt = _int(status.get("attempt"))
             if attempt > self._retry_attempt:
                 self._retry_attempt = attempt
                 events.append(RuntimeWarningEvent(
@@ -450,8 +456,8 @@ class Translator:
     # items ---------------------------------------------------------------------------------------
 
     def _start(self, events: list[EventBase], part_id: str, kind: ItemKind, stream: StreamKind | None,
-               message_id: Any, *, tool: str | None = None, title: str | None = None,
-               data: dict[str, Any] | None = None) -> _Item:
+               message_id: JsonValue, *, tool: str | None = None, title: str | None = None,
+               data: JsonObject | None = None) -> _Item:
         item = _Item(part_id, kind, stream, message_id if isinstance(message_id, str) else None, tool)
         self._items[part_id] = item
         events.append(ItemStarted(**self.identity, turn_id=self.turn_id, item_id=part_id, kind=kind, title=title,
@@ -466,7 +472,7 @@ class Translator:
                                    delta=text))
 
     def _complete(self, events: list[EventBase], item: _Item, *, status: str = "completed", title: str | None = None,
-                  text: str | None = None, data: dict[str, Any] | None = None) -> None:
+                  text: str | None = None, data: JsonObject | None = None) -> None:
         self._items.pop(item.item_id, None)
         self._done.add(item.item_id)
         events.append(ItemCompleted(**self.identity, turn_id=self.turn_id, item_id=item.item_id, kind=item.kind,  # type: ignore[arg-type]
@@ -474,15 +480,17 @@ class Translator:
                                     provider_refs=self._refs(item.item_id)))
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _int(value: JsonValue) -> int:
+    """A JSON number (or numeric string) as an int; 0 when absent or not a number."""
+    return int(value) if isinstance(value, (int, float, str)) and value else 0
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def _list(value: JsonValue) -> list[JsonValue]:
+    """A JSON array; empty when absent or not an array."""
+    return value if isinstance(value, list) else []
 
 
-def _tool_title(tool: str, inp: dict[str, Any]) -> str:
+def _tool_title(tool: str, inp: JsonObject) -> str:
     for key in ("command", "filePath", "path", "pattern", "url", "query"):
         value = inp.get(key)
         if isinstance(value, str) and value:
@@ -490,7 +498,7 @@ def _tool_title(tool: str, inp: dict[str, Any]) -> str:
     return tool
 
 
-def _sum(usages: Any) -> TokenUsage | None:
+def _sum(usages: Iterable[TokenUsage]) -> TokenUsage | None:
     items = list(usages)
     if not items:
         return None

@@ -129,6 +129,13 @@ from ._adapter import (
     RUNTIME_MODES as RUNTIME_MODES,
 )
 from ._snapshot import ThreadFold as ThreadFold, fold_thread as fold_thread
+from ._json import (
+    JsonObject as JsonObject,
+    JsonValue as JsonValue,
+    deep_merge as deep_merge,
+    json_object as json_object,
+    json_str as json_str,
+)
 
 __all__ = [
     "ACP_DEFAULT_CAPABILITIES",
@@ -170,6 +177,8 @@ __all__ = [
     "ItemStarted",
     "ItemStatus",
     "ItemUpdated",
+    "JsonObject",
+    "JsonValue",
     "MAX_PROMPT_CHARS",
     "McpOauthCompleted",
     "McpStatusUpdated",
@@ -245,7 +254,10 @@ __all__ = [
     "ValidationError",
     "decide_steering",
     "decode_event",
+    "deep_merge",
     "decode_events",
     "encode_event",
     "fold_thread",
+    "json_object",
+    "json_str",
 ]

@@ -160,35 +160,20 @@ ACP_DEFAULT_CAPABILITIES = Capabilities(
     # session/cancel is a stable notification; there is no mid-turn input.
     turns=TurnsCaps(interrupt=True, steer=False, queue=False),
     # usage_update is not in every agent; agents that send it turn token_usage on.
-    streaming=StreamingCaps(
-        assistant_text=True,
-        reasoning=True,
-        plan_text=False,
-        command_output=True,
-        token_usage=False,
-    ),
-    tools=ToolsCaps(
-        commands=True,
-        file_changes=True,
-        mcp=True,
-        web_search=False,
-        client_fs=False,
-        client_terminal=False,
-    ),
+    streaming=StreamingCaps(assistant_text=True, reasoning=True, plan_text=False, command_output=True,
+                            token_usage=False),
+    tools=ToolsCaps(commands=True, file_changes=True, mcp=True, web_search=False, client_fs=False,
+                    client_terminal=False),
     # session/request_permission options carry allow_always.
-    approvals=ApprovalsCaps(
-        commands=True, file_changes=True, accept_for_session=True, user_input=False
-    ),
+    approvals=ApprovalsCaps(commands=True, file_changes=True, accept_for_session=True, user_input=False),
     planning=PlanningCaps(plan_updates=True, plan_mode=False),
     subagents=SubagentsCaps(tasks=False),
     context=ContextCaps(compaction=False, context_window=False),
     checkpointing=CheckpointingCaps(diffs=False, restore=False),
     # sessionId and toolCallId come from the agent; turns are ours; request ids are per process.
     identity=IdentityCaps(thread="strong", turn="none", item="strong", request="weak"),
-    runtime_policy=RuntimePolicyCaps(
-        enforcement="client-boundary",
-        modes=("approval-required", "auto-accept-edits", "full-access"),
-    ),
+    runtime_policy=RuntimePolicyCaps(enforcement="client-boundary",
+                                     modes=("approval-required", "auto-accept-edits", "full-access")),
 )
 """What every ACP v1 agent can do before ``initialize`` says more."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut
-from ._wire import Frames, dumps, function_tool, text_of, usage_counts
+from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Anthropic"]
 
@@ -39,13 +39,8 @@ class Anthropic:
             texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
             prompt = texts[-1] if texts else None
             break
-        tools = []
-        for tool in body.get("tools") or []:
-            spec = function_tool(tool.get("name"), tool.get("input_schema")) if isinstance(tool, dict) else None
-            if spec:
-                tools.append(spec)
-        return Call(prompt_text=prompt, tool_rounds=rounds, tool_output=output, tools=tuple(tools),
-                    stream=bool(body.get("stream")), model=str(body.get("model") or "claude-mock"))
+        tools = (function_tool(t.get("name"), t.get("input_schema")) for t in body.get("tools") or [] if isinstance(t, dict))
+        return body_call(body, prompt, rounds, output, tools, default_model="claude-mock")
 
     @staticmethod
     def side_call(body: dict, path: str) -> tuple[str, str] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut
-from ._wire import Frames, dumps, function_tool, text_of, usage_counts
+from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Chat"]
 
@@ -31,14 +31,9 @@ class Chat:
             elif role == "user":
                 prompt = text_of(msg.get("content"))
                 break
-        tools = []
-        for tool in body.get("tools") or []:
-            fn = tool.get("function") if isinstance(tool, dict) else None
-            spec = function_tool(fn.get("name"), fn.get("parameters")) if isinstance(fn, dict) else None
-            if spec:
-                tools.append(spec)
-        return Call(prompt_text=prompt, tool_rounds=rounds, tool_output=output, tools=tuple(tools),
-                    stream=bool(body.get("stream")), model=str(body.get("model") or "mock-model"))
+        functions = [tool.get("function") for tool in body.get("tools") or [] if isinstance(tool, dict)]
+        tools = (function_tool(fn.get("name"), fn.get("parameters")) for fn in functions if isinstance(fn, dict))
+        return body_call(body, prompt, rounds, output, tools)
 
     @staticmethod
     def side_call(body: dict, path: str) -> tuple[str, str] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._reply import Call, ErrorOut, Ids, Reply, TextOut
-from ._wire import Frames, dumps, function_tool, text_of, usage_counts
+from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Responses"]
 
@@ -30,18 +30,12 @@ class Responses:
             elif kind == "message" and item.get("role") == "user":
                 prompt = text_of(item.get("content"), last=True)
                 break
-        tools = []
-        for tool in body.get("tools") or []:
-            if not isinstance(tool, dict):
-                continue
-            if tool.get("type") == "custom":
-                spec = function_tool(tool.get("name"), None, kind="custom")
-            else:
-                spec = function_tool(tool.get("name"), tool.get("parameters"))
-            if spec:
-                tools.append(spec)
-        return Call(prompt_text=prompt, tool_rounds=rounds, tool_output=output, tools=tuple(tools),
-                    stream=bool(body.get("stream")), model=str(body.get("model") or "mock-model"))
+        tools = (
+            function_tool(t.get("name"), None, kind="custom") if t.get("type") == "custom"
+            else function_tool(t.get("name"), t.get("parameters"))
+            for t in body.get("tools") or [] if isinstance(t, dict)
+        )
+        return body_call(body, prompt, rounds, output, tools)
 
     @staticmethod
     def side_call(body: dict, path: str) -> tuple[str, str] | None:

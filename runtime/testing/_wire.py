@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from ._reply import Call, TextOut, ToolOut, ToolSpec
 
-__all__ = ["Frames", "dumps", "schema_props", "text_of", "usage_counts"]
+__all__ = ["Frames", "body_call", "dumps", "schema_props", "text_of", "usage_counts"]
 
 Frames = list[tuple[float, bytes]]
 """A stream: ``(delay_before_seconds, raw_bytes)`` pairs written in order, flushed one by one."""
@@ -44,6 +45,14 @@ def function_tool(name: object, schema: object, kind: str = "function") -> ToolS
         return None
     props, required = schema_props(schema)
     return ToolSpec(name=name, kind=kind, properties=props, required=required)
+
+
+def body_call(body: dict, prompt: str | None, rounds: int, output: str | None, tools: Iterable[ToolSpec | None],
+              *, default_model: str = "mock-model") -> Call:
+    """The :class:`Call` of a request whose JSON body names ``stream`` and ``model`` (the OpenAI
+    and Anthropic dialects); ``None`` tools (unusable declarations) are left out."""
+    return Call(prompt_text=prompt, tool_rounds=rounds, tool_output=output, tools=tuple(t for t in tools if t),
+                stream=bool(body.get("stream")), model=str(body.get("model") or default_model))
 
 
 def usage_counts(call: Call, parts, input_tokens: int) -> tuple[int, int]:

@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 
-from paddock.contract import ConfigError
+from paddock.contract import ConfigError, deep_merge
 from paddock.drivers.codex._home import (
     API_KEY_VAR,
     OFFLINE_SAFE,
@@ -18,7 +18,7 @@ from paddock.drivers.codex._home import (
     prepare_home,
     write_config,
 )
-from paddock.drivers.codex._toml import deep_merge, dumps
+from paddock.drivers.codex._toml import dumps
 
 
 def test_private_home_is_0700(tmp_path):

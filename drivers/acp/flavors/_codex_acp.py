@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from paddock.drivers._access import ModelAccess
 from paddock.drivers.acp import AcpFlavor
+from paddock.drivers.acp._flavor import SettingsFiles
 
 from ._common import loads_sessions, reports_usage
 
@@ -69,7 +69,7 @@ def _access_env(access: ModelAccess) -> dict[str, str]:
     return {_KEY_VAR: access.api_key} if access.endpoint else {"OPENAI_API_KEY": access.api_key}
 
 
-def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
+def _settings(access: ModelAccess, home: Path) -> SettingsFiles:
     return {".codex/config.toml": config_toml(access)}
 
 

@@ -3,11 +3,10 @@ family (Qwen Code is a fork of it)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-import msgspec
-
-from paddock.contract import Capabilities
+from paddock.contract import Capabilities, JsonObject, JsonValue
+from paddock.drivers._capabilities import override
 
 __all__ = ["gemini_family_settings", "loads_sessions", "reports_usage"]
 
@@ -15,26 +14,27 @@ __all__ = ["gemini_family_settings", "loads_sessions", "reports_usage"]
 def loads_sessions(caps: Capabilities) -> Capabilities:
     """``sessions.load``/``resume`` on before the first start (the agent answers ``initialize``
     with ``loadSession: true``), so the runtime can plan a resume in a fresh process."""
-    return msgspec.structs.replace(caps, sessions=msgspec.structs.replace(caps.sessions, load=True, resume=True))
+    return override(caps, sessions={"load": True, "resume": True})
 
 
 def reports_usage(caps: Capabilities) -> Capabilities:
     """``streaming.token_usage`` on: the agent sends ``usage_update`` and ``PromptResponse.usage``."""
-    return msgspec.structs.replace(caps, streaming=msgspec.structs.replace(caps.streaming, token_usage=True))
+    return override(caps, streaming={"token_usage": True})
 
 
-def gemini_family_settings(selected_type: str | None) -> dict[str, Any]:
+def gemini_family_settings(selected_type: str | None, *, general: Mapping[str, JsonValue] = {}) -> JsonObject:
     """``settings.json`` switches: usage statistics, telemetry, auto-update (and its notice), IDE
-    integration and folder trust off; ``selectedType`` only when Paddock supplies the key."""
-    settings: dict[str, Any] = {
+    integration and folder trust off, plus the fork's own ``general`` keys; ``selectedType``
+    only when Paddock supplies the key."""
+    security: JsonObject = {"folderTrust": {"enabled": False}}
+    if selected_type is not None:
+        security["auth"] = {"selectedType": selected_type}
+    return {
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
-        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-        "security": {"folderTrust": {"enabled": False}},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False, **general},
+        "security": security,
         "ide": {"enabled": False},
         # The bundled ripgrep download is a network fetch.
         "tools": {"useRipgrep": False},
     }
-    if selected_type is not None:
-        settings["security"]["auth"] = {"selectedType": selected_type}
-    return settings

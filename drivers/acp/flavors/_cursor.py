@@ -9,28 +9,22 @@ the model is chosen per session (its ``model`` config option, else ``session/set
 The command is a launcher script that starts node in the background of its own process: the
 runtime's teardown takes the whole process tree and group (never just the launcher).
 
-| runtime / interaction mode | native mode | answered without asking the host |
-|---|---|---|
-| approval-required | the agent's default | read, search, think |
-| auto-accept-edits | same | also edit, delete, move (client boundary) |
-| full-access | same | everything |
-| plan interaction | a mode named ``plan`` when offered | as the runtime mode says |
+Runtime modes have no native mode: the runtime enforces them at the client boundary, as for
+any ACP agent (``GENERIC_FLAVOR`` in ``_flavor.py``); the ``plan`` interaction uses a mode named
+``plan`` when the agent offers one.
 """
 
 from __future__ import annotations
 
-from paddock.drivers import BinaryLocation, InstanceContext, ModelAccess, find_binary
+from paddock.drivers import InstanceContext, ModelAccess
 from paddock.drivers.acp import AcpFlavor
+from paddock.drivers.acp._flavor import on_path
 
 __all__ = ["CURSOR_FLAVOR"]
 
 
-def _locate(ctx: InstanceContext) -> BinaryLocation | str:
-    where = find_binary(ctx.config.binary, peer=None, command="agent", env=ctx.env)
-    if isinstance(where, str):
-        return (f"{where}; Cursor's CLI (`agent`, formerly `cursor-agent`) is installed by Cursor's own "
-                "installer; set `binary` to it")
-    return where
+_locate = on_path("agent", "Cursor's CLI (`agent`, formerly `cursor-agent`) is installed by Cursor's own "
+                           "installer; set `binary` to it")
 
 
 def _command(ctx: InstanceContext) -> list[str]:
@@ -42,7 +36,7 @@ def _command(ctx: InstanceContext) -> list[str]:
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
-    return {"CURSOR_API_KEY": access.api_key} if access.api_key else {}
+    return access.variables(api_key="CURSOR_API_KEY")
 
 
 CURSOR_FLAVOR = AcpFlavor(

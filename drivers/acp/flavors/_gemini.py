@@ -26,10 +26,10 @@ process in its first minute (:func:`resume_hint` says so instead of a bare "Inte
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from paddock.drivers import InstanceContext, ModelAccess
 from paddock.drivers.acp import AcpFlavor
+from paddock.drivers.acp._flavor import SettingsFiles
 
 from ._common import gemini_family_settings, loads_sessions
 
@@ -41,18 +41,10 @@ _SAVE_DELAY = 60.0
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
-    env: dict[str, str] = {}
-    base = access.base_url("")
-    if base is not None:
-        env["GOOGLE_GEMINI_BASE_URL"] = base
-    if access.api_key:
-        env["GEMINI_API_KEY"] = access.api_key
-    if access.model:
-        env["GEMINI_MODEL"] = access.model
-    return env
+    return access.variables(endpoint="GOOGLE_GEMINI_BASE_URL", api_key="GEMINI_API_KEY", model="GEMINI_MODEL")
 
 
-def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
+def _settings(access: ModelAccess, home: Path) -> SettingsFiles:
     return {".gemini/settings.json": gemini_family_settings("gemini-api-key" if access.api_key else None)}
 
 

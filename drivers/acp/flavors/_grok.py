@@ -13,29 +13,22 @@ Traps:
 - tools run in detached process groups of their own: teardown must take the whole process tree
   and every group in it (the runtime's teardown snapshots the tree before signalling).
 
-| runtime / interaction mode | native mode | answered without asking the host |
-|---|---|---|
-| approval-required | the agent's default | read, search, think |
-| auto-accept-edits | same | also edit, delete, move (client boundary) |
-| full-access | same | everything |
-| plan interaction | a mode named ``plan`` when offered | as the runtime mode says |
+Runtime modes have no native mode: the runtime enforces them at the client boundary, as for
+any ACP agent (``GENERIC_FLAVOR`` in ``_flavor.py``); the ``plan`` interaction uses a mode named
+``plan`` when the agent offers one.
 """
 
 from __future__ import annotations
 
-from paddock.drivers import BinaryLocation, InstanceContext, ModelAccess, find_binary
+from paddock.drivers import InstanceContext, ModelAccess
 from paddock.drivers.acp import AcpFlavor
+from paddock.drivers.acp._flavor import on_path
 
 __all__ = ["GROK_FLAVOR"]
 
 
-def _locate(ctx: InstanceContext) -> BinaryLocation | str:
-    where = find_binary(ctx.config.binary, peer=None, command="grok", env=ctx.env)
-    return f"{where}; install xAI's Grok CLI and set `binary`" if isinstance(where, str) else where
-
-
 def _access_env(access: ModelAccess) -> dict[str, str]:
-    return {"XAI_API_KEY": access.api_key} if access.api_key else {}
+    return access.variables(api_key="XAI_API_KEY")
 
 
 def _auth(ctx: InstanceContext) -> str:
@@ -44,7 +37,7 @@ def _auth(ctx: InstanceContext) -> str:
 
 GROK_FLAVOR = AcpFlavor(
     kind="grok",
-    locator=_locate,
+    locator=on_path("grok", "install xAI's Grok CLI and set `binary`"),
     protocol_args=("agent", "stdio"),
     access_env=_access_env,
     auth=_auth,

@@ -24,10 +24,10 @@ the prompt ≈9 s later with an error (mapped to ``interrupted``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from paddock.drivers import InstanceContext, ModelAccess
 from paddock.drivers.acp import AcpFlavor
+from paddock.drivers.acp._flavor import SettingsFiles
 
 from ._common import gemini_family_settings, loads_sessions
 
@@ -35,21 +35,12 @@ __all__ = ["QWEN_FLAVOR"]
 
 
 def _access_env(access: ModelAccess) -> dict[str, str]:
-    env: dict[str, str] = {}
-    base = access.base_url("/v1")
-    if base is not None:
-        env["OPENAI_BASE_URL"] = base
-    if access.api_key:
-        env["OPENAI_API_KEY"] = access.api_key
-    if access.model:
-        env["OPENAI_MODEL"] = access.model
-    return env
+    return access.variables(endpoint="OPENAI_BASE_URL", version="/v1", api_key="OPENAI_API_KEY", model="OPENAI_MODEL")
 
 
-def _settings(access: ModelAccess, home: Path) -> dict[str, Any]:
-    settings = gemini_family_settings("openai" if access.api_key or access.endpoint else None)
-    settings["general"]["disableAutoUpdate"] = True
-    return {".qwen/settings.json": settings}
+def _settings(access: ModelAccess, home: Path) -> SettingsFiles:
+    selected = "openai" if access.api_key or access.endpoint else None
+    return {".qwen/settings.json": gemini_family_settings(selected, general={"disableAutoUpdate": True})}
 
 
 def _auth(ctx: InstanceContext) -> str | None:

@@ -14,13 +14,18 @@ import signal
 import sys
 import threading
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from ._directives import Action, DirectiveError, Directives, parse_prompt
 from ._history import History, Turn
 from ._wire import Wire
+
+if TYPE_CHECKING:  # the agent imports nothing of the runtime at run time
+    from paddock.contract import JsonObject, JsonValue
+
+    from ._tools import RunningCommand
 
 __all__ = ["AGENT_NAME", "AGENT_VERSION", "Agent", "split_answer"]
 
@@ -34,20 +39,20 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 
-PERMISSION_OPTIONS = [
+PERMISSION_OPTIONS: list[JsonValue] = [
     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
 ]
-_OPTION_KINDS = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
+_OPTION_KINDS = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS if isinstance(o, dict)}
 
-MODES = [
+MODES: list[JsonValue] = [
     {"id": "default", "name": "Default", "description": "Ask before running commands or writing files"},
     {"id": "plan", "name": "Plan", "description": "Same behaviour; accepted for mode-mapping tests"},
 ]
-_MODE_IDS = {m["id"] for m in MODES}
+_MODE_IDS = {m["id"] for m in MODES if isinstance(m, dict)}
 
-AVAILABLE_COMMANDS = [
+AVAILABLE_COMMANDS: list[JsonValue] = [
     {"name": "reply", "description": "@reply TEXT: answer TEXT", "input": {"hint": "TEXT"}},
     {"name": "chunks", "description": "@chunks N: stream the answer in N chunks", "input": {"hint": "N"}},
     {"name": "delay", "description": "@delay SECONDS: pause between chunks", "input": {"hint": "SECONDS"}},
@@ -62,7 +67,7 @@ def _log(text: str) -> None:
     print(f"paddock-local: {text}", file=sys.stderr, flush=True)
 
 
-def _text(text: str) -> dict[str, Any]:
+def _text(text: str) -> JsonObject:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
@@ -95,8 +100,8 @@ class _Pending:
     def __init__(self, req_id: int) -> None:
         self.req_id = req_id
         self.event = threading.Event()
-        self.result: Any = None
-        self.error: Any = None
+        self.result: JsonValue = None
+        self.error: JsonValue = None
         self.cancelled = False
 
     def cancel(self) -> None:
@@ -114,7 +119,7 @@ class _TurnState:
         self.cancelled = False
         self.wakeup = threading.Event()
         self.waiting: _Pending | None = None
-        self.command: Any = None
+        self.command: RunningCommand | None = None
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -135,7 +140,7 @@ class _Session:
         self.cwd = cwd
         self.history = history
         self.mode = "default"
-        self.config: dict[str, Any] = {}
+        self.config: JsonObject = {}
         # Turns of a session run in prompt order: each waits for the previous one's event.
         self.last_done: threading.Event | None = None
         # Running and queued turns; added by the reader at dispatch, so a cancel that follows
@@ -155,7 +160,7 @@ class Agent:
         self._decoder = msgspec.json.Decoder()
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
-        self._pending: dict[Any, _Pending] = {}
+        self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self._client_writes_files = False
 
@@ -207,16 +212,16 @@ class Agent:
             turn.done.wait(max(0.0, deadline - time.monotonic()))
         self._wire.flush_and_wait(timeout=max(0.1, deadline - time.monotonic()))
 
-    def _respond(self, req_id: Any, result: Any) -> None:
+    def _respond(self, req_id: JsonValue, result: JsonValue) -> None:
         self._wire.send({"jsonrpc": "2.0", "id": req_id, "result": result}, flush=True, throttle=False)
 
-    def _error(self, req_id: Any, code: int, message: str, data: Any = None, *, throttle: bool = False) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
+    def _error(self, req_id: JsonValue, code: int, message: str, data: JsonValue = None, *, throttle: bool = False) -> None:
+        error: JsonObject = {"code": code, "message": message}
         if data is not None:
             error["data"] = data
         self._wire.send({"jsonrpc": "2.0", "id": req_id, "error": error}, flush=True, throttle=throttle)
 
-    def _handle_response(self, msg: dict[str, Any]) -> None:
+    def _handle_response(self, msg: JsonObject) -> None:
         req_id = msg["id"]
         if not isinstance(req_id, int):
             return  # our ids are integers
@@ -230,7 +235,7 @@ class Agent:
             pending.result = msg.get("result")
         pending.event.set()
 
-    def _handle_notification(self, method: str, params: dict[str, Any]) -> None:
+    def _handle_notification(self, method: str, params: JsonObject) -> None:
         if method == "session/cancel":
             session_id = params.get("sessionId")
             session = self._sessions.get(session_id) if isinstance(session_id, str) else None
@@ -239,7 +244,7 @@ class Agent:
                     turn.cancel()
         # Unknown notifications are ignored (ACP).
 
-    def _handle_request(self, req_id: Any, method: str, params: dict[str, Any]) -> None:
+    def _handle_request(self, req_id: JsonValue, method: str, params: JsonObject) -> None:
         handler = _REQUEST_HANDLERS.get(method)
         if handler is None:
             self._error(req_id, METHOD_NOT_FOUND, "Method not found", {"method": method})
@@ -250,7 +255,7 @@ class Agent:
             _log("internal error:\n" + traceback.format_exc())
             self._error(req_id, INTERNAL_ERROR, f"Internal error: {exc}")
 
-    def _initialize(self, req_id: Any, params: dict[str, Any]) -> None:
+    def _initialize(self, req_id: JsonValue, params: JsonObject) -> None:
         caps = params.get("clientCapabilities")
         fs = caps.get("fs") if isinstance(caps, dict) else None
         self._client_writes_files = isinstance(fs, dict) and fs.get("writeTextFile") is True
@@ -268,7 +273,7 @@ class Agent:
             },
         )
 
-    def _authenticate(self, req_id: Any, params: dict[str, Any]) -> None:
+    def _authenticate(self, req_id: JsonValue, params: JsonObject) -> None:
         self._respond(req_id, {})
 
     def _make_session(self, session_id: str, cwd: str, history: list[Turn]) -> _Session:
@@ -281,10 +286,10 @@ class Agent:
         self._sessions[session_id] = session
         return session
 
-    def _modes(self, session: _Session) -> dict[str, Any]:
+    def _modes(self, session: _Session) -> JsonObject:
         return {"currentModeId": session.mode, "availableModes": MODES}
 
-    def _new_session(self, req_id: Any, params: dict[str, Any]) -> None:
+    def _new_session(self, req_id: JsonValue, params: JsonObject) -> None:
         cwd = params.get("cwd")
         if not isinstance(cwd, str) or not cwd:
             self._error(req_id, INVALID_PARAMS, "Invalid params: cwd must be a non-empty string")
@@ -307,7 +312,7 @@ class Agent:
             throttle=False,
         )
 
-    def _load_session(self, req_id: Any, params: dict[str, Any]) -> None:
+    def _load_session(self, req_id: JsonValue, params: JsonObject) -> None:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
             self._error(req_id, INVALID_PARAMS, "Invalid params: sessionId must be a string")
@@ -340,14 +345,14 @@ class Agent:
         self._respond(req_id, {"modes": self._modes(session)})
         self._send_commands(session)
 
-    def _session_or_error(self, req_id: Any, params: dict[str, Any]) -> _Session | None:
+    def _session_or_error(self, req_id: JsonValue, params: JsonObject) -> _Session | None:
         session_id = params.get("sessionId")
         session = self._sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
             self._error(req_id, RESOURCE_NOT_FOUND, "Resource not found", {"sessionId": params.get("sessionId")})
         return session
 
-    def _set_mode(self, req_id: Any, params: dict[str, Any]) -> None:
+    def _set_mode(self, req_id: JsonValue, params: JsonObject) -> None:
         session = self._session_or_error(req_id, params)
         if session is None:
             return
@@ -358,7 +363,7 @@ class Agent:
         session.mode = mode  # type: ignore[assignment]
         self._respond(req_id, {})
 
-    def _set_config_option(self, req_id: Any, params: dict[str, Any]) -> None:
+    def _set_config_option(self, req_id: JsonValue, params: JsonObject) -> None:
         session = self._session_or_error(req_id, params)
         if session is None:
             return
@@ -367,7 +372,7 @@ class Agent:
             self._error(req_id, INVALID_PARAMS, "Invalid params: configId and value are required")
             return
         session.config[config_id] = params["value"]
-        options = []
+        options: list[JsonValue] = []
         for cid, value in session.config.items():
             if isinstance(value, bool):
                 options.append({"type": "boolean", "id": cid, "name": cid, "currentValue": value})
@@ -384,7 +389,7 @@ class Agent:
                 )
         self._respond(req_id, {"configOptions": options})
 
-    def _prompt(self, req_id: Any, params: dict[str, Any]) -> None:
+    def _prompt(self, req_id: JsonValue, params: JsonObject) -> None:
         session = self._session_or_error(req_id, params)
         if session is None:
             return
@@ -393,7 +398,7 @@ class Agent:
             self._error(req_id, INVALID_PARAMS, "Invalid params: prompt must be a list of content blocks")
             return
         text = "\n".join(
-            b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+            t for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(t := b.get("text"), str)
         )
         try:
             directives = parse_prompt(text)
@@ -421,7 +426,7 @@ class Agent:
 
     # -- agent→client requests (turn threads) -----------------------------------------------
 
-    def _request(self, method: str, params: dict[str, Any], *, wait: bool = True) -> _Pending:
+    def _request(self, method: str, params: JsonObject, *, wait: bool = True) -> _Pending:
         with self._lock:
             req_id = self._next_id
             self._next_id += 1
@@ -441,7 +446,7 @@ class Agent:
             with self._lock:
                 self._pending.pop(pending.req_id, None)
 
-    def _ask_permission(self, session: _Session, turn: _TurnState, tool_call: dict[str, Any]) -> tuple[str, str]:
+    def _ask_permission(self, session: _Session, turn: _TurnState, tool_call: JsonObject) -> tuple[str, str]:
         """("allow" | "reject" | "cancelled", detail)."""
         pending = self._request(
             "session/request_permission",
@@ -469,7 +474,7 @@ class Agent:
 
     # -- turn threads -----------------------------------------------------------------------
 
-    def _update(self, session: _Session, update: dict[str, Any], *, flush: bool = False, throttle: bool = True) -> None:
+    def _update(self, session: _Session, update: JsonObject, *, flush: bool = False, throttle: bool = True) -> None:
         self._wire.send(
             {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session.id, "update": update}},
             flush=flush,
@@ -477,7 +482,7 @@ class Agent:
         )
 
     def _run_turn(
-        self, req_id: Any, session: _Session, turn: _TurnState, previous: threading.Event | None, d: Directives, user_text: str
+        self, req_id: JsonValue, session: _Session, turn: _TurnState, previous: threading.Event | None, d: Directives, user_text: str
     ) -> None:
         if previous is not None:
             previous.wait()
@@ -492,7 +497,7 @@ class Agent:
             finally:
                 session.turns.discard(turn)
                 self._record(session, user_text, sent, d.usage)
-            result: dict[str, Any] = {"stopReason": stop}
+            result: JsonObject = {"stopReason": stop}
             if d.usage is not None:
                 inp, out = d.usage
                 result["usage"] = {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out}
@@ -599,48 +604,54 @@ class Agent:
 
     def _declined(self, session: _Session, tool_call_id: str, detail: str) -> None:
         message = f"declined: {detail}"
-        self._update(
-            session,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "failed",
-                "content": [_text(message)],
-                "rawOutput": {"message": message, "code": "declined"},
-            },
-        )
+        self._end_tool(session, tool_call_id, "failed", [_text(message)], {"message": message, "code": "declined"})
 
-    def _failed(self, session: _Session, tool_call_id: str, message: str, raw: Any = None) -> None:
-        self._update(
-            session,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "failed",
-                "content": [_text(message)],
-                "rawOutput": raw if raw is not None else {"message": message},
-            },
-        )
+    def _failed(self, session: _Session, tool_call_id: str, message: str, raw: JsonValue = None) -> None:
+        raw = raw if raw is not None else {"message": message}
+        self._end_tool(session, tool_call_id, "failed", [_text(message)], raw)
 
-    def _do_run(self, session: _Session, turn: _TurnState, tool_call_id: str, action: Action) -> None:
-        command = action.arg
-        tool_call = {
-            "toolCallId": tool_call_id,
-            "title": command,
-            "kind": "execute",
-            "status": "pending",
-            "rawInput": {"command": command},
-        }
+    def _permitted(self, session: _Session, turn: _TurnState, tool_call: JsonObject) -> bool:
+        """Announce ``tool_call`` and ask the client's permission (turn thread): True when it
+        may run (the call is then ``in_progress``); otherwise it is declined (and a cancelled
+        ask cancels the turn)."""
+        tool_call_id = str(tool_call["toolCallId"])
         self._update(session, {"sessionUpdate": "tool_call", **tool_call})
         decision, detail = self._ask_permission(session, turn, tool_call)
         if decision != "allow":
             if decision == "cancelled":
                 turn.cancel()
             self._declined(session, tool_call_id, detail)
+            return False
+        update: JsonObject = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": "in_progress"}
+        self._update(session, update)
+        return True
+
+    def _end_tool(self, session: _Session, tool_call_id: str, status: str, content: list[JsonValue],
+                  raw: JsonValue) -> None:
+        self._update(
+            session,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "status": status,
+                "content": content,
+                "rawOutput": raw,
+            },
+        )
+
+    def _do_run(self, session: _Session, turn: _TurnState, tool_call_id: str, action: Action) -> None:
+        command = action.arg
+        tool_call: JsonObject = {
+            "toolCallId": tool_call_id,
+            "title": command,
+            "kind": "execute",
+            "status": "pending",
+            "rawInput": {"command": command},
+        }
+        if not self._permitted(session, turn, tool_call):
             return
         from ._tools import RunningCommand
 
-        self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": "in_progress"})
         try:
             running = RunningCommand(command, session.cwd)
         except OSError as exc:
@@ -667,23 +678,15 @@ class Agent:
         if turn.cancelled:
             self._failed(session, tool_call_id, "cancelled: the command was killed", {"exitCode": code, "output": text})
             return
-        self._update(
-            session,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "completed",
-                "content": [_text(text)] if text else [],
-                "rawOutput": {"exitCode": code, "output": text},
-            },
-        )
+        content: list[JsonValue] = [_text(text)] if text else []
+        self._end_tool(session, tool_call_id, "completed", content, {"exitCode": code, "output": text})
 
     def _do_write(self, session: _Session, turn: _TurnState, tool_call_id: str, action: Action) -> None:
         from ._tools import read_old_text, write_file
 
         path = os.path.normpath(os.path.join(session.cwd, action.arg))
-        diff = {"type": "diff", "path": path, "oldText": read_old_text(path), "newText": action.text}
-        tool_call = {
+        diff: JsonObject = {"type": "diff", "path": path, "oldText": read_old_text(path), "newText": action.text}
+        tool_call: JsonObject = {
             "toolCallId": tool_call_id,
             "title": f"Write {action.arg}",
             "kind": "edit",
@@ -692,14 +695,8 @@ class Agent:
             "locations": [{"path": path}],
             "rawInput": {"path": action.arg, "content": action.text},
         }
-        self._update(session, {"sessionUpdate": "tool_call", **tool_call})
-        decision, detail = self._ask_permission(session, turn, tool_call)
-        if decision != "allow":
-            if decision == "cancelled":
-                turn.cancel()
-            self._declined(session, tool_call_id, detail)
+        if not self._permitted(session, turn, tool_call):
             return
-        self._update(session, {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": "in_progress"})
         if self._client_writes_files:
             pending = self._request(
                 "fs/write_text_file", {"sessionId": session.id, "path": path, "content": action.text}
@@ -721,16 +718,8 @@ class Agent:
                 self._failed(session, tool_call_id, f"cannot write {path}: {exc.strerror or exc}")
                 return
             via = "direct"
-        self._update(
-            session,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "completed",
-                "content": [diff],
-                "rawOutput": {"path": path, "chars": len(action.text), "via": via},
-            },
-        )
+        raw: JsonObject = {"path": path, "chars": len(action.text), "via": via}
+        self._end_tool(session, tool_call_id, "completed", [diff], raw)
 
 
 _REQUEST_HANDLERS = {

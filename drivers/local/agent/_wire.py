@@ -15,9 +15,12 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:  # the agent imports nothing of the runtime at run time
+    from paddock.contract import JsonObject, JsonValue
 
 __all__ = ["BACKLOG_LIMIT", "FLUSH_AT", "Wire"]
 
@@ -43,7 +46,7 @@ class Wire:
 
     # -- producers (any thread) -------------------------------------------------------------
 
-    def send(self, msg: Any, *, flush: bool = False, throttle: bool = True) -> None:
+    def send(self, msg: JsonObject, *, flush: bool = False, throttle: bool = True) -> None:
         """Encode ``msg`` as one line. ``throttle=False`` is for the stdin reader thread."""
         with self._cv:
             buf = self._buf
@@ -66,7 +69,7 @@ class Wire:
             self._buf += lines
             self._after_append(flush, True)
 
-    def encode(self, obj: Any) -> bytes:
+    def encode(self, obj: JsonValue) -> bytes:
         """JSON-encode ``obj`` with the shared encoder (safe from any thread)."""
         with self._cv:
             return self._encoder.encode(obj)
