@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from paddock.actors import Subscription
-from paddock.actors.events._subscription import _END, _NEEDS_IO
+from paddock.actors.events import END, NEEDS_IO
 from paddock.contract import Event
 
 __all__ = ["AsyncSubscription", "aiter_subscription"]
@@ -40,13 +40,13 @@ class AsyncSubscription:
         deadline = None if timeout is None else loop.time() + timeout
         while True:
             event = sub._poll()
-            if event is _NEEDS_IO:
+            if event is NEEDS_IO:
                 event = await loop.run_in_executor(None, sub._get, 0.0, True)
-            if event is _END:
+            if event is END:
                 return None
-            if event is not None and event is not _NEEDS_IO:
+            if event is not None and event is not NEEDS_IO:
                 return event
-            if event is _NEEDS_IO:
+            if event is NEEDS_IO:
                 continue
             woken: asyncio.Future[None] = loop.create_future()
 

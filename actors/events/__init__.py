@@ -5,9 +5,14 @@ in :mod:`paddock.actors`."""
 from ._event_log import EventLog as EventLog, LogReader as LogReader, build_chunks as build_chunks
 from ._hub import Emitter as Emitter, EventHub as EventHub, HubHandle as HubHandle
 from ._redact import REDACTED as REDACTED, Redactor as Redactor
-from ._subscription import BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT, Subscription as Subscription
+from ._subscription import (
+    BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT,
+    END as END,
+    NEEDS_IO as NEEDS_IO,
+    Subscription as Subscription,
+)
 
 __all__ = [
-    "BUFFERED_TEXT_LIMIT", "REDACTED", "Emitter", "EventHub", "EventLog", "HubHandle", "LogReader", "Redactor",
+    "BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "REDACTED", "Emitter", "EventHub", "EventLog", "HubHandle", "LogReader", "Redactor",
     "Subscription", "build_chunks",
 ]

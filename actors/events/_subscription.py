@@ -31,7 +31,7 @@ from paddock.contract._construct import NoPublicConstructor
 
 from ._event_log import LogReader
 
-__all__ = ["BUFFERED_TEXT_LIMIT", "Subscription"]
+__all__ = ["BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "Subscription"]
 
 BUFFERED_TEXT_LIMIT = 24_000
 """Buffered assistant delivery coalesces at most this many characters into one delta."""
@@ -41,8 +41,12 @@ _PAGE = 2_000
 _LIVE = 0
 _BEHIND = 1
 
-_END = object()  # the stream ended (closed, or the hub stopped and everything was delivered)
-_NEEDS_IO = object()  # the next event must be read from the log (async callers use an executor)
+END = object()
+"""What a non-blocking poll of a :class:`Subscription` returns when the stream ended (closed, or
+the hub stopped and everything was delivered)."""
+NEEDS_IO = object()
+"""What a non-blocking poll returns when the next event must be read from the log (an asyncio
+caller then reads it in an executor)."""
 
 _decoder = msgspec.json.Decoder(Event)
 # Never dropped, also past the bound with the log off: how each turn and session ended (at most
@@ -277,11 +281,11 @@ class Subscription(metaclass=NoPublicConstructor):
             self._reader.close()
 
     def _next_raw(self, timeout: float | None, io: bool) -> Any:
-        """The next matching event, ``None`` on timeout, ``_END`` or (``io=False``) ``_NEEDS_IO``."""
+        """The next matching event, ``None`` on timeout, ``END`` or (``io=False``) ``NEEDS_IO``."""
         deadline = None
         while True:
             if self._closed:
-                return _END
+                return END
             cur = self._cur
             if cur is not None:
                 pos = self._pos
@@ -291,7 +295,7 @@ class Subscription(metaclass=NoPublicConstructor):
                 self._cur = None
             with self._cond:
                 if self._closed:
-                    return _END
+                    return END
                 if self._buf:
                     item = self._buf.popleft()
                     if isinstance(item, _Gap):
@@ -302,10 +306,10 @@ class Subscription(metaclass=NoPublicConstructor):
                     continue
                 if self._mode == _BEHIND:
                     if not io:
-                        return _NEEDS_IO
+                        return NEEDS_IO
                     start, horizon = self._resume, self._horizon
                 elif self._source_done:
-                    return _END
+                    return END
                 else:
                     if timeout is not None:
                         now = time.monotonic()
@@ -375,12 +379,12 @@ class Subscription(metaclass=NoPublicConstructor):
             else:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 ev = self._next_raw(remaining, io)
-                if ev is None or ev is _NEEDS_IO:
+                if ev is None or ev is NEEDS_IO:
                     return ev
-                if ev is _END:
+                if ev is END:
                     if self._held is not None and not self._closed:
                         return self._flush_held()
-                    return _END
+                    return END
             if ev.__class__ is ContentDelta and ev.stream == "assistant_text":
                 held = self._held
                 if held is not None:
@@ -436,10 +440,10 @@ class Subscription(metaclass=NoPublicConstructor):
                     self._pos = pos + 1
                     return cur[pos]
         ev = self._get(timeout)
-        return None if ev is _END else ev
+        return None if ev is END else ev
 
     def _poll(self) -> Any:
-        """Non-blocking, memory only: an event, ``None``, ``_END`` or ``_NEEDS_IO``."""
+        """Non-blocking, memory only: an event, ``None``, ``END`` or ``NEEDS_IO``."""
         return self._get(0.0, io=False)
 
     def _set_waker(self, waker: Callable[[], None] | None) -> None:
@@ -466,7 +470,7 @@ class Subscription(metaclass=NoPublicConstructor):
                     self._pos = pos + 1
                     return cur[pos]
         ev = self._get(None)
-        if ev is _END:
+        if ev is END:
             raise StopIteration
         return ev
 

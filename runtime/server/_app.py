@@ -38,7 +38,7 @@ from paddock._aio_subscription import AsyncSubscription
 from paddock._operations import OPERATIONS, Operation, body_error
 from paddock._wire import API_PREFIX, ErrorBody, ErrorDocument, error_document
 from paddock.actors import Subscription
-from paddock.actors.events._subscription import _END, _NEEDS_IO
+from paddock.actors.events import END, NEEDS_IO
 from paddock.server._openapi import openapi_document
 from paddock.contract import MAX_PROMPT_CHARS, PaddockError, ValidationError
 
@@ -163,7 +163,7 @@ async def _sse(sub: Subscription, streams: list[int]) -> AsyncIterator[bytes]:
             out = [_frame(event)]
             for _ in range(SSE_BATCH):
                 more = sub._poll()
-                if more is None or more is _NEEDS_IO or more is _END:
+                if more is None or more is NEEDS_IO or more is END:
                     break
                 out.append(_frame(more))
             yield b"".join(out)
