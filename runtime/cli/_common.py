@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from typing import Any
 
 import msgspec
 
-__all__ = ["add_runtime_options", "format_event", "handle_termination", "open_runtime"]
+__all__ = ["add_runtime_options", "format_event", "handle_termination", "write"]
 
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else the built-in 'local' instance)")
+    from paddock.cli._places import CONFIG_HELP
+
+    parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
     parser.add_argument("--json", action="store_true", help="print JSON lines instead of a readable view")
-
-
-def open_runtime(args: argparse.Namespace):
-    from paddock import Runtime
-
-    config = args.config or os.environ.get("PADDOCK_CONFIG")
-    return Runtime.open(config, state_dir=args.state_dir)
 
 
 def handle_termination() -> None:

@@ -1,0 +1,191 @@
+"""Approvals on every CLI surface (``chat``, ``run``, ``requests``, ``approve``): the one parser
+of a typed answer, the ``--approve`` policy for when nobody can answer, and what a request shows.
+
+An answer is a whole word from a small set, case-insensitive, surrounding spaces ignored:
+``y``/``yes``/``accept``, ``s``/``session``, ``n``/``no``/``decline``, ``c``/``cancel`` (the
+decision names themselves are accepted too). Empty input declines. Anything else names no decision
+and is asked again: ``stop it`` must never be read as ``s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Literal
+
+from paddock.contract import DECISIONS
+
+if TYPE_CHECKING:
+    from paddock.contract import Decision, RequestOpened
+
+__all__ = [
+    "ANSWER_WORDS",
+    "Asking",
+    "add_approve_option",
+    "approve_policy",
+    "choices",
+    "describe_request",
+    "parse_answer",
+    "parse_confirmation",
+    "policy_decision",
+]
+
+ANSWER_WORDS: dict[str, Decision] = {
+    "y": "accept", "yes": "accept", "accept": "accept",
+    "s": "accept_for_session", "session": "accept_for_session", "accept_for_session": "accept_for_session",
+    "n": "decline", "no": "decline", "decline": "decline",
+    "c": "cancel", "cancel": "cancel",
+}
+"""Every word that names a decision."""
+
+_SHOWN: dict[Decision, str] = {
+    "accept": "y/yes/accept", "accept_for_session": "s/session", "decline": "n/no/decline", "cancel": "c/cancel",
+}
+
+Policy = Literal["ask", "accept", "accept_for_session", "decline", "cancel"]
+
+
+def parse_answer(text: str) -> Decision | None:
+    """The decision ``text`` names, or ``None`` when it names none (ask again). Empty declines."""
+    word = text.strip().lower()
+    if not word:
+        return "decline"
+    return ANSWER_WORDS.get(word)
+
+
+def parse_confirmation(text: str) -> bool | None:
+    """``True`` for y/yes, ``False`` for n/no or empty input, ``None`` for anything else."""
+    word = text.strip().lower()
+    if word in ("y", "yes"):
+        return True
+    if word in ("", "n", "no"):
+        return False
+    return None
+
+
+def choices(offered: tuple[Decision, ...] = DECISIONS, *, enter: bool = True) -> str:
+    """The answers a prompt accepts, as shown to the user (``enter``: say that Enter declines)."""
+    return ", ".join(_SHOWN[d] for d in DECISIONS if d in offered) + (" (Enter: decline)" if enter else "")
+
+
+def add_approve_option(parser: argparse.ArgumentParser) -> None:
+    """``--approve``: who answers approvals. Default: ask in a terminal, decline without one."""
+    parser.add_argument(
+        "--approve",
+        choices=["ask", "accept", "accept_for_session", "decline", "cancel"],
+        default=None,
+        help="how to answer approvals: ask (the default when stdin is a terminal) or always this decision "
+             "(default without a terminal: decline; piped lines are never taken as answers)",
+    )
+
+
+def approve_policy(args: argparse.Namespace, interactive: bool) -> Policy:
+    """The ``--approve`` policy in force: the flag, else ``ask`` in a terminal, else ``decline``.
+    ``ask`` without a terminal is ``decline``: nobody is there to answer."""
+    policy: Policy = args.approve or ("ask" if interactive else "decline")
+    return "decline" if policy == "ask" and not interactive else policy
+
+
+def policy_decision(policy: Policy, opened: RequestOpened) -> Decision:
+    """What a non-``ask`` policy answers to ``opened``: the decision, or ``decline`` when the
+    request does not offer it (``cancel`` when it offers neither)."""
+    assert policy != "ask"
+    for decision in (policy, "decline", "cancel"):
+        if decision in opened.decisions:
+            return decision  # type: ignore[return-value]
+    return opened.decisions[0] if opened.decisions else "decline"
+
+
+# what a request is about -------------------------------------------------------------------------
+
+_PLUMBING = frozenset({"options", "tool_call_id", "rpc_id", "method", "permission_suggestions"})
+"""Keys of ``RequestOpened.data`` that say how to answer, not what is asked."""
+_ENVELOPE = frozenset({"driver", "instance_id", "thread_id", "event_id", "seq", "created_at", "turn_id", "item_id",
+                       "request_id", "provider_refs", "raw", "kind", "title", "decisions", "data"})
+_MAX_LINES = 40
+_MAX_CHARS = 4000
+
+
+def _bounded(text: str) -> list[str]:
+    lines = text.splitlines() or [""]
+    shown: list[str] = []
+    used = 0
+    for line in lines:
+        if len(shown) == _MAX_LINES or used + len(line) > _MAX_CHARS:
+            shown.append(f"… ({len(lines) - len(shown)} more lines)")
+            break
+        shown.append(line)
+        used += len(line)
+    return shown
+
+
+def _field(name: str, value: object, out: list[str], indent: str) -> None:
+    if value is None or value == {} or value == [] or value == "":
+        return
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            _field(str(key), inner, out, indent)
+        return
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    lines = _bounded(text)
+    if len(lines) == 1:
+        out.append(f"{indent}{name}: {lines[0]}")
+    else:
+        out.append(f"{indent}{name}:")
+        out.extend(f"{indent}  {line}" for line in lines)
+
+
+def describe_request(opened: RequestOpened, indent: str = "    ") -> list[str]:
+    """The first line says what kind of request and its title; each further line is one detail
+    the request carries (its ``detail``, every other field the contract adds, and every entry of
+    ``data`` but the answer plumbing), so a user never sees only a model-written title."""
+    import msgspec
+
+    out = [f"approve {opened.kind}: {opened.title or opened.detail or '(no title)'}"]
+    if opened.detail and opened.title and opened.detail != opened.title:
+        _field("detail", opened.detail, out, indent)
+    for name in msgspec.structs.fields(type(opened)):
+        if name.name not in _ENVELOPE and name.name != "detail":
+            _field(name.name, getattr(opened, name.name), out, indent)
+    for key, value in (opened.data or {}).items():
+        if key not in _PLUMBING:
+            _field(key, value, out, indent)
+    return out
+
+
+class Asking:
+    """One approval prompt: feed it each typed line until it yields a decision. ``confirm_session``
+    asks again before ``accept_for_session`` (every later request of the kind is accepted without a
+    word). No I/O; the caller shows :attr:`prompt` and the returned notes."""
+
+    def __init__(self, opened: RequestOpened, *, confirm_session: bool) -> None:
+        self.opened = opened
+        self.confirm_session = confirm_session
+        self.confirming = False
+
+    @property
+    def prompt(self) -> str:
+        return "accept for the session? [y/N] " if self.confirming else "approve> "
+
+    def hint(self) -> str:
+        return f"answer {choices(self.opened.decisions)}"
+
+    def feed(self, text: str) -> tuple[Decision | None, str | None]:
+        """(the decision to send, or ``None``; a note to show, or ``None``)."""
+        if self.confirming:
+            yes = parse_confirmation(text)
+            if yes is None:
+                return None, "answer y to accept for the rest of the session, n (or Enter) to choose again"
+            self.confirming = False
+            if yes:
+                return "accept_for_session", None
+            return None, f"not accepted for the session; {self.hint()}"
+        decision = parse_answer(text)
+        if decision is None:
+            return None, f"{text.strip()!r} is not an answer; {self.hint()}"
+        if decision not in self.opened.decisions:
+            return None, f"this request does not offer {decision}; {self.hint()}"
+        if decision == "accept_for_session" and self.confirm_session:
+            self.confirming = True
+            return None, "accept_for_session also accepts every later request like this one, without asking"
+        return decision, None
