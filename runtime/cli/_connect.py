@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from paddock import Runtime
     from paddock.client import RemoteRuntime
 
-__all__ = ["connect", "server_of", "state_dir_of"]
+__all__ = ["connect", "server_note", "server_of", "state_dir_of"]
 
 
 def server_of(args: argparse.Namespace) -> RemoteRuntime | None:

@@ -6,7 +6,7 @@ import argparse
 import time
 
 from paddock.cli._common import event_json, format_event, handle_termination, write
-from paddock.cli._sessions import state_dir
+from paddock.cli._places import announce, state_dir_of
 
 HELP = "print events from the event log (optionally following new ones)"
 
@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-seq", type=int, default=1, help="first seq to print (default 1)")
     parser.add_argument("--follow", "-f", action="store_true", help="keep printing new events until Ctrl-C")
     parser.add_argument("--json", action="store_true", help="print JSON lines")
+    parser.add_argument("--config", help=argparse.SUPPRESS)  # accepted as by every command; the log needs none
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,12 +28,13 @@ def run(args: argparse.Namespace) -> int:
 
     handle_termination()
     if args.follow:
-        from paddock.cli._connect import server_of
+        from paddock.cli._connect import server_note, server_of
 
         remote = server_of(args)
         if remote is not None:  # the owner streams new events as they happen
+            announce("events", server_note(args))
             return _follow(args, remote)
-    db = state_dir(args) / "events.db"
+    db = state_dir_of(args) / "events.db"
     if not db.exists():
         write(f"paddock events: no event log at {db}\n", err=True)
         return 1
@@ -41,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             write(f"paddock events: unknown event types {unknown}\n", err=True)
             return 2
+    announce("events", f"reading {db} (the log needs no config)")
     reader = LogReader(str(db), thread_id=args.thread, instance_id=args.instance, types=args.types)
     next_seq = args.from_seq
     try:
@@ -68,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _follow(args: argparse.Namespace, remote) -> int:
+    from paddock.cli._errors import explain
     from paddock.contract import ContentDelta, PaddockError
 
     try:
@@ -84,6 +88,6 @@ def _follow(args: argparse.Namespace, remote) -> int:
     except KeyboardInterrupt:
         return 0
     except PaddockError as exc:
-        write(f"paddock events: {exc}\n", err=True)
+        write(f"paddock events: {explain(exc)}\n", err=True)
         return 1
     return 0
