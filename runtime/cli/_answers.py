@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from paddock.contract import DECISIONS
 
 if TYPE_CHECKING:
+    from paddock import Runtime
+    from paddock.client import RemoteRuntime
     from paddock.contract import Decision, RequestOpened
 
 __all__ = [
     "ANSWER_WORDS",
+    "ApprovalDesk",
     "Asking",
     "add_approve_option",
     "approve_policy",
@@ -189,3 +194,97 @@ class Asking:
             self.confirming = True
             return None, "accept_for_session also accepts every later request like this one, without asking"
         return decision, None
+
+
+Style = Literal["request", "detail", "hint", "note", "answer", "prompt"]
+"""What a piece of desk output is, so a surface can colour it (``prompt`` has no newline)."""
+
+
+class ApprovalDesk:
+    """The approval requests of one thread during a turn, for ``chat`` and ``run``: shows each
+    with what it is about, then (once the stream is idle, so a request the runtime mode answered
+    in the same batch is never asked) answers it by the ``--approve`` policy or asks it, one at a
+    time, until a whole-word answer. A request answered elsewhere clears its prompt.
+
+    Every method runs in the CLI's main thread. ``say(text, style)`` prints one line (or the
+    prompt); ``before_ask()`` runs just before a prompt shows (chat takes lines typed ahead there,
+    so they stay messages)."""
+
+    def __init__(self, rt: Runtime | RemoteRuntime, thread_id: str, policy: Policy, *, forced: bool,
+                 say: Callable[[str, Style], None], before_ask: Callable[[], None] = lambda: None) -> None:
+        self.rt = rt
+        self.thread_id = thread_id
+        self.policy = policy
+        self.forced = forced
+        self.say = say
+        self.before_ask = before_ask
+        self.waiting: deque[RequestOpened] = deque()
+        self.asking: Asking | None = None
+        self.ours: set[str] = set()
+        """Request ids this desk answered (their ``request.resolved`` is no news)."""
+
+    def reset(self) -> None:
+        """A new turn: no request is open."""
+        self.waiting.clear()
+        self.asking = None
+
+    def opened(self, event: RequestOpened) -> None:
+        lines = describe_request(event)
+        self.say("? " + lines[0], "request")
+        for detail in lines[1:]:
+            self.say(detail, "detail")
+        self.waiting.append(event)
+
+    def resolved(self, request_id: str, how: str) -> None:
+        never_asked = any(e.request_id == request_id for e in self.waiting)
+        self.waiting = deque(e for e in self.waiting if e.request_id != request_id)
+        if request_id in self.ours:
+            return
+        if never_asked:
+            self.say(f"  (answered: {how})", "note")
+        elif self.asking is not None and self.asking.opened.request_id == request_id:
+            self.say(f"  (answered elsewhere: {how})", "note")
+            self.asking = None
+
+    def idle(self) -> None:
+        """The stream has nothing waiting: answer by the policy, or ask the next request."""
+        if self.policy != "ask":
+            while self.waiting:
+                event = self.waiting.popleft()
+                decision = policy_decision(self.policy, event)
+                why = "" if self.forced else ": stdin is not a terminal"
+                self._send(event, decision, f"  {decision} (--approve {self.policy}{why})")
+            return
+        if self.asking is not None or not self.waiting:
+            return
+        self.before_ask()
+        self.asking = Asking(self.waiting.popleft(), confirm_session=True)
+        self.say(f"  {self.asking.hint()}", "hint")
+        self.say(self.asking.prompt, "prompt")
+
+    def feed(self, line: str) -> None:
+        """A line typed at the prompt (call only while :attr:`asking`)."""
+        assert self.asking is not None
+        decision, note = self.asking.feed(line)
+        if note:
+            self.say(f"  {note}", "note")
+        if decision is None:
+            self.say(self.asking.prompt, "prompt")
+            return
+        opened = self.asking.opened
+        self.asking = None
+        self._send(opened, decision, f"  {decision}")
+        self.idle()
+
+    def _send(self, opened: RequestOpened, decision: Decision, shown: str) -> None:
+        from paddock.cli._errors import explain
+        from paddock.contract import PaddockError
+
+        assert opened.request_id is not None
+        self.ours.add(opened.request_id)
+        try:
+            self.rt.respond_to_request(self.thread_id, opened.request_id, decision)
+        except PaddockError as exc:
+            self.say(f"  not sent: {explain(exc)}", "note")
+            return
+        self.say(shown, "answer")

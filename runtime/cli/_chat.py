@@ -29,7 +29,7 @@ import uuid
 from collections import deque
 from typing import TYPE_CHECKING
 
-from paddock.cli._answers import Asking, add_approve_option, approve_policy, choices, describe_request, policy_decision
+from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_policy, choices
 from paddock.cli._common import format_event, write
 from paddock.cli._connect import connect
 from paddock.cli._errors import explain
@@ -39,9 +39,9 @@ from paddock.cli._target import resume_hint, thread_target
 
 if TYPE_CHECKING:
     from paddock import Runtime, Subscription
-    from paddock.cli._answers import Policy
+    from paddock.cli._answers import Style
     from paddock.client import RemoteRuntime, RemoteSubscription
-    from paddock.contract import Event, RequestOpened, UserInputRequested
+    from paddock.contract import Event, UserInputRequested
 
 HELP = "chat with an instance: multi-turn, streamed, inline approvals, Ctrl-C interrupts the turn"
 
@@ -139,7 +139,6 @@ class _Chat:
         self.view = view
         self.inp = inp
         self.interactive = interactive
-        self.policy: Policy = approve_policy(args, interactive)
         self.runtime_mode = args.mode
         self.interaction_mode: str | None = None
         self.model: str | None = args.model
@@ -148,12 +147,11 @@ class _Chat:
         self.queued: deque[str] = deque()
         self.sub: Subscription | RemoteSubscription | None = None
         self.stopped = False
-        # The open requests of the running turn: approvals waiting for the prompt, the one being
-        # asked, questions, and the ids this chat answered.
-        self.waiting: deque[RequestOpened] = deque()
-        self.asking: Asking | None = None
+        self.desk = ApprovalDesk(rt, thread_id, approve_policy(args, interactive), forced=args.approve is not None,
+                                 say=self.say, before_ask=self.take_typed_ahead)
         self.questions: dict[str, UserInputRequested] = {}
-        self.ours: set[str] = set()
+        """The agent's open questions in this turn (a typed line answers the oldest)."""
+        self.answered: set[str] = set()
 
     # session ---------------------------------------------------------------------------------
 
@@ -258,8 +256,7 @@ class _Chat:
         from paddock.contract import PaddockError
 
         assert self.sub is not None
-        self.waiting.clear()
-        self.asking = None
+        self.desk.reset()
         self.questions.clear()
         last_poll = 0.0
         while True:
@@ -269,7 +266,7 @@ class _Chat:
                     if self.sub.ended:
                         self.view.line("the event stream ended (the server closed?)", "31")
                         raise _Leave
-                    self.settle()
+                    self.desk.idle()
                     self.view.spin()
                 else:
                     turn_id, done = self.show(event, turn_id)
@@ -294,7 +291,7 @@ class _Chat:
                     self.view.line(f"error: {explain(exc)}", "31")
 
     def _question(self) -> tuple[str, UserInputRequested] | None:
-        return next(((k, v) for k, v in self.questions.items() if k not in self.ours), None)
+        return next(((k, v) for k, v in self.questions.items() if k not in self.answered), None)
 
     def during(self, text: str, turn_id: str, queued: bool = False) -> str:
         """A line typed while the turn runs; returns the turn to follow (a steer may start one).
@@ -302,8 +299,8 @@ class _Chat:
         from paddock.contract import PaddockError
 
         command = text.startswith("/")
-        if self.asking is not None and not command and not queued:
-            self.answer(text)
+        if self.desk.asking is not None and not command and not queued:
+            self.desk.feed(text)
             return turn_id
         if not text:
             return turn_id
@@ -318,7 +315,7 @@ class _Chat:
         try:
             if answer and question is not None:
                 request_id, opened = question
-                self.ours.add(request_id)
+                self.answered.add(request_id)
                 self.rt.respond_to_user_input(self.thread_id, request_id, {q.id: text for q in opened.questions})
                 return turn_id
             if name == "/steer" and arg:
@@ -340,83 +337,26 @@ class _Chat:
 
     # approvals -------------------------------------------------------------------------------
 
-    def answer(self, text: str) -> None:
-        """A line typed at the approval prompt."""
-        assert self.asking is not None
-        decision, note = self.asking.feed(text)
-        if note:
-            self.view.line(f"  {note}", "33")
-        if decision is None:
-            self.view.prompt(self.asking.prompt)
-            return
-        opened = self.asking.opened
-        self.asking = None
-        self.send(opened, decision, f"  {decision}")
-        self.next_prompt()
+    _STYLES = {"request": "1;33", "detail": "33", "hint": "2", "note": "33", "answer": "33"}
 
-    def send(self, opened: RequestOpened, decision: str, shown: str) -> None:
-        from paddock.contract import PaddockError
+    def say(self, text: str, style: Style) -> None:
+        if style == "prompt":
+            self.view.prompt(text)
+        else:
+            self.view.line(text, self._STYLES[style])
 
-        assert opened.request_id is not None
-        self.ours.add(opened.request_id)
-        try:
-            self.rt.respond_to_request(self.thread_id, opened.request_id, decision)  # type: ignore[arg-type]
-        except PaddockError as exc:
-            self.view.line(f"  not sent: {explain(exc)}", "31")
-            return
-        self.view.line(shown, "33")
-
-    def next_prompt(self) -> None:
-        """Ask the oldest waiting approval, if none is being asked."""
-        if self.asking is not None or not self.waiting:
-            return
-        # Lines typed before the prompt showed are messages, not answers: take them first.
+    def take_typed_ahead(self) -> None:
+        """Before an approval prompt shows: lines already typed are messages, not answers."""
         while not self.inp.eof:
             try:
                 early = self.inp.line(0)
             except EOFError:
-                break
+                return
             if early is None:
-                break
+                return
             if early.strip():
                 self.queued.append(early.strip())
                 self.view.line("(queued: it goes after this turn)", "2")
-        self.asking = Asking(self.waiting.popleft(), confirm_session=True)
-        self.view.line(f"  {self.asking.hint()}", "2")
-        self.view.prompt(self.asking.prompt)
-
-    def opened(self, event: RequestOpened) -> None:
-        """Show the request; it is asked (or answered by the policy) once the stream is idle, so
-        a request the runtime mode answered at once (its ``request.resolved`` follows in the same
-        batch) is never asked."""
-        lines = describe_request(event)
-        self.view.line("? " + lines[0], "1;33")
-        for detail in lines[1:]:
-            self.view.line(detail, "33")
-        self.waiting.append(event)
-
-    def settle(self) -> None:
-        """The stream is idle: answer waiting requests by the policy, or ask the next one."""
-        if self.policy == "ask":
-            self.next_prompt()
-            return
-        while self.waiting:
-            event = self.waiting.popleft()
-            decision = policy_decision(self.policy, event)
-            why = "" if self.args.approve else ": stdin is not a terminal"
-            self.send(event, decision, f"  {decision} (--approve {self.policy}{why})")
-
-    def resolved(self, request_id: str, how: str) -> None:
-        """Someone answered a request (this chat, another client, or the turn ended)."""
-        self.questions.pop(request_id, None)
-        never_asked = any(e.request_id == request_id for e in self.waiting)
-        self.waiting = deque(e for e in self.waiting if e.request_id != request_id)
-        if request_id in self.ours:
-            return
-        self.view.line(f"  (answered: {how})" if never_asked else f"  (answered elsewhere: {how})", "33")
-        if self.asking is not None and self.asking.opened.request_id == request_id:
-            self.asking = None
-            self.next_prompt()
 
     # events ----------------------------------------------------------------------------------
 
@@ -435,7 +375,7 @@ class _Chat:
             self.view.line(f"· turn {event.state}{extra}", code)
             return turn_id, True
         if event.type == "request.opened":
-            self.opened(event)
+            self.desk.opened(event)
             return turn_id, False
         if event.type == "user-input.requested" and event.request_id:
             self.questions[event.request_id] = event
@@ -445,10 +385,12 @@ class _Chat:
                 self.view.prompt("answer> ")
             return turn_id, False
         if event.type == "request.resolved" and event.request_id:
-            self.resolved(event.request_id, event.decision or event.resolution)
+            self.desk.resolved(event.request_id, event.decision or event.resolution)
             return turn_id, False
         if event.type == "user-input.resolved" and event.request_id:
-            self.resolved(event.request_id, event.resolution)
+            self.questions.pop(event.request_id, None)
+            if event.request_id not in self.answered:
+                self.view.line(f"  (answered elsewhere: {event.resolution})", "33")
             return turn_id, False
         if event.type == "session.exited":
             if self.rt.has_session(self.thread_id):

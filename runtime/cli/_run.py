@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from collections import deque
 from typing import TYPE_CHECKING
 
-from paddock.cli._answers import Asking, add_approve_option, approve_policy, describe_request, policy_decision
+from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_policy
 from paddock.cli._common import add_runtime_options, event_json, format_event, handle_termination, write
 from paddock.cli._connect import connect
 from paddock.cli._errors import explain
@@ -22,10 +21,8 @@ from paddock.cli._input import LineInput
 from paddock.cli._target import thread_target
 
 if TYPE_CHECKING:
-    from paddock import Runtime
-    from paddock.cli._answers import Policy
-    from paddock.client import RemoteRuntime
-    from paddock.contract import Event, RequestOpened
+    from paddock.cli._answers import Style
+    from paddock.contract import Event
 
 HELP = "send one prompt to an instance and stream what the agent does"
 
@@ -46,88 +43,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("prompt", nargs="+", help="the prompt (directives like '@chunks 5' work with the local agent)")
 
 
-class _Approvals:
-    """The open approval requests of the turn and the one being asked (main thread only)."""
-
-    def __init__(self, rt: Runtime | RemoteRuntime, thread_id: str, policy: Policy, inp: LineInput | None,
-                 json: bool) -> None:
-        self.rt = rt
-        self.json = json
-        self.thread_id = thread_id
-        self.policy = policy
-        self.inp = inp
-        self.waiting: deque[RequestOpened] = deque()
-        self.asking: Asking | None = None
-        self.ours: set[str] = set()
-
-    def opened(self, event: RequestOpened) -> None:
-        """Show the request; it is asked (or answered by the policy) when the stream is idle, so a
-        request the runtime mode answered at once (its ``request.resolved`` follows in the same
-        batch) is never asked."""
-        self._say("? " + "\n".join(describe_request(event)) + "\n")
-        self.waiting.append(event)
-
-    def resolved(self, request_id: str, how: str) -> None:
-        """A ``request.resolved``: clear its prompt when someone else answered it."""
-        self.waiting = deque(e for e in self.waiting if e.request_id != request_id)
-        if request_id in self.ours:
-            return
-        if self.asking is not None and self.asking.opened.request_id == request_id:
-            self._say(f"\n  (answered elsewhere: {how})\n")
-            self.asking = None
-
-    def idle(self) -> None:
-        """No event is waiting: answer by the policy, or ask the next request, or take a line."""
-        if self.policy != "ask" or self.inp is None:
-            while self.waiting:
-                event = self.waiting.popleft()
-                decision = policy_decision(self.policy, event)
-                self._send(event, decision, f"  {decision} (--approve {self.policy})")
-            return
-        self._next()
-        self.poll()
-
-    def poll(self) -> None:
-        """Take a typed line, if one is there, as the answer to the request being asked."""
-        if self.asking is None or self.inp is None:
-            return
-        try:
-            line = self.inp.line(0)
-        except EOFError:
-            line = ""  # the terminal closed its input: nobody is left to answer
-        if line is None:
-            return
-        decision, note = self.asking.feed(line)
-        if note:
-            self._say(f"  {note}\n")
-        if decision is not None:
-            opened = self.asking.opened
-            self.asking = None
-            self._send(opened, decision, f"  {decision}")
-            self._next()
-        else:
-            self._say(self.asking.prompt)
-
-    def _next(self) -> None:
-        if self.asking is not None or not self.waiting:
-            return
-        self.asking = Asking(self.waiting.popleft(), confirm_session=True)
-        self._say(f"  {self.asking.hint()}\n{self.asking.prompt}")
-
-    def _send(self, opened: RequestOpened, decision: str, shown: str) -> None:
-        from paddock.contract import PaddockError
-
-        assert opened.request_id is not None
-        self.ours.add(opened.request_id)
-        try:
-            self.rt.respond_to_request(self.thread_id, opened.request_id, decision)  # type: ignore[arg-type]
-        except PaddockError as exc:
-            self._say(f"  not sent: {explain(exc)}\n")
-            return
-        self._say(shown + "\n")
-
-    def _say(self, text: str) -> None:
-        write(text, err=self.json)  # --json keeps stdout to event lines
+def _poll(desk: ApprovalDesk, inp: LineInput | None) -> None:
+    """Take a typed line, if one is there, as the answer to the request being asked."""
+    if desk.asking is None or inp is None:
+        return
+    try:
+        line = inp.line(0)
+    except EOFError:
+        line = ""  # the terminal closed its input: nobody is left to answer, so decline
+    if line is not None:
+        desk.feed(line)
 
 
 def _show(args: argparse.Namespace, event: Event, in_text: bool) -> bool:
@@ -138,8 +63,10 @@ def _show(args: argparse.Namespace, event: Event, in_text: bool) -> bool:
     if event.type == "content.delta" and event.stream == "assistant_text":
         write(event.delta)
         return True
-    if event.type == "request.opened":
-        return in_text  # shown by the approval prompt, with what it is about
+    if event.type == "request.opened":  # the desk shows it, with what it is about
+        if in_text:
+            write("\n")
+        return False
     line = format_event(event)
     if line:
         write(("\n" if in_text else "") + line + "\n")
@@ -168,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
             turn = rt.send_turn(thread_id, text)
             turn_id = turn.turn_id
             inp = LineInput(sys.stdin.fileno()) if policy == "ask" else None
-            approvals = _Approvals(rt, thread_id, policy, inp, args.json)
+
+            def say(text: str, style: Style) -> None:  # --json keeps stdout to event lines
+                write(text if style == "prompt" else text + "\n", err=args.json)
+
+            desk = ApprovalDesk(rt, thread_id, policy, forced=args.approve is not None, say=say)
             in_text = False
             while True:
                 event = events.get(timeout=0.05)
@@ -176,16 +107,17 @@ def run(args: argparse.Namespace) -> int:
                     if events.ended:
                         write("\npaddock run: the event stream ended (the server closed?)\n", err=True)
                         return 1
-                    approvals.idle()
+                    desk.idle()
+                    _poll(desk, inp)
                     continue
                 in_text = _show(args, event, in_text)
                 if event.type == "request.opened":
-                    approvals.opened(event)
+                    desk.opened(event)
                 elif event.type == "request.resolved" and event.request_id:
-                    approvals.resolved(event.request_id, event.decision or event.resolution)
+                    desk.resolved(event.request_id, event.decision or event.resolution)
                 elif event.type == "turn.completed" and event.turn_id == turn_id:
                     return 0 if event.state == "completed" else 1
-                approvals.poll()
+                _poll(desk, inp)
     except KeyboardInterrupt:
         write("\ninterrupted; closing\n", err=True)
         if turn_id:

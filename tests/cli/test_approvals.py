@@ -88,7 +88,7 @@ def test_a_pipe_never_answers_an_approval(short_root):
     r = cli("run", "--state-dir", str(short_root / "state"), "--cwd", str(ws), f"@write {ws}/run.txt nope",
             input="y\ny\n")
     assert r.returncode == 0, r.stderr
-    assert not (ws / "run.txt").exists() and "decline (--approve decline)" in r.stdout
+    assert not (ws / "run.txt").exists() and "  decline (--approve decline: stdin is not a terminal)" in r.stdout
     # --approve is the way to say yes without a terminal.
     r = cli("chat", "--state-dir", str(short_root / "state"), "--thread", "p2", "--cwd", str(ws), "--approve", "accept",
             input=f"@write {ws}/ok.txt yes\n")
