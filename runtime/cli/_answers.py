@@ -33,6 +33,8 @@ __all__ = [
     "parse_answer",
     "parse_confirmation",
     "policy_decision",
+    "request_details",
+    "request_line",
 ]
 
 ANSWER_WORDS: dict[str, Decision] = {
@@ -124,38 +126,55 @@ def _bounded(text: str) -> list[str]:
     return shown
 
 
-def _field(name: str, value: object, out: list[str], indent: str) -> None:
+def _details(name: str, value: object, out: list[tuple[str, str]]) -> None:
     if value is None or value == {} or value == [] or value == "":
         return
     if isinstance(value, dict):
         for key, inner in value.items():
-            _field(str(key), inner, out, indent)
+            _details(str(key), inner, out)
         return
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    lines = _bounded(text)
-    if len(lines) == 1:
-        out.append(f"{indent}{name}: {lines[0]}")
-    else:
-        out.append(f"{indent}{name}:")
-        out.extend(f"{indent}  {line}" for line in lines)
+    out.append((name, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)))
+
+
+def request_details(opened: RequestOpened) -> list[tuple[str, str]]:
+    """(name, text) of every detail a request carries: its ``detail`` (when the title is another
+    text), every other field the contract adds, and every entry of ``data`` but the answer
+    plumbing, nested objects flattened. A surface shows these, never only a model-written title."""
+    import msgspec
+
+    out: list[tuple[str, str]] = []
+    if opened.detail and opened.title and opened.detail != opened.title:
+        _details("detail", opened.detail, out)
+    for field in msgspec.structs.fields(type(opened)):
+        if field.name not in _ENVELOPE and field.name != "detail":
+            _details(field.name, getattr(opened, field.name), out)
+    for key, value in (opened.data or {}).items():
+        if key not in _PLUMBING:
+            _details(key, value, out)
+    return out
 
 
 def describe_request(opened: RequestOpened, indent: str = "    ") -> list[str]:
     """The first line says what kind of request and its title; each further line is one detail
-    the request carries (its ``detail``, every other field the contract adds, and every entry of
-    ``data`` but the answer plumbing), so a user never sees only a model-written title."""
-    import msgspec
-
+    (:func:`request_details`), a long value bounded to its first lines."""
     out = [f"approve {opened.kind}: {opened.title or opened.detail or '(no title)'}"]
-    if opened.detail and opened.title and opened.detail != opened.title:
-        _field("detail", opened.detail, out, indent)
-    for name in msgspec.structs.fields(type(opened)):
-        if name.name not in _ENVELOPE and name.name != "detail":
-            _field(name.name, getattr(opened, name.name), out, indent)
-    for key, value in (opened.data or {}).items():
-        if key not in _PLUMBING:
-            _field(key, value, out, indent)
+    for name, text in request_details(opened):
+        lines = _bounded(text)
+        if len(lines) == 1:
+            out.append(f"{indent}{name}: {lines[0]}")
+        else:
+            out.append(f"{indent}{name}:")
+            out.extend(f"{indent}  {line}" for line in lines)
     return out
+
+
+def request_line(opened: RequestOpened, limit: int = 200) -> str:
+    """The title and every detail on one line (each value cut at ``limit`` characters)."""
+    parts = [opened.title or opened.detail or "(no title)"]
+    for name, text in request_details(opened):
+        flat = text.replace("\r", "").replace("\n", "\\n")
+        parts.append(f"{name}: {flat if len(flat) <= limit else flat[:limit] + '…'}")
+    return " · ".join(parts)
 
 
 class Asking:

@@ -63,7 +63,9 @@ def format_event(event: Any) -> str | None:
     if t == "item.completed" and event.kind not in ("assistant_message", "reasoning"):
         return f"{who} ■ {event.kind} {event.status}: {event.title or ''}"
     if t == "request.opened":
-        return f"{who} ? approval requested ({event.kind}): {event.title or event.detail or ''}"
+        from paddock.cli._answers import request_line
+
+        return f"{who} ? approval requested ({event.kind}): {request_line(event)}"
     if t == "request.resolved":
         return f"{who} approval {event.resolution}" + (f": {event.decision}" if event.decision else "")
     if t == "thread.token-usage.updated":

@@ -117,3 +117,20 @@ def test_serve_reads_the_discovered_config_and_clients_say_they_use_it(short_roo
         assert proc.wait(20) == 0
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_the_readable_events_view_is_one_line_per_event_with_text_coalesced(short_root):
+    state, ws = short_root / "state", short_root / "ws"
+    ws.mkdir()
+    r = cli("run", "--state-dir", str(state), "--cwd", str(ws), "--thread", "v1", "--approve", "decline",
+            "@chunks 5\\n@reply hello world\\n@run echo shown")
+    assert r.returncode == 0, r.stderr
+    out = cli("events", "--state-dir", str(state), "--thread", "v1")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert not [line for line in lines if line.split(None, 1)[1].startswith("{")], out.stdout  # no raw JSON
+    assert [line for line in lines if "assistant: hello world" in line]  # five chunks, one line
+    assert not [line for line in lines if "assistant_text" in line]
+    [asked] = [line for line in lines if "approval requested (command)" in line]
+    assert "command: echo shown" in asked
+    assert "session configured" in out.stdout

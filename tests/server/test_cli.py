@@ -180,7 +180,7 @@ def test_run_events_and_doctor_talk_to_the_server(make_server):
         out = read_until(follow.stdout.fileno(), b"completed", 30)
         with served.remote() as rt:
             rt.send_turn("r1", "@reply live")
-        out = read_until(follow.stdout.fileno(), b'"text":"live"', 30, out)
+        out = read_until(follow.stdout.fileno(), b"assistant: live", 30, out)  # one line per message (issue 24)
     finally:
         follow.send_signal(signal.SIGINT)
         assert follow.wait(10) == 0
