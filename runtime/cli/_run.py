@@ -4,6 +4,9 @@ Approvals: in a terminal (``--approve ask``, the default there) each request is 
 it is about and asked until a whole-word answer; a request answered elsewhere (``paddock approve``,
 the dashboard) clears the prompt. Without a terminal the ``--approve`` policy answers (default
 decline); stdin is never read.
+
+Through a server the session is stopped once the turn ends (``--keep`` leaves it live); Ctrl-C
+interrupts the turn and leaves the session to the server.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from paddock.cli._input import LineInput
 from paddock.cli._target import thread_target
 
 if TYPE_CHECKING:
+    from paddock import Runtime
     from paddock.cli._answers import Style
+    from paddock.client import RemoteRuntime
     from paddock.contract import Event
 
 HELP = "send one prompt to an instance and stream what the agent does"
@@ -40,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_approve_option(parser)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the turn")
+    parser.add_argument("--keep", action="store_true",
+                        help="through a server: keep the session live after the turn (default: stop it; "
+                             "the thread resumes with --thread either way)")
     parser.add_argument("prompt", nargs="+", help="the prompt (directives like '@chunks 5' work with the local agent)")
 
 
@@ -53,6 +61,16 @@ def _poll(desk: ApprovalDesk, inp: LineInput | None) -> None:
         line = ""  # the terminal closed its input: nobody is left to answer, so decline
     if line is not None:
         desk.feed(line)
+
+
+def _stop_one_shot(rt: RemoteRuntime | Runtime, thread_id: str) -> None:
+    """A one-shot run through a server ends its session, so no agent idles in the server."""
+    from paddock.contract import PaddockError
+
+    try:
+        rt.stop_session(thread_id)
+    except PaddockError as exc:
+        write(f"paddock run: the session stays live: {explain(exc)}\n", err=True)
 
 
 def _show(args: argparse.Namespace, event: Event, in_text: bool) -> bool:
@@ -82,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     thread_id = args.thread or f"run-{uuid.uuid4().hex[:8]}"
     interactive = sys.stdin.isatty()
     policy = approve_policy(args, interactive)
-    rt, _ = connect(args, "run")  # the owning server when one runs, else in-process
+    rt, remote = connect(args, "run")  # the owning server when one runs, else in-process
     turn_id = None
     try:
         # Subscribed before the session starts: a resume that failed (runtime.warning, then
@@ -116,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
                 elif event.type == "request.resolved" and event.request_id:
                     desk.resolved(event.request_id, event.decision or event.resolution)
                 elif event.type == "turn.completed" and event.turn_id == turn_id:
+                    if remote and not args.keep:
+                        _stop_one_shot(rt, thread_id)
                     return 0 if event.state == "completed" else 1
                 _poll(desk, inp)
     except KeyboardInterrupt:

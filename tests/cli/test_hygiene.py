@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.cli.conftest import PADDOCK, ROOT, cli, env
+from tests.cli.conftest import PADDOCK, ROOT, TWO_LOCAL_TOML, cli, env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -134,3 +134,15 @@ def test_the_readable_events_view_is_one_line_per_event_with_text_coalesced(shor
     [asked] = [line for line in lines if "approval requested (command)" in line]
     assert "command: echo shown" in asked
     assert "session configured" in out.stdout
+
+
+def test_a_one_shot_run_through_a_server_stops_its_session_unless_keep(make_server):
+    served = make_server("unix", config=TWO_LOCAL_TOML)
+    for thread, keep in (("o1", ()), ("o2", ("--keep",))):
+        r = cli("run", "--state-dir", str(served.state), "--instance", "local-a", "--thread", thread, "--cwd",
+                str(served.workspace), *keep, "@reply once")
+        assert r.returncode == 0 and "once" in r.stdout, r.stderr
+    with served.remote() as rt:
+        assert not rt.has_session("o1") and rt.has_session("o2")
+    r = cli("run", "--state-dir", str(served.state), "--thread", "o1", "@reply-history")
+    assert r.returncode == 0 and "history: 1" in r.stdout, r.stderr  # the stopped thread resumes on its instance

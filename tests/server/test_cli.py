@@ -168,7 +168,7 @@ def test_stop_of_a_live_session(make_server):
 def test_run_events_and_doctor_talk_to_the_server(make_server):
     served = make_server("tcp")
     r = cli("run", "--state-dir", str(served.state), "--instance", "local-b", "--thread", "r1", "--cwd",
-            str(served.workspace), "@reply through the server")
+            str(served.workspace), "--keep", "@reply through the server")  # --keep: issue 24 stops one-shots
     assert r.returncode == 0 and "through the server" in r.stdout, r.stderr
     with served.remote() as rt:
         assert rt.has_session("r1")  # the session lives on in the server
