@@ -69,14 +69,20 @@ def format_event(event: Any) -> str | None:
     if t == "request.resolved":
         return f"{who} approval {event.resolution}" + (f": {event.decision}" if event.decision else "")
     if t == "thread.token-usage.updated":
+        # The counts are the thread's running totals, not the context in use: say so, and keep
+        # the window apart, so "in 212874" next to "window 200000" reads as what it is.
         u = event.usage
-        parts = [
+        counts = [
             f"{label} {value}"
-            for label, value in (("in", u.input_tokens), ("out", u.output_tokens), ("total", u.total_tokens),
-                                 ("window", u.context_window))
+            for label, value in (("in", u.input_tokens), ("out", u.output_tokens), ("total", u.total_tokens))
             if value is not None
         ]
-        return f"{who} usage: " + (", ".join(parts) or "reported")
+        text = "usage so far in the thread: " + (", ".join(counts) or "reported")
+        if u.cost is not None:
+            text += f", cost {u.cost:g}" + (f" {u.currency}" if u.currency else "")
+        if u.context_window is not None:
+            text += f"; context window {u.context_window}"
+        return f"{who} {text}"
     if t in ("runtime.warning", "runtime.error"):
         return f"{who} {t.split('.')[1]}: {event.code}: {event.message}"
     return None
