@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -46,10 +47,33 @@ def _available() -> dict[str, object]:
     return found
 
 
+def _drop_stdout() -> None:
+    """stdout's reader is gone (``paddock events | head``): point the descriptor at /dev/null so
+    the interpreter's last flush cannot fail again and print a traceback at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no usable stdout descriptor: nothing left to flush into
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code (also used as ``sys.exit`` status)."""
+    """Run the CLI; returns the process exit code (also used as ``sys.exit`` status). A closed
+    stdout ends any command quietly with 0: the reader has what it wanted."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _drop_stdout()
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    import paddock
+
     commands = _available()
     parser = argparse.ArgumentParser(prog="paddock", description="Supervised coding-agent runtime.")
+    parser.add_argument("--version", action="version", version=f"paddock {paddock.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in commands.items():
         p = sub.add_parser(name, help=getattr(module, "HELP", None))
@@ -68,7 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"paddock {args.command}: {exc}\n")
         return 2
     except PaddockError as exc:
-        sys.stderr.write(f"paddock {args.command}: {exc}\n")
+        from paddock.cli._errors import explain
+
+        sys.stderr.write(f"paddock {args.command}: {explain(exc)}\n")
         return 1
 
 

@@ -5,87 +5,72 @@ chat), else to a Runtime in this process. Everything runs in the main thread: it
 thread's subscription in short slices and polls stdin (its file descriptor, unbuffered, so
 ``select`` tells the truth) in between.
 
-During a turn a line answers the oldest open approval, or is ``/steer TEXT``, ``/stop`` or
+Approvals: in a terminal each request is shown with what it is about (title and every detail it
+carries) and asked until a whole-word answer (see :mod:`paddock.cli._answers`); a line typed
+before the prompt showed is never taken as the answer. Without a terminal the ``--approve``
+policy answers (default decline) and every piped line stays a message. A request answered
+elsewhere clears its prompt.
+
+During a turn a line answers the request being asked, or is ``/steer TEXT``, ``/stop`` or
 ``/interrupt``; any other line is queued and sent after the turn (type-ahead). From a pipe every
-line but an answer waits for the turn, so a script runs in order. Ctrl-C interrupts the running turn, never the session; at the prompt it only reminds how
-to leave (Ctrl-D or ``/quit``). In a terminal the output has colour and a spinner; in a pipe it
-is plain text.
+line waits for the turn (but the answer to a question the agent asks), so a script runs in
+order. Ctrl-C interrupts the running turn, never the session; at the prompt it only reminds how
+to leave (Ctrl-D or ``/quit``). Changing the mode or model restarts the session, never the chat.
+In a terminal the output has colour and a spinner; in a pipe it is plain text.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import select
 import sys
 import time
 import uuid
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING
 
+from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_policy, choices
 from paddock.cli._common import format_event, write
 from paddock.cli._connect import connect
+from paddock.cli._errors import explain
+from paddock.cli._input import LineInput
+from paddock.cli._places import CONFIG_HELP
+from paddock.cli._target import resume_hint, thread_target
+
+if TYPE_CHECKING:
+    from paddock import Runtime, Subscription
+    from paddock.cli._answers import Style
+    from paddock.client import RemoteRuntime, RemoteSubscription
+    from paddock.contract import Event, UserInputRequested
 
 HELP = "chat with an instance: multi-turn, streamed, inline approvals, Ctrl-C interrupts the turn"
 
-_HELP_TEXT = """commands:
+_HELP_TEXT = f"""commands:
   /model NAME      use model NAME for the next turns (/model default: the instance's own)
   /mode MODE       default | plan (interaction), or approval-required | auto-accept-edits | full-access
   /steer TEXT      add TEXT to the running turn (or interrupt it and send TEXT)
   /interrupt       interrupt the running turn (as Ctrl-C)
   /stop            stop the thread's session and leave
-  /quit            leave (Ctrl-D too); the thread resumes with --thread
-approvals: y = accept, s = accept for the session, n = decline, c = cancel
+  /quit            leave (Ctrl-D too); the thread resumes with --instance and --thread
+approvals: {choices()}; s asks to confirm
 a typed \\n in a message is a new line"""
 
 _SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-_ANSWERS = {"y": "accept", "a": "accept", "s": "accept_for_session", "n": "decline", "d": "decline", "c": "cancel"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else the built-in 'local' instance)")
+    parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
-    parser.add_argument("--instance", default="local", help="instance id (default: local)")
+    parser.add_argument("--instance", help="instance id (default: the thread's, else local)")
     parser.add_argument("--thread", help="thread id (default: a new one; reuse one to resume it)")
-    parser.add_argument("--cwd", default=".", help="workspace directory (default: .)")
+    parser.add_argument("--cwd", help="workspace directory (default: the thread's, else .)")
     parser.add_argument("--mode", default="approval-required",
                         choices=["approval-required", "auto-accept-edits", "full-access"],
                         help="runtime mode (default: approval-required)")
     parser.add_argument("--model", help="model for the turns (default: the instance's)")
+    add_approve_option(parser)
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                         help="colour and spinner (auto: when stdout is a terminal)")
-
-
-class _Input:
-    """Lines from a file descriptor, unbuffered by Python (so ``select`` sees every byte)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._buf = b""
-        self.eof = False
-
-    def line(self, timeout: float | None) -> str | None:
-        """The next line without its newline; ``None`` if none arrived within ``timeout``.
-        Raises ``EOFError`` once the input ended and every line was taken."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if b"\n" in self._buf:
-                head, self._buf = self._buf.split(b"\n", 1)
-                return head.decode(errors="replace").rstrip("\r")
-            if self.eof:
-                if self._buf:
-                    head, self._buf = self._buf, b""
-                    return head.decode(errors="replace")
-                raise EOFError
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if not ready:
-                return None
-            chunk = os.read(self.fd, 65536)
-            if chunk:
-                self._buf += chunk
-            else:
-                self.eof = True
 
 
 class _View:
@@ -142,14 +127,11 @@ class _Leave(Exception):
     pass
 
 
-def _unanswered(pending: dict[str, Any], ours: set[str]) -> tuple[str, Any] | None:
-    """The oldest open request this chat has not answered yet."""
-    return next(((k, v) for k, v in pending.items() if k not in ours), None)
-
-
 class _Chat:
-    def __init__(self, rt: Any, remote: bool, args: argparse.Namespace, thread_id: str, view: _View, inp: _Input,
-                 interactive: bool) -> None:
+    """The chat's state; every method runs in the main thread."""
+
+    def __init__(self, rt: Runtime | RemoteRuntime, remote: bool, args: argparse.Namespace, thread_id: str,
+                 view: _View, inp: LineInput, interactive: bool) -> None:
         self.rt = rt
         self.remote = remote
         self.args = args
@@ -160,27 +142,38 @@ class _Chat:
         self.runtime_mode = args.mode
         self.interaction_mode: str | None = None
         self.model: str | None = args.model
+        self.instance: str | None = None
+        self.cwd: str | None = None
         self.queued: deque[str] = deque()
-        self.sub: Any = None
+        self.sub: Subscription | RemoteSubscription | None = None
         self.stopped = False
+        self.desk = ApprovalDesk(rt, thread_id, approve_policy(args, interactive), forced=args.approve is not None,
+                                 say=self.say, before_ask=self.take_typed_ahead)
+        self.questions: dict[str, UserInputRequested] = {}
+        """The agent's open questions in this turn (a typed line answers the oldest)."""
+        self.answered: set[str] = set()
 
     # session ---------------------------------------------------------------------------------
 
     def start(self) -> None:
         from paddock.contract import PaddockError
 
-        cwd = os.path.abspath(self.args.cwd)
         try:
-            session = self.rt.start_session(self.thread_id, instance=self.args.instance, cwd=cwd,
-                                            runtime_mode=self.runtime_mode, model=self.model)
+            if self.instance is None or self.cwd is None:
+                target = thread_target(self.rt, self.args, self.thread_id)
+                if target.note:
+                    self.view.line(f"paddock chat: {target.note}", "33")
+                self.instance, self.cwd = target.instance, target.cwd
+            session = self.rt.start_session(self.thread_id, instance=self.instance, cwd=self.cwd,
+                                            runtime_mode=self.runtime_mode, model=self.model)  # type: ignore[arg-type]
         except PaddockError as exc:
-            self.view.line(f"paddock chat: {exc}", "31")
+            self.view.line(f"paddock chat: {explain(exc)}", "31")
             raise _Leave from None
         where = "server" if self.remote else "in-process"
         self.view.line(
             f"paddock chat · {session.instance_id} ({session.driver}) · thread {self.thread_id} · "
             f"{self.runtime_mode} · {where}" + (" · resumed" if session.resumed else ""), "2")
-        if self.interactive:
+        if self.interactive and self.sub is None:
             self.view.line("/help for commands · Ctrl-C interrupts a turn · Ctrl-D leaves", "2")
         if self.sub is None:
             self.sub = self.rt.subscribe(thread_id=self.thread_id)
@@ -238,7 +231,7 @@ class _Chat:
             try:
                 self.rt.stop_session(self.thread_id)
             except PaddockError as exc:
-                self.view.line(f"error: {exc}", "31")
+                self.view.line(f"error: {explain(exc)}", "31")
             self.stopped = True
             self.view.line(f"thread {self.thread_id} stopped", "2")
             raise _Leave
@@ -251,9 +244,10 @@ class _Chat:
         from paddock.contract import PaddockError
 
         try:
-            result = self.rt.send_turn(self.thread_id, text, interaction_mode=self.interaction_mode, model=self.model)
+            result = self.rt.send_turn(self.thread_id, text, interaction_mode=self.interaction_mode,  # type: ignore[arg-type]
+                                       model=self.model)
         except PaddockError as exc:
-            self.view.line(f"error: {exc}", "31")
+            self.view.line(f"error: {explain(exc)}", "31")
             return
         self.follow(result.turn_id)
 
@@ -261,8 +255,9 @@ class _Chat:
         """Stream the turn until its ``turn.completed``; answer approvals, take /steer."""
         from paddock.contract import PaddockError
 
-        pending: dict[str, Any] = {}
-        ours: set[str] = set()
+        assert self.sub is not None
+        self.desk.reset()
+        self.questions.clear()
         last_poll = 0.0
         while True:
             try:
@@ -271,13 +266,14 @@ class _Chat:
                     if self.sub.ended:
                         self.view.line("the event stream ended (the server closed?)", "31")
                         raise _Leave
+                    self.desk.idle()
                     self.view.spin()
                 else:
-                    turn_id, done = self.show(event, turn_id, pending, ours)
+                    turn_id, done = self.show(event, turn_id)
                     if done:
                         return
-                    if self.queued and _unanswered(pending, ours):  # a line typed (or piped) ahead answers it
-                        turn_id = self.during(self.queued.popleft(), turn_id, pending, ours, queued=True)
+                    if self.queued and self._question() is not None:  # a line piped ahead answers a question
+                        turn_id = self.during(self.queued.popleft(), turn_id, queued=True)
                 if time.monotonic() - last_poll >= 0.05 and not self.inp.eof:
                     last_poll = time.monotonic()
                     try:
@@ -286,23 +282,30 @@ class _Chat:
                         line = None
                     if line is not None:
                         self.view.answered()
-                        turn_id = self.during(line.strip(), turn_id, pending, ours)
+                        turn_id = self.during(line.strip(), turn_id)
             except KeyboardInterrupt:
                 self.view.line("^C: interrupting the turn", "33")
                 try:
                     self.rt.interrupt_turn(self.thread_id, turn_id, timeout=10)
                 except PaddockError as exc:
-                    self.view.line(f"error: {exc}", "31")
+                    self.view.line(f"error: {explain(exc)}", "31")
 
-    def during(self, text: str, turn_id: str, pending: dict[str, Any], ours: set[str], queued: bool = False) -> str:
+    def _question(self) -> tuple[str, UserInputRequested] | None:
+        return next(((k, v) for k, v in self.questions.items() if k not in self.answered), None)
+
+    def during(self, text: str, turn_id: str, queued: bool = False) -> str:
         """A line typed while the turn runs; returns the turn to follow (a steer may start one).
         ``queued``: the line was typed ahead and waited in the queue."""
         from paddock.contract import PaddockError
 
+        command = text.startswith("/")
+        if self.desk.asking is not None and not command and not queued:
+            self.desk.feed(text)
+            return turn_id
         if not text:
             return turn_id
-        target = _unanswered(pending, ours)
-        answer = target is not None and not text.startswith("/")
+        question = self._question()
+        answer = question is not None and not command
         # Lines typed ahead keep their order; from a pipe (a script) every line but an answer
         # waits for the turn to end, so "/stop" on the next line does not cut the turn short.
         if not answer and not queued and (self.queued or not self.interactive):
@@ -310,20 +313,10 @@ class _Chat:
             return turn_id
         name, _, arg = text.partition(" ")
         try:
-            if answer and target is not None:
-                request_id, opened = target
-                if opened.type == "user-input.requested":
-                    answers = {q.id: text for q in opened.questions}
-                    ours.add(request_id)
-                    self.rt.respond_to_user_input(self.thread_id, request_id, answers)
-                    return turn_id
-                decision = _ANSWERS.get(text[:1].lower())
-                if decision is None:
-                    self.view.line("answer y, s, n or c", "33")
-                    return turn_id
-                ours.add(request_id)
-                self.rt.respond_to_request(self.thread_id, request_id, decision)
-                self.view.line(f"  {decision}", "33")
+            if answer and question is not None:
+                request_id, opened = question
+                self.answered.add(request_id)
+                self.rt.respond_to_user_input(self.thread_id, request_id, {q.id: text for q in opened.questions})
                 return turn_id
             if name == "/steer" and arg:
                 result = self.rt.steer_turn(self.thread_id, arg)
@@ -335,49 +328,73 @@ class _Chat:
             if name == "/stop":
                 self.command("/stop")
         except PaddockError as exc:
-            self.view.line(f"error: {exc}", "31")
+            self.view.line(f"error: {explain(exc)}", "31")
             return turn_id
         self.queued.append(text)
         if self.interactive:
             self.view.line("(queued: it goes after this turn)", "2")
         return turn_id
 
-    def show(self, event: Any, turn_id: str, pending: dict[str, Any], ours: set[str]) -> tuple[str, bool]:
-        t = event.type
-        if t == "content.delta":
+    # approvals -------------------------------------------------------------------------------
+
+    _STYLES = {"request": "1;33", "detail": "33", "hint": "2", "note": "33", "answer": "33"}
+
+    def say(self, text: str, style: Style) -> None:
+        if style == "prompt":
+            self.view.prompt(text)
+        else:
+            self.view.line(text, self._STYLES[style])
+
+    def take_typed_ahead(self) -> None:
+        """Before an approval prompt shows: lines already typed are messages, not answers."""
+        while not self.inp.eof:
+            try:
+                early = self.inp.line(0)
+            except EOFError:
+                return
+            if early is None:
+                return
+            if early.strip():
+                self.queued.append(early.strip())
+                self.view.line("(queued: it goes after this turn)", "2")
+
+    # events ----------------------------------------------------------------------------------
+
+    def show(self, event: Event, turn_id: str) -> tuple[str, bool]:
+        if event.type == "content.delta":
             if event.stream == "assistant_text":
                 self.view.text(event.delta)
             elif event.stream == "reasoning" and self.view.fancy:
                 self.view.text(event.delta, "2;3")
             return turn_id, False
-        if t == "turn.started":
+        if event.type == "turn.started":
             return event.turn_id or turn_id, False
-        if t == "turn.completed" and event.turn_id == turn_id:
+        if event.type == "turn.completed" and event.turn_id == turn_id:
             extra = f": {event.error}" if event.error else ""
             code = "2" if event.state == "completed" else "33"
             self.view.line(f"· turn {event.state}{extra}", code)
             return turn_id, True
-        if t == "request.opened":
-            pending[event.request_id] = event
-            what = event.title or event.detail or ""
-            self.view.line(f"? approve {event.kind}: {what}  [y]es / [s]ession / [n]o / [c]ancel", "1;33")
-            if self.interactive:
-                self.view.prompt("approve> ")
+        if event.type == "request.opened":
+            self.desk.opened(event)
             return turn_id, False
-        if t == "user-input.requested":
-            pending[event.request_id] = event
+        if event.type == "user-input.requested" and event.request_id:
+            self.questions[event.request_id] = event
             questions = "; ".join(q.question for q in event.questions)
             self.view.line(f"? {questions}", "1;33")
             if self.interactive:
                 self.view.prompt("answer> ")
             return turn_id, False
-        if t in ("request.resolved", "user-input.resolved"):
-            pending.pop(event.request_id, None)
-            if event.request_id not in ours:
-                how = getattr(event, "decision", None) or event.resolution
-                self.view.line(f"  (answered elsewhere: {how})", "33")
+        if event.type == "request.resolved" and event.request_id:
+            self.desk.resolved(event.request_id, event.decision or event.resolution)
             return turn_id, False
-        if t == "session.exited":
+        if event.type == "user-input.resolved" and event.request_id:
+            self.questions.pop(event.request_id, None)
+            if event.request_id not in self.answered:
+                self.view.line(f"  (answered elsewhere: {event.resolution})", "33")
+            return turn_id, False
+        if event.type == "session.exited":
+            if self.rt.has_session(self.thread_id):
+                return turn_id, False  # the session before a restart (/mode, /model): the chat goes on
             self.view.line(f"session exited: {event.reason}", "31")
             if event.reason not in ("stopped",):
                 return turn_id, True
@@ -393,9 +410,9 @@ def run(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     fancy = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
     view = _View(fancy)
-    rt, remote = connect(args)
+    rt, remote = connect(args, "chat")
     thread_id = args.thread or f"chat-{uuid.uuid4().hex[:8]}"
-    chat = _Chat(rt, remote, args, thread_id, view, _Input(sys.stdin.fileno()), interactive)
+    chat = _Chat(rt, remote, args, thread_id, view, LineInput(sys.stdin.fileno()), interactive)
     code = 0
     try:
         chat.start()
@@ -407,10 +424,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if chat.sub is not None:
             chat.sub.close()
-        if chat.sub is not None and not chat.stopped:
+        if chat.sub is not None and not chat.stopped and chat.instance is not None:
+            hint = resume_hint(args, chat.instance, thread_id)
             if remote:
-                view.line(f"thread {thread_id} stays on the server; continue with: paddock chat --thread {thread_id}", "2")
+                view.line(f"thread {thread_id} stays on the server; continue with: {hint}", "2")
             else:
-                view.line(f"continue with: paddock chat --thread {thread_id}", "2")
+                view.line(f"continue with: {hint}", "2")
         rt.close()
     return code

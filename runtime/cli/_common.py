@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from typing import Any
 
 import msgspec
 
-__all__ = ["add_runtime_options", "format_event", "handle_termination", "open_runtime"]
+__all__ = ["add_runtime_options", "format_event", "handle_termination", "write"]
 
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else the built-in 'local' instance)")
+    from paddock.cli._places import CONFIG_HELP
+
+    parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
     parser.add_argument("--json", action="store_true", help="print JSON lines instead of a readable view")
-
-
-def open_runtime(args: argparse.Namespace):
-    from paddock import Runtime
-
-    config = args.config or os.environ.get("PADDOCK_CONFIG")
-    return Runtime.open(config, state_dir=args.state_dir)
 
 
 def handle_termination() -> None:
@@ -69,18 +63,26 @@ def format_event(event: Any) -> str | None:
     if t == "item.completed" and event.kind not in ("assistant_message", "reasoning"):
         return f"{who} ■ {event.kind} {event.status}: {event.title or ''}"
     if t == "request.opened":
-        return f"{who} ? approval requested ({event.kind}): {event.title or event.detail or ''}"
+        from paddock.cli._answers import request_line
+
+        return f"{who} ? approval requested ({event.kind}): {request_line(event)}"
     if t == "request.resolved":
         return f"{who} approval {event.resolution}" + (f": {event.decision}" if event.decision else "")
     if t == "thread.token-usage.updated":
+        # The counts are the thread's running totals, not the context in use: say so, and keep
+        # the window apart, so "in 212874" next to "window 200000" reads as what it is.
         u = event.usage
-        parts = [
+        counts = [
             f"{label} {value}"
-            for label, value in (("in", u.input_tokens), ("out", u.output_tokens), ("total", u.total_tokens),
-                                 ("window", u.context_window))
+            for label, value in (("in", u.input_tokens), ("out", u.output_tokens), ("total", u.total_tokens))
             if value is not None
         ]
-        return f"{who} usage: " + (", ".join(parts) or "reported")
+        text = "usage so far in the thread: " + (", ".join(counts) or "reported")
+        if u.cost is not None:
+            text += f", cost {u.cost:g}" + (f" {u.currency}" if u.currency else "")
+        if u.context_window is not None:
+            text += f"; context window {u.context_window}"
+        return f"{who} {text}"
     if t in ("runtime.warning", "runtime.error"):
         return f"{who} {t.split('.')[1]}: {event.code}: {event.message}"
     return None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 
 import msgspec
 
 from paddock.cli._common import write
+from paddock.cli._places import CONFIG_HELP, announce, find_config
 
 HELP = "check a config: each instance's resolved command, home and binary (no secrets)"
 
@@ -18,8 +18,7 @@ HELP = "check a config: each instance's resolved command, home and binary (no se
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     p = sub.add_parser("check", help="validate the config and print each instance's command, home and binary")
-    p.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else ./paddock.toml if present, "
-                                    "else the built-in 'local' instance)")
+    p.add_argument("--config", help=CONFIG_HELP)
     p.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
     p.add_argument("--json", action="store_true", help="print one JSON object per instance")
 
@@ -31,9 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from paddock._inspect import check_config
     from paddock.contract import ConfigError
 
-    config = args.config or os.environ.get("PADDOCK_CONFIG") or ("paddock.toml" if os.path.exists("paddock.toml") else None)
+    found = find_config(args)
+    announce("config check", found.describe())
     try:
-        checks = check_config(config, state_dir=args.state_dir)
+        checks = check_config(found.path, state_dir=args.state_dir)
     except ConfigError as exc:
         print(f"paddock config check: {exc}", file=sys.stderr)
         return 2
@@ -41,7 +41,6 @@ def run(args: argparse.Namespace) -> int:
         for c in checks:
             write(json.dumps(msgspec.to_builtins(c)) + "\n")
     else:
-        write(f"config: {config or '(built-in local instance)'}\n")
         for c in checks:
             write(f"{'ok ' if c.ok else '!! '}{c.id} (driver {c.driver})\n")
             if c.command:

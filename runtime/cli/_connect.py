@@ -1,23 +1,22 @@
 """Which runtime a CLI command talks to: the server that owns the state directory when one
-answers, else a Runtime opened in this process (as before ``paddock serve`` existed)."""
+answers, else a Runtime opened in this process on the config :func:`find_config` names."""
 
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from paddock.cli._common import open_runtime, write
+from paddock.cli._common import write
+from paddock.cli._places import announce, find_config, state_dir_of
 
-__all__ = ["connect", "server_of", "state_dir_of"]
+if TYPE_CHECKING:
+    from paddock import Runtime
+    from paddock.client import RemoteRuntime
+
+__all__ = ["connect", "server_note", "server_of", "state_dir_of"]
 
 
-def state_dir_of(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "state_dir", None) or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
-
-
-def server_of(args: argparse.Namespace) -> Any:
+def server_of(args: argparse.Namespace) -> RemoteRuntime | None:
     """A RemoteRuntime of the live server that owns the state directory, or ``None``."""
     folder = state_dir_of(args)
     if not (folder / "server.json").exists():
@@ -30,15 +29,24 @@ def server_of(args: argparse.Namespace) -> Any:
         return None
     if find_server(folder) is None:
         return None  # a stale server.json: the server is gone
-    if getattr(args, "config", None):
-        write(f"paddock: the server of {folder} runs with its own config; --config is ignored\n", err=True)
     return RemoteRuntime.connect(folder)
 
 
-def connect(args: argparse.Namespace) -> tuple[Any, bool]:
+def server_note(args: argparse.Namespace) -> str:
+    """What a command says when it goes through the server (whose config is its own)."""
+    ignored = "; --config is ignored" if getattr(args, "config", None) else ""
+    return f"through the server of {state_dir_of(args)} (config: the one it was started with{ignored})"
+
+
+def connect(args: argparse.Namespace, command: str) -> tuple[Runtime | RemoteRuntime, bool]:
     """(runtime, remote): the owning server's RemoteRuntime, else an in-process Runtime. Both
-    have the Runtime API; closing a remote one leaves the server running."""
+    have the Runtime API; closing a remote one leaves the server running. Says which on stderr."""
     remote = server_of(args)
     if remote is not None:
+        announce(command, server_note(args))
         return remote, True
-    return open_runtime(args), False
+    from paddock import Runtime
+
+    found = find_config(args)
+    announce(command, found.describe())
+    return Runtime.open(found.path, state_dir=args.state_dir), False

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rt, _ = connect(args)
+    rt, _ = connect(args, "doctor")
     try:
         reports = rt.diagnose()
     finally:

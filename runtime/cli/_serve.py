@@ -6,12 +6,13 @@ import argparse
 import os
 
 from paddock.cli._common import write
+from paddock.cli._places import CONFIG_HELP, announce, find_config
 
 HELP = "own a state directory and serve its Runtime over HTTP (unix socket, or loopback TCP with a token)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="TOML config (default: $PADDOCK_CONFIG, else the built-in 'local' instance)")
+    parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
     parser.add_argument(
         "--listen", metavar="127.0.0.1:PORT",
@@ -36,8 +37,10 @@ def run(args: argparse.Namespace) -> int:
                   f"dashboard {endpoint.url}/ ; the bearer token is in {os.path.join(state, 'server.token')}\n")
 
     state = os.path.abspath(args.state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock")
+    found = find_config(args)
+    announce("serve", found.describe())
     try:
-        return serve(args.config or os.environ.get("PADDOCK_CONFIG"), state_dir=state, listen=args.listen, on_ready=ready)
+        return serve(found.path, state_dir=state, listen=args.listen, on_ready=ready)
     except PaddockError as exc:
         write(f"paddock serve: {exc}\n", err=True)
         return 1

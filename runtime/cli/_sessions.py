@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
-from pathlib import Path
 
 from paddock.cli._common import write
+from paddock.cli._places import announce, state_dir_of
 
 HELP = "list the threads bound in the state directory"
 
@@ -16,22 +15,21 @@ HELP = "list the threads bound in the state directory"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
     parser.add_argument("--json", action="store_true", help="print JSON lines")
-
-
-def state_dir(args: argparse.Namespace) -> Path:
-    return Path(args.state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
+    parser.add_argument("--config", help=argparse.SUPPRESS)  # accepted as by every command; the list needs none
 
 
 def run(args: argparse.Namespace) -> int:
-    from paddock.cli._connect import server_of
+    from paddock.cli._connect import server_note, server_of
     from paddock.store import BindingStore
 
     remote = server_of(args)
     if remote is not None:  # the owner knows which sessions are live
+        announce("sessions", server_note(args))
         with remote:
             bindings = remote.list_threads()
         return _show(args, bindings)
-    db = state_dir(args) / "paddock.db"
+    db = state_dir_of(args) / "paddock.db"
+    announce("sessions", f"reading {db} (the bindings need no config)")
     if not db.exists():
         write(f"no state at {db.parent}\n")
         return 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from paddock.cli._common import write
-from paddock.cli._sessions import state_dir
+from paddock.cli._errors import explain
+from paddock.cli._places import announce, state_dir_of
 
 HELP = "stop a thread's live session (through the server that owns the state dir), or mark it stopped"
 
@@ -13,26 +14,29 @@ HELP = "stop a thread's live session (through the server that owns the state dir
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("thread", help="thread id")
     parser.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
+    parser.add_argument("--config", help=argparse.SUPPRESS)  # accepted as by every command; stopping needs none
 
 
 def run(args: argparse.Namespace) -> int:
-    from paddock.cli._connect import server_of
+    from paddock.cli._connect import server_note, server_of
     from paddock.contract import PaddockError
     from paddock._state_dir import StateDirLock
     from paddock.store import BindingStore
 
     remote = server_of(args)
     if remote is not None:
+        announce("stop", server_note(args))
         try:
             with remote:
                 live = remote.has_session(args.thread)
                 remote.stop_session(args.thread)
         except PaddockError as exc:
-            write(f"paddock stop: {exc}\n", err=True)
+            write(f"paddock stop: {explain(exc)}\n", err=True)
             return 1
         write(f"thread {args.thread} stopped" + (" (its live session ended)" if live else "") + "\n")
         return 0
-    db = state_dir(args) / "paddock.db"
+    db = state_dir_of(args) / "paddock.db"
+    announce("stop", f"writing {db} (no server owns the state directory)")
     if not db.exists():
         write(f"paddock stop: no state at {db.parent}\n", err=True)
         return 1

@@ -110,9 +110,10 @@ def test_chat_two_turns_an_approval_ctrl_c_then_a_third_turn(make_server):
 def test_chat_in_a_pipe_is_plain_and_takes_answers_in_order(make_server):
     served = make_server("tcp")
     ws = served.workspace
-    script = f"@reply one\n@write {ws}/p.txt piped\ny\n/model other-model\n/mode plan\n@reply two\n"
+    # Without a terminal a piped line never answers an approval: --approve decides (issue 24).
+    script = f"@reply one\n@write {ws}/p.txt piped\n/model other-model\n/mode plan\n@reply two\n"
     r = subprocess.run([*PADDOCK, "chat", "--state-dir", str(served.state), "--instance", "local-b", "--thread", "p1",
-                        "--cwd", str(ws)], input=script, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+                        "--cwd", str(ws), "--approve", "accept"], input=script, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "\x1b[" not in r.stdout and "you> " not in r.stdout
     assert re.search(r"^one\n· turn completed$", r.stdout, re.M)
@@ -167,7 +168,7 @@ def test_stop_of_a_live_session(make_server):
 def test_run_events_and_doctor_talk_to_the_server(make_server):
     served = make_server("tcp")
     r = cli("run", "--state-dir", str(served.state), "--instance", "local-b", "--thread", "r1", "--cwd",
-            str(served.workspace), "@reply through the server")
+            str(served.workspace), "--keep", "@reply through the server")  # --keep: issue 24 stops one-shots
     assert r.returncode == 0 and "through the server" in r.stdout, r.stderr
     with served.remote() as rt:
         assert rt.has_session("r1")  # the session lives on in the server
@@ -179,7 +180,7 @@ def test_run_events_and_doctor_talk_to_the_server(make_server):
         out = read_until(follow.stdout.fileno(), b"completed", 30)
         with served.remote() as rt:
             rt.send_turn("r1", "@reply live")
-        out = read_until(follow.stdout.fileno(), b'"text":"live"', 30, out)
+        out = read_until(follow.stdout.fileno(), b"assistant: live", 30, out)  # one line per message (issue 24)
     finally:
         follow.send_signal(signal.SIGINT)
         assert follow.wait(10) == 0
@@ -190,7 +191,7 @@ def test_run_events_and_doctor_talk_to_the_server(make_server):
 def test_chat_without_a_server_runs_in_process(short_root):
     ws = short_root / "ws"
     ws.mkdir()
-    script = f"@reply alone\n@write {ws}/solo.txt here\nn\n@reply-history\n/stop\n"
+    script = f"@reply alone\n@write {ws}/solo.txt here\n@reply-history\n/stop\n"  # no terminal: declined
     r = subprocess.run([*PADDOCK, "chat", "--state-dir", str(short_root / "state"), "--thread", "solo", "--cwd", str(ws)],
                        input=script, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

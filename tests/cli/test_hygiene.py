@@ -1,0 +1,148 @@
+"""CLI hygiene (issue 24): a closed pipe exits quietly, ``--version`` works, messages name CLI
+commands, and every command finds its config the same way and says which one it read."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.cli.conftest import PADDOCK, ROOT, TWO_LOCAL_TOML, cli, env
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _log_with_many_events(state) -> None:
+    r = cli("run", "--state-dir", str(state), "--cwd", str(state.parent), "@chunks 3000\\n@reply x")
+    assert r.returncode == 0, r.stderr
+
+
+def test_events_into_head_exits_0_without_a_traceback(short_root):
+    state = short_root / "state"
+    _log_with_many_events(state)
+    for extra in ([], ["--json"]):
+        line = " ".join([*PADDOCK, "events", "--state-dir", str(state), *extra])
+        done = subprocess.run(["bash", "-c", f"set -o pipefail; {line} | head -1"], cwd=ROOT, env=env(),
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.splitlines()) == 1
+        assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_run_into_a_closed_pipe_exits_quietly(short_root):
+    line = " ".join([*PADDOCK, "run", "--state-dir", str(short_root / "state"), "--cwd", str(short_root),
+                     "'@chunks 3000\\n@delay 0.001'"])
+    done = subprocess.run(["bash", "-c", f"set -o pipefail; {line} | head -c 10"], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_version():
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout.startswith("paddock ") and r.stdout.split()[1][0].isdigit(), r.stderr
+
+
+def test_messages_name_cli_commands_not_api_calls(short_root):
+    r = cli("approve", "ghost", "req-1", "y", "--state-dir", str(short_root / "state"))
+    assert r.returncode == 1
+    assert "start_session" not in r.stderr and "respond_to_request" not in r.stderr, r.stderr
+    assert "start one with `paddock chat --thread ghost`" in r.stderr, r.stderr
+
+
+def _config(path, instance: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[instances.{instance}]\ndriver = "local"\n')
+
+
+def test_config_discovery_order_is_the_same_for_every_command(short_root):
+    cwd = short_root / "here"
+    state = cwd / ".paddock"  # the default state dir, found from the cwd
+    _config(short_root / "flag.toml", "from-flag")
+    _config(short_root / "env.toml", "from-env")
+    _config(cwd / "paddock.toml", "from-cwd")
+    _config(state / "paddock.toml", "from-state")
+
+    def check(*extra: str, **environ: str) -> tuple[str, str]:
+        r = cli("config", "check", "--json", *extra, cwd=cwd, environ=env(**environ))
+        assert r.returncode == 0, r.stderr
+        [line] = [x for x in r.stderr.splitlines() if x.startswith("paddock config check: config")]
+        return r.stdout, line
+
+    out, said = check("--config", str(short_root / "flag.toml"), PADDOCK_CONFIG=str(short_root / "env.toml"))
+    assert '"from-flag"' in out and "flag.toml (from --config)" in said
+    out, said = check(PADDOCK_CONFIG=str(short_root / "env.toml"))
+    assert '"from-env"' in out and "env.toml (from $PADDOCK_CONFIG)" in said
+    out, said = check()
+    assert '"from-cwd"' in out and "(from the current directory)" in said
+    (cwd / "paddock.toml").unlink()
+    out, said = check()
+    assert '"from-state"' in out and "(from the state directory)" in said
+    (state / "paddock.toml").unlink()
+    out, said = check()
+    assert '"local"' in out and "none found" in said and "built-in 'local'" in said
+
+    # run, chat and doctor read ./paddock.toml as config check does (the issue's case), and say so.
+    _config(cwd / "paddock.toml", "from-cwd")
+    run = cli("run", "--instance", "from-cwd", "@reply found it", cwd=cwd)
+    assert run.returncode == 0 and "found it" in run.stdout, run.stderr
+    assert f"paddock run: config: {cwd / 'paddock.toml'} (from the current directory)" in run.stderr
+    chat = cli("chat", "--instance", "from-cwd", cwd=cwd, input="@reply chatted\n")
+    assert chat.returncode == 0 and "chatted" in chat.stdout, chat.stderr
+    assert "paddock chat: config: " in chat.stderr and "(from the current directory)" in chat.stderr
+    doctor = cli("doctor", "--json", cwd=cwd)
+    assert doctor.returncode == 0 and '"from-cwd"' in doctor.stdout, doctor.stderr
+    assert "paddock doctor: config: " in doctor.stderr
+    for command in (["sessions"], ["events"]):
+        r = cli(*command, cwd=cwd)
+        assert r.returncode == 0 and f"paddock {command[0]}: reading {state}" in r.stderr, r.stderr
+
+
+def test_serve_reads_the_discovered_config_and_clients_say_they_use_it(short_root):
+    cwd = short_root / "srv"
+    _config(cwd / "paddock.toml", "served")
+    proc = subprocess.Popen([*PADDOCK, "serve"], cwd=cwd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        from tests.helpers.streams import read_until
+
+        said = read_until(proc.stderr, b"\n", 30)
+        assert b"paddock serve: config: " in said and b"(from the current directory)" in said
+        read_until(proc.stdout, b"listening on", 30)
+        r = cli("run", "--instance", "served", "@reply via server", cwd=cwd)
+        assert r.returncode == 0 and "via server" in r.stdout, r.stderr
+        assert "paddock run: through the server of" in r.stderr
+        r = cli("sessions", cwd=cwd)
+        assert r.returncode == 0 and "paddock sessions: through the server of" in r.stderr
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_the_readable_events_view_is_one_line_per_event_with_text_coalesced(short_root):
+    state, ws = short_root / "state", short_root / "ws"
+    ws.mkdir()
+    r = cli("run", "--state-dir", str(state), "--cwd", str(ws), "--thread", "v1", "--approve", "decline",
+            "@chunks 5\\n@reply hello world\\n@run echo shown")
+    assert r.returncode == 0, r.stderr
+    out = cli("events", "--state-dir", str(state), "--thread", "v1")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert not [line for line in lines if line.split(None, 1)[1].startswith("{")], out.stdout  # no raw JSON
+    assert [line for line in lines if "assistant: hello world" in line]  # five chunks, one line
+    assert not [line for line in lines if "assistant_text" in line]
+    [asked] = [line for line in lines if "approval requested (command)" in line]
+    assert "command: echo shown" in asked
+    assert "session configured" in out.stdout
+
+
+def test_a_one_shot_run_through_a_server_stops_its_session_unless_keep(make_server):
+    served = make_server("unix", config=TWO_LOCAL_TOML)
+    for thread, keep in (("o1", ()), ("o2", ("--keep",))):
+        r = cli("run", "--state-dir", str(served.state), "--instance", "local-a", "--thread", thread, "--cwd",
+                str(served.workspace), *keep, "@reply once")
+        assert r.returncode == 0 and "once" in r.stdout, r.stderr
+    with served.remote() as rt:
+        assert not rt.has_session("o1") and rt.has_session("o2")
+    r = cli("run", "--state-dir", str(served.state), "--thread", "o1", "@reply-history")
+    assert r.returncode == 0 and "history: 1" in r.stdout, r.stderr  # the stopped thread resumes on its instance
