@@ -9,27 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from paddock.actors import Incoming, Req
+
 __all__ = ["Incoming", "NewSessionDone", "PromptDone", "ReplayDone", "Req"]
-
-
-class Req:
-    """An agent request routed to this session (``params`` undecoded)."""
-
-    __slots__ = ("id", "method", "params")
-
-    def __init__(self, id: Any, method: str, params: Any) -> None:
-        self.id = id
-        self.method = method
-        self.params = params
-
-
-class Incoming:
-    """A batch from the reader: decoded updates and :class:`Req`s, in wire order."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
 
 
 class PromptDone:
