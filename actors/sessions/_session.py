@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -242,36 +242,20 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
     # control messages -----------------------------------------------------------------------------
 
     def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is SendTurn:
-            return self._send_turn(message.input)
-        if cls is Respond:
-            return self.respond(message.request_id, message.decision)
-        if cls is Interrupt:
-            return self._interrupt(message.turn_id)
-        if cls is Open:
-            return self.open_session()
-        if cls is TransportWarning:
-            code = "transport." + message.code.rsplit(".", 1)[-1]
-            self.emit([RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code=code,
-                                           message=message.message, detail=message.detail)])
-            return None
-        if cls is TurnTimerExpired:
-            if self._turn_timers.get(message.name) is not None and message.turn_id == self.turn.turn_id:
-                del self._turn_timers[message.name]
-                return self.on_turn_timer(message.name, message.turn_id)
-            return None
-        if cls is Steer:
-            return self.steer(message.input)
-        if cls is AnswerUserInput:
-            return self.answer_user_input(message.request_id, message.answers)
-        if cls is Rollback:
-            return self.rollback(message.num_turns)
-        if cls is Fork:
-            return self.fork()
-        if cls is Compact:
-            return self.compact()
+        handle = _CONTROL.get(type(message))
+        if handle is not None:
+            return handle(self, message)
         return super().on_receive(message)
+
+    def _transport_warning(self, message: TransportWarning) -> None:
+        code = "transport." + message.code.rsplit(".", 1)[-1]
+        self.emit([RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code=code,
+                                       message=message.message, detail=message.detail)])
+
+    def _turn_timer_expired(self, message: TurnTimerExpired) -> None:
+        if self._turn_timers.get(message.name) is not None and message.turn_id == self.turn.turn_id:
+            del self._turn_timers[message.name]
+            self.on_turn_timer(message.name, message.turn_id)
 
     def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
         if self.record.closed:
@@ -433,6 +417,22 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
     def _unsupported(self, capability: str) -> CapabilityUnsupportedError:
         return CapabilityUnsupportedError(capability, f"the {self.owner['driver']} driver has no such operation",
                                           **self.where())
+
+
+_CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
+    SendTurn: lambda actor, m: actor._send_turn(m.input),
+    Respond: lambda actor, m: actor.respond(m.request_id, m.decision),
+    Interrupt: lambda actor, m: actor._interrupt(m.turn_id),
+    Open: lambda actor, m: actor.open_session(),
+    TransportWarning: lambda actor, m: actor._transport_warning(m),
+    TurnTimerExpired: lambda actor, m: actor._turn_timer_expired(m),
+    Steer: lambda actor, m: actor.steer(m.input),
+    AnswerUserInput: lambda actor, m: actor.answer_user_input(m.request_id, m.answers),
+    Rollback: lambda actor, m: actor.rollback(m.num_turns),
+    Fork: lambda actor, m: actor.fork(),
+    Compact: lambda actor, m: actor.compact(),
+}
+"""The control messages (:mod:`._control`) -> what the base does with each (inside the actor)."""
 
 
 def _tell_quietly(ref: pykka.ActorRef[Any], message: object) -> None:

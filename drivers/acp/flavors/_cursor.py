@@ -19,7 +19,9 @@ runtime's teardown takes the whole process tree and group (never just the launch
 
 from __future__ import annotations
 
-from paddock.drivers import BinaryLocation, InstanceContext, ModelAccess, find_binary
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._binary import BinaryLocation, find_binary
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpFlavor
 
 __all__ = ["CURSOR_FLAVOR"]

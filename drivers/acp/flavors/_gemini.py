@@ -28,7 +28,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paddock.drivers import InstanceContext, ModelAccess
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpFlavor
 
 from ._common import gemini_family_settings, loads_sessions

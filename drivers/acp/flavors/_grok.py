@@ -23,7 +23,9 @@ Traps:
 
 from __future__ import annotations
 
-from paddock.drivers import BinaryLocation, InstanceContext, ModelAccess, find_binary
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._binary import BinaryLocation, find_binary
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpFlavor
 
 __all__ = ["GROK_FLAVOR"]
