@@ -22,7 +22,7 @@ from ._per_session import ProcessPerSessionAdapter as ProcessPerSessionAdapter
 from ._requests import PendingRequests as PendingRequests
 from ._server import ServerAdapter as ServerAdapter, ServerHandle as ServerHandle
 from ._resume import SharedSessionActor as SharedSessionActor, SharedState as SharedState
-from ._session import SessionActor as SessionActor, SessionRecord as SessionRecord
+from ._session import Mailbox as Mailbox, SessionActor as SessionActor, SessionRecord as SessionRecord
 from ._shared import (
     Incoming as Incoming,
     Req as Req,
@@ -38,6 +38,7 @@ __all__ = [
     "Fork",
     "Incoming",
     "Interrupt",
+    "Mailbox",
     "Open",
     "PendingRequests",
     "ProcessPerSessionAdapter",

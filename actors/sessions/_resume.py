@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from paddock.contract import EventBase, SessionStateChanged, TokenUsage
-from paddock.supervisors import ChildContext
+from paddock.supervisors import ChildContext, ExitReason
 
 from ._session import SessionActor, SessionRecord
 from ._shared import SharedLink
@@ -117,10 +117,10 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
     def on_shutdown(self, deadline: float) -> None:
         self.end_session(deadline)
 
-    def on_terminate(self, reason: Any) -> None:
+    def on_terminate(self, reason: ExitReason) -> None:
         # Always runs, also after a failure; end_session is idempotent.
         try:
-            self.end_session(time.monotonic() + 1.0, failed=bool(getattr(reason, "abnormal", False)))
+            self.end_session(time.monotonic() + 1.0, failed=reason.abnormal)
         finally:
             self.persist()
 

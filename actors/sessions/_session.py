@@ -18,7 +18,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 import pykka
@@ -70,13 +70,20 @@ from ._turns import TurnTracker
 from ..events import Emitter
 from ..transports import ExitInfo
 
-__all__ = ["SessionActor", "SessionRecord"]
+__all__ = ["Mailbox", "SessionActor", "SessionRecord"]
 
 _MAX_TURNS = 500
 _STDERR_TAIL = 4096
 
 N = TypeVar("N")
 S = TypeVar("S")
+
+
+class Mailbox(Protocol):
+    """What a router, a link or a timer needs of a session actor's ref: ``tell`` it a message
+    (any thread; raises ``pykka.ActorDeadError`` once the actor stopped)."""
+
+    def tell(self, message: object) -> None: ...
 
 
 class SessionRecord(Generic[S]):
@@ -94,7 +101,7 @@ class SessionRecord(Generic[S]):
         self.input = input
         self.emitter = emitter
         self.state = state
-        self.ref: pykka.ActorRef[SessionActor[Any, S]] | None = None
+        self.ref: pykka.ActorRef[Any] | None = None
         self.closed = False
         self._fold = ThreadFold(session.thread_id, max_turns=_MAX_TURNS)
         self._thread: ThreadSnapshot | None = None
@@ -204,7 +211,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
 
     # events and the public snapshot ---------------------------------------------------------------
 
-    def publish(self, **changes: Any) -> Session:
+    def publish(self, **changes: object) -> Session:
         """Replace the public Session snapshot with ``changes`` applied (and ``updated_at``)."""
         session = msgspec.structs.replace(self.record.session, updated_at=time.time(), **changes)
         self.record.session = session
@@ -336,7 +343,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
     # turns ----------------------------------------------------------------------------------------
 
     def end_turn(self, events: list[EventBase], state: TurnState, *, stop_reason: str | None = None,
-                 error: str | None = None, usage: Any = None, requests: str = "cancelled",
+                 error: str | None = None, usage: object = None, requests: str = "cancelled",
                  answer: bool = False) -> None:
         """End the running turn, once: resolve its open requests (``requests``: the resolution;
         ``answer``: tell the agent), stop its timers, let the driver close its items
@@ -387,9 +394,9 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
     def cancel_request(self, native: N) -> None:
         """Default: nothing to send."""
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Default: no items to close; ``usage`` is already the turn's TokenUsage (or ``None``)."""
-        return usage
+        return usage if isinstance(usage, TokenUsage) else None
 
     def on_turn_timer(self, name: str, turn_id: str) -> None:
         """Default: ignore."""
@@ -435,7 +442,7 @@ _CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
 """The control messages (:mod:`._control`) -> what the base does with each (inside the actor)."""
 
 
-def _tell_quietly(ref: pykka.ActorRef[Any], message: object) -> None:
+def _tell_quietly(ref: Mailbox, message: object) -> None:
     # Timer thread: only tell; the actor may have stopped meanwhile.
     try:
         ref.tell(message)

@@ -23,12 +23,13 @@ Thread: every public method of the adapter is thread-safe and blocks the caller 
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import msgspec
 import pykka
@@ -49,7 +50,7 @@ from ..events import HubHandle
 from ..execution import blocking
 from ..transports import ExitInfo, JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, LineTap, ProcessSpec
 from ._adapter import SessionAdapter
-from ._session import SessionRecord
+from ._session import Mailbox, SessionRecord
 
 __all__ = ["Incoming", "Req", "Router", "SharedLink", "SharedProcessAdapter"]
 
@@ -91,7 +92,7 @@ class Router(Generic[I]):
     def __init__(self, reject: Callable[[JsonRpcRequest], None]) -> None:
         self._reject = reject
         self._lock = threading.Lock()
-        self._sessions: dict[str, pykka.ActorRef[Any]] = {}
+        self._sessions: dict[str, Mailbox] = {}
         self._unclaimed: dict[str, list[I]] = {}
 
     def route(self, msg: JsonRpcRequest | JsonRpcNotification) -> tuple[str, I] | None:
@@ -99,7 +100,7 @@ class Router(Generic[I]):
         (a skipped request is rejected with -32601)."""
         raise NotImplementedError
 
-    def register(self, native_id: str, ref: pykka.ActorRef[Any]) -> None:
+    def register(self, native_id: str, ref: Mailbox) -> None:
         with self._lock:
             self._sessions[native_id] = ref
             held = self._unclaimed.pop(native_id, None)
@@ -109,14 +110,14 @@ class Router(Generic[I]):
                 except pykka.ActorDeadError:
                     pass
 
-    def unregister(self, native_id: str, ref: pykka.ActorRef[Any] | None = None) -> None:
+    def unregister(self, native_id: str, ref: Mailbox | None = None) -> None:
         """Stop routing ``native_id`` (only if it still routes to ``ref``, when given)."""
         with self._lock:
             if ref is None or self._sessions.get(native_id) is ref:
                 self._sessions.pop(native_id, None)
             self._unclaimed.pop(native_id, None)
 
-    def refs(self) -> list[pykka.ActorRef[Any]]:
+    def refs(self) -> list[Mailbox]:
         with self._lock:
             return list(self._sessions.values())
 
@@ -190,10 +191,10 @@ class SharedLink(Generic[Init, I]):
         how = f"killed by signal {info.signal}" if info.signal else f"exit code {info.returncode}"
         return f"{self._noun} {info.name!r} exited ({how})"
 
-    def register(self, native_id: str, ref: pykka.ActorRef[Any]) -> None:
+    def register(self, native_id: str, ref: Mailbox) -> None:
         self.router.register(native_id, ref)
 
-    def unregister(self, native_id: str, ref: pykka.ActorRef[Any] | None = None) -> None:
+    def unregister(self, native_id: str, ref: Mailbox | None = None) -> None:
         self.router.unregister(native_id, ref)
 
     def call(self, method: str, params: object, *, timeout: float, thread_id: str | None = None) -> msgspec.Raw:
@@ -225,7 +226,7 @@ class SharedLink(Generic[Init, I]):
         if the connection is closed; on the timer thread when ``timeout`` expires first)."""
         future = self.conn.request(method, params, timeout=timeout)
 
-        def finished(f: Any) -> None:
+        def finished(f: concurrent.futures.Future[msgspec.Raw]) -> None:
             error = f.exception()
             done(None if error is not None else f.result(), error)
 
@@ -259,7 +260,9 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
     _failed_noun: ClassVar[str] = "the process"
     """What the restart-limit error and the link's exit detail call the process."""
     _label: ClassVar[str] = "driver"
-    """Names the protocol in handshake and timeout errors (``<label> handshake failed``)."""
+    """Names the process in handshake errors (``<label> handshake failed``)."""
+    _protocol: ClassVar[str] = "driver"
+    """Names the protocol in request timeouts (``<protocol> 'method'``)."""
     _error_prefix: ClassVar[str] = "driver"
     """The prefix of the ``<prefix>.restart_limit`` error code."""
     _jsonrpc_field: ClassVar[bool] = True
@@ -296,9 +299,6 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
         ``left()`` seconds per request."""
         raise NotImplementedError
 
-    def _new_link(self, conn: JsonRpcConnection, router: Router[Any], init: Any, generation: int) -> L:
-        raise NotImplementedError
-
     def _connected(self, link: L) -> None:
         """The process is ready (root supervisor thread, under ``_lock``): e.g. read its catalog."""
 
@@ -312,9 +312,10 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
     def _initial_state(self, input: StartSessionInput) -> S:
         raise NotImplementedError
 
-    def _on_warning(self, router: Router[Any], code: str, message: str, detail: dict[str, Any]) -> None:
+    def _on_warning(self, sessions: list[Mailbox], code: str, message: str, detail: dict[str, Any]) -> None:
         """Reader thread: a transport problem (malformed or over-long line) of the shared
-        process, which names no session: published as the instance's ``runtime.warning``."""
+        process, which names no session (``sessions``: those routed on it): published as the
+        instance's ``runtime.warning``."""
         log.warning("%s instance %s: %s", self.driver, self.instance_id, message)
         self._hub.instance_warning(self.driver, self.instance_id, "transport." + code.rsplit(".", 1)[-1],
                                    message, detail)
@@ -329,7 +330,7 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
         deadline = time.monotonic() + self._handshake_timeout
         conn = JsonRpcConnection.open(
             self._process_spec(), handler=router.on_batch,  # type: ignore[arg-type]
-            on_warning=lambda c, m, d: self._on_warning(router, c, m, d), tap=self.tap,
+            on_warning=lambda c, m, d: self._on_warning(router.refs(), c, m, d), tap=self.tap,
             jsonrpc_field=self._jsonrpc_field, context=cctx, timeout=self._handshake_timeout,
         )
         holder.append(conn)
@@ -344,7 +345,8 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
             raise
         with self._lock:
             self._generation += 1
-            link = self._new_link(conn, router, init, self._generation)
+            link = cast(L, SharedLink(conn, router, init, self._generation, self._where, label=self._protocol,
+                                      noun=self._failed_noun))
             self._link = link
             self._connected(link)
         return conn.actor_ref

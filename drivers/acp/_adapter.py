@@ -18,13 +18,21 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import JsonRpcConnection, JsonRpcRequest, ProcessSpec, SessionRecord, SharedProcessAdapter, TransportWarning
+from paddock.actors import (
+    JsonRpcConnection,
+    JsonRpcRequest,
+    Mailbox,
+    ProcessSpec,
+    SessionRecord,
+    SharedProcessAdapter,
+    TransportWarning,
+)
 from paddock.contract import Capabilities, DriverError, StartSessionInput
 from paddock.drivers._registry import InstanceContext, client_version
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
-from ._agent import AgentLink, Router, new_link
+from ._agent import AgentLink, Router
 from ._capabilities import base_capabilities, negotiate, with_modes
 from ._config import AcpConfig
 from ._flavor import AcpFlavor
@@ -48,6 +56,7 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
     _process_noun = "the agent"
     _failed_noun = "the agent process"
     _label = "ACP"
+    _protocol = "ACP"
     _error_prefix = "acp"
 
     def __init__(self, ctx: InstanceContext, flavor: AcpFlavor) -> None:
@@ -111,9 +120,6 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
             conn.request("authenticate", {"methodId": method}, timeout=left()).result(left() + 1.0)
         return init
 
-    def _new_link(self, conn: JsonRpcConnection, router: Any, init: w.InitializeResult, generation: int) -> AgentLink:
-        return new_link(conn, router, init, generation, self._where)
-
     def _connected(self, link: AgentLink) -> None:
         self._caps = self._override(negotiate(self._base_caps, link.init))
 
@@ -129,14 +135,13 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
         with self._lock:
             self._caps = with_modes(self._caps, mode_ids, self._settings.native_modes.get("plan"))
 
-    def _on_warning(self, router: Any, code: str, message: str, detail: dict[str, Any]) -> None:
+    def _on_warning(self, sessions: list[Mailbox], code: str, message: str, detail: dict[str, Any]) -> None:
         # Reader thread: tell every session of this process. Before the first session exists
         # (garbage or an oversized line before `initialize`) it is the instance's own warning,
         # published with an empty thread_id: nothing is dropped silently.
         notice = TransportWarning(code, message, detail)
-        refs = router.refs()
-        for ref in refs:
+        for ref in sessions:
             ref.tell(notice)
-        if not refs:
+        if not sessions:
             self._hub.instance_warning(self.driver, self.instance_id, "transport." + code.rsplit(".", 1)[-1],
                                        message, detail)

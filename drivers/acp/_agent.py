@@ -11,12 +11,12 @@ import logging
 
 import msgspec
 
-from paddock.actors import JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, Req, SharedLink
+from paddock.actors import JsonRpcNotification, JsonRpcRequest, Req, SharedLink
 from paddock.actors import Router as SharedRouter
 
 from . import _wire as w
 
-__all__ = ["AgentLink", "Item", "Router", "new_link"]
+__all__ = ["AgentLink", "Item", "Router"]
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,3 @@ class Router(SharedRouter[Item]):
 
 AgentLink = SharedLink[w.InitializeResult, Item]
 """One running incarnation of the agent process (its ``initialize`` answer as ``init``)."""
-
-
-def new_link(conn: JsonRpcConnection, router: Router, init: w.InitializeResult, generation: int,
-             where: dict[str, str]) -> AgentLink:
-    return SharedLink(conn, router, init, generation, where, label="ACP", noun="the agent process")

@@ -52,7 +52,7 @@ from paddock.contract import (
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
-from ._agent import AgentLink
+from ._agent import AgentLink, Item
 from ._capabilities import plan_mode_id
 from ._messages import Incoming, NewSessionDone, PromptDone, ReplayDone, Req
 from ._settings import AcpState, SessionSettings, created_at_of, cursor_for, session_id_of
@@ -75,7 +75,7 @@ class _Pending:
 
     __slots__ = ("rpc_id", "options", "tool_call_id")
 
-    def __init__(self, rpc_id: Any, options: list[w.PermissionOption], tool_call_id: str) -> None:
+    def __init__(self, rpc_id: int | str, options: list[w.PermissionOption], tool_call_id: str) -> None:
         self.rpc_id = rpc_id
         self.options = options
         self.tool_call_id = tool_call_id
@@ -185,7 +185,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
     def _can_resume(self, link: AgentLink | None) -> bool:
         return link is not None and link.init.agentCapabilities.sessionCapabilities.resume is not None
 
-    def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+    def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> msgspec.Raw:
         return link.call(method, params, timeout=timeout or self.settings.request_timeout, thread_id=self.thread_id)
 
     def _cursor(self) -> ResumeCursor | None:
@@ -229,7 +229,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         reply = self.defer_reply()
         ref = self.actor_ref
 
-        def answered(result: Any, error: BaseException | None) -> None:
+        def answered(result: msgspec.Raw | None, error: BaseException | None) -> None:
             # Reader (or timer) thread: only tell. A stopped actor answered the Open already.
             try:
                 ref.tell(NewSessionDone(reply, link, events, resume_failed, detail, result, error))
@@ -252,7 +252,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
                 raise msg.link.error_of("session/new", msg.error, self.settings.request_timeout, self.thread_id)
             if self.record.closed:
                 raise self.closed_error()
-            result = _session_result_decoder.decode(msg.result)
+            result = _session_result_decoder.decode(msg.result or b"")
             if not result.sessionId:
                 raise RequestError("session/new", None, "the agent answered without a sessionId", **self.where())
             self.tr.native_session_id = result.sessionId
@@ -426,7 +426,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         params = {"sessionId": self.tr.native_session_id, "prompt": [{"type": "text", "text": inp.text}]}
         ref = self.actor_ref
 
-        def done(result: Any, error: BaseException | None) -> None:
+        def done(result: msgspec.Raw | None, error: BaseException | None) -> None:
             # Reader thread: only tell. The session may have stopped meanwhile.
             try:
                 ref.tell(PromptDone(turn_id, result, error))
@@ -444,9 +444,9 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: the translator closes the turn's items (``usage``: the prompt's PromptUsage)."""
-        return self.tr.close_turn(state, events, usage)
+        return self.tr.close_turn(state, events, usage if isinstance(usage, w.PromptUsage) else None)
 
     def _prompt_done(self, msg: PromptDone) -> None:
         if msg.turn_id != self.tr.turn_id:
@@ -466,7 +466,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
                 self.end_turn(events, "failed", error=detail, answer=True)
         else:
             try:
-                result = _prompt_decoder.decode(msg.result)
+                result = _prompt_decoder.decode(msg.result or b"")
             except msgspec.DecodeError as exc:
                 result = None
                 events.append(RuntimeWarningEvent(**self.identity, code="acp.malformed_result",
@@ -559,13 +559,13 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
     # incoming updates and requests ---------------------------------------------------------------
 
-    def _incoming(self, items: list[Any]) -> None:
+    def _incoming(self, items: list[Item]) -> None:
         events: list[EventBase] = []
         tr = self.tr
         replaying = self._replaying
         for item in items:
             try:
-                if type(item) is Req:
+                if isinstance(item, Req):
                     self._request(item, events)
                 elif replaying and isinstance(item, _CONTENT_KINDS):
                     continue

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import ExitInfo, ProcessActor, ProcessHandle, ProcessSpec, TransportWarning
+from paddock.actors import ExitInfo, Mailbox, ProcessActor, ProcessHandle, ProcessSpec, TransportWarning
 from paddock.contract import ProcessError
 from paddock.supervisors import ChildContext
 
@@ -53,7 +53,7 @@ class ProcessLink:
         self.handle: ProcessHandle | None = None  # set by the process child's start factory
         self.exit_info: ExitInfo | None = None
         self._lock = threading.Lock()
-        self._ref: pykka.ActorRef[Any] | None = None
+        self._ref: Mailbox | None = None
         self._buffer: list[Any] = []
 
     # the spawn and readiness -----------------------------------------------------------------
@@ -132,7 +132,7 @@ class ProcessLink:
 
     # inside the session actor (a dispatcher worker) ------------------------------------------
 
-    def attach(self, ref: pykka.ActorRef[Any]) -> None:
+    def attach(self, ref: Mailbox) -> None:
         with self._lock:
             self._ref = ref
             pending, self._buffer = self._buffer, []

@@ -243,7 +243,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor, model=self.model)
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: complete the turn's open items before its ``turn.completed``."""
         item_status = "completed" if state == "completed" else ("failed" if state == "failed" else "cancelled")
         for item in list(self.items.values()):
@@ -255,7 +255,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.declined.clear()
         self.stream_msg = None
         self.aborted = False
-        return usage
+        return usage if isinstance(usage, TokenUsage) else None
 
     def cancel_turn(self, events: list[EventBase]) -> None:
         """Hook: control_request ``interrupt``; ``turn.aborted`` at once (no new item after it)."""

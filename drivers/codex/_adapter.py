@@ -25,7 +25,7 @@ from . import _wire as w
 from ._capabilities import CODEX_CAPABILITIES
 from ._config import DEFAULT_APPROVAL_POLICIES, DEFAULT_SANDBOX_MODES, CodexConfig
 from ._process import codex_home_of, process_spec
-from ._server import Router, ServerLink, new_link
+from ._server import Router, ServerLink
 from ._session import CodexSessionActor
 from ._settings import CodexState, SessionSettings
 
@@ -45,6 +45,7 @@ class CodexAdapter(SharedProcessAdapter[CodexState, ServerLink]):
     _process_noun = "the app-server"
     _failed_noun = "the app-server"
     _label = "app-server"
+    _protocol = "Codex"
     _error_prefix = "codex"
     _jsonrpc_field = False  # the app-server omits "jsonrpc" (codex-app-server.md section 1)
 
@@ -100,9 +101,6 @@ class CodexAdapter(SharedProcessAdapter[CodexState, ServerLink]):
             for m in models.data
         )
         return init
-
-    def _new_link(self, conn: JsonRpcConnection, router: Any, init: w.InitializeResult, generation: int) -> ServerLink:
-        return new_link(conn, router, init, generation, self._where)
 
     def _initial_state(self, input: StartSessionInput) -> CodexState:
         return CodexState()

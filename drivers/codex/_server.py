@@ -8,17 +8,18 @@ Thread: :meth:`Router.route` runs on the connection's stdout reader thread.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import msgspec
 
-from paddock.actors import Incoming, JsonRpcConnection, JsonRpcNotification, JsonRpcRequest, Req, SharedLink
+from paddock.actors import Incoming, JsonRpcNotification, JsonRpcRequest, Req, SharedLink
 from paddock.actors import Router as SharedRouter
 
 from . import _wire as w
 from ._translate import DELTA_STREAMS
 
-__all__ = ["Incoming", "Note", "Req", "Router", "ServerLink", "new_link"]
+__all__ = ["Incoming", "Note", "Req", "Router", "ServerLink"]
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class Router(SharedRouter[Note | Req]):
 
     max_held_items: ClassVar[int] = 1024
 
-    def __init__(self, reject: Any) -> None:
+    def __init__(self, reject: Callable[[JsonRpcRequest], None]) -> None:
         super().__init__(reject)
         self.instance_notes: list[tuple[str, str]] = []
 
@@ -96,8 +97,3 @@ class Router(SharedRouter[Note | Req]):
 
 ServerLink = SharedLink[w.InitializeResult, Note | Req]
 """One running incarnation of the app-server (its ``initialize`` answer as ``init``)."""
-
-
-def new_link(conn: JsonRpcConnection, router: Router, init: w.InitializeResult, generation: int,
-             where: dict[str, str]) -> ServerLink:
-    return SharedLink(conn, router, init, generation, where, label="Codex", noun="the app-server")

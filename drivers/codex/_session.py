@@ -22,6 +22,7 @@ Lifecycle of the native thread:
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -340,7 +341,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         self.emit(events)
         self.publish(status="ready", active_turn_id=None)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: pending user inputs end with the turn; the translator forgets the turn."""
         self._resolve_inputs(events, "cancelled", answer=True)
         self.tr.end()
@@ -572,7 +573,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
                                             resolution=resolution))  # type: ignore[arg-type]
 
 
-def _log_failure(future: Any) -> None:
+def _log_failure(future: concurrent.futures.Future[msgspec.Raw]) -> None:
     # Reader (or timer) thread: the interrupt's answer; its failure only matters for debugging.
     error = future.exception()
     if error is not None:

@@ -26,6 +26,7 @@ from paddock.actors import (
     ExitInfo,
     HttpTransport,
     LineTap,
+    Mailbox,
     ProcessActor,
     ProcessHandle,
     ProcessSpec,
@@ -120,7 +121,7 @@ class ServerLink:
         self._instance_warning = instance_warning  # a warning when no session is routed yet
         self._where = {"driver": driver, "instance_id": instance_id}
         self._lock = threading.Lock()
-        self._routes: dict[str, pykka.ActorRef[Any]] = {}
+        self._routes: dict[str, Mailbox] = {}
         self.transport: HttpTransport | None = None
         self.stream: SseStream | None = None
         self.handle: ProcessHandle | None = None
@@ -137,11 +138,11 @@ class ServerLink:
 
     # routing (any thread) --------------------------------------------------------------------
 
-    def register(self, session_id: str, ref: pykka.ActorRef[Any]) -> None:
+    def register(self, session_id: str, ref: Mailbox) -> None:
         with self._lock:
             self._routes[session_id] = ref
 
-    def unregister(self, session_id: str, ref: pykka.ActorRef[Any] | None = None) -> None:
+    def unregister(self, session_id: str, ref: Mailbox | None = None) -> None:
         with self._lock:
             if ref is None or self._routes.get(session_id) is ref:
                 self._routes.pop(session_id, None)

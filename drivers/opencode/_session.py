@@ -313,10 +313,10 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         self._complete_turn(events, "interrupted")
         self.emit(events)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         self._resolve_questions(events, "cancelled", answer=state != "completed")
         self.tr.close(events, state)
-        return usage
+        return usage if isinstance(usage, TokenUsage) else None
 
     def _complete_turn(self, events: list[EventBase], state: TurnState, *, error: str | None = None,
                 stop_reason: str | None = None, usage: TokenUsage | None = None, requests: str = "cancelled") -> None:
