@@ -248,7 +248,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
 
     # control messages -----------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
+    def on_receive(self, message: object) -> object:
         handle = _CONTROL.get(type(message))
         if handle is not None:
             return handle(self, message)

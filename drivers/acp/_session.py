@@ -164,18 +164,20 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
     # message dispatch ----------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is Incoming:
-            return self._incoming(message.items)
-        if cls is PromptDone:
-            return self._prompt_done(message)
-        if cls is ReplayDone:
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, Incoming):
+            self._incoming(message.items)
+            return None
+        if isinstance(message, PromptDone):
+            self._prompt_done(message)
+            return None
+        if isinstance(message, ReplayDone):
             self._replaying = False
             return None
-        if cls is NewSessionDone:
-            return self._new_session_done(message)
-        if self._opening and cls in _HOST_OPERATIONS:
+        if isinstance(message, NewSessionDone):
+            self._new_session_done(message)
+            return None
+        if self._opening and type(message) in _HOST_OPERATIONS:
             self.stash()  # handled, in order, once the session is open (or failed to)
             return None
         return super().on_receive(message)  # the control messages (Open, SendTurn, ...)

@@ -65,7 +65,7 @@ class AcpState(SharedState):
 def cursor_for(driver: str, session_id: str, created_at: float | None = None) -> ResumeCursor:
     """``createdAt`` (epoch seconds of ``session/new``) lets a flavor explain a failed load of a
     session too young to be saved (gemini); readers of older cursors see it missing."""
-    payload: dict[str, Any] = {"sessionId": session_id}
+    payload: dict[str, str | float] = {"sessionId": session_id}
     if created_at is not None:
         payload["createdAt"] = round(created_at, 3)
     return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode(payload).decode())

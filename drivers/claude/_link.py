@@ -54,7 +54,7 @@ class ProcessLink:
         self.exit_info: ExitInfo | None = None
         self._lock = threading.Lock()
         self._ref: Mailbox | None = None
-        self._buffer: list[Any] = []
+        self._buffer: list[Lines | Exited | TransportWarning] = []
 
     # the spawn and readiness -----------------------------------------------------------------
 
@@ -139,7 +139,7 @@ class ProcessLink:
             for message in pending:
                 ref.tell(message)
 
-    def _deliver(self, message: Any) -> None:
+    def _deliver(self, message: Lines | Exited | TransportWarning) -> None:
         with self._lock:
             ref = self._ref
             if ref is None:

@@ -159,12 +159,13 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
 
     # dispatch ------------------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is Lines:
-            return self._lines(message)
-        if cls is Exited:
-            return self._exited(message.info)
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, Lines):
+            self._lines(message)
+            return None
+        if isinstance(message, Exited):
+            self._exited(message.info)
+            return None
         return super().on_receive(message)  # the control messages (Open, SendTurn, ...)
 
     # helpers -------------------------------------------------------------------------------------

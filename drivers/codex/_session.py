@@ -120,14 +120,14 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
 
     # message dispatch ----------------------------------------------------------------------------
 
-    def _handle_receive(self, message: Any) -> Any:
+    def _handle_receive(self, message: object) -> object:
         # The app-server writes one line per delta, so at its ~10k lines/s each read batch holds
         # a few lines and every hop downstream (hub, subscribers) would run per tiny batch.
         # Consecutive Incoming batches already waiting in this actor's inbox are translated
         # into one emit: the events are held only while another message is queued behind them,
         # and any other message (a host operation, a stop) first flushes them, so order and
         # latency are unchanged when the stream is slow.
-        if type(message) is Incoming:
+        if isinstance(message, Incoming):
             self._incoming(message.items)
             if len(self._held) >= _HOLD_LIMIT or self.actor_inbox.empty():
                 self._flush()
@@ -140,10 +140,10 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
             held, self._held = self._held, []
             self.emit(held)
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is Incoming:
-            return self._incoming(message.items)
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, Incoming):
+            self._incoming(message.items)
+            return None
         return super().on_receive(message)
 
     # helpers -------------------------------------------------------------------------------------

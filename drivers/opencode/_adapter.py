@@ -65,16 +65,18 @@ class OpencodeAdapter(ServerAdapter[OpencodeState, ServerLink]):
         config = self._config
         # Spawned: a fresh password per instance run.
         password = config.password or (None if config.server_url is not None else secrets.token_urlsafe(24))
-        common: dict[str, Any] = dict(
-            driver=DRIVER, instance_id=self.instance_id, password=password, request_timeout=config.request_timeout,
-            start_timeout=config.start_timeout, shutdown_timeout=config.shutdown_timeout, tap=self._tap,
-            instance_warning=self._instance_warning,
-        )
+        spawn = None
         if config.server_url is None:
             assert password is not None
-            link = ServerLink(**common, spawn=spawn_command(self._ctx, config, password), lease_dir=self._ctx.state_dir)
+            spawn = spawn_command(self._ctx, config, password)
+        link = ServerLink(
+            driver=DRIVER, instance_id=self.instance_id, password=password, request_timeout=config.request_timeout,
+            start_timeout=config.start_timeout, shutdown_timeout=config.shutdown_timeout, url=config.server_url,
+            spawn=spawn, lease_dir=self._ctx.state_dir if spawn is not None else None, tap=self._tap,
+            instance_warning=self._instance_warning,
+        )
+        if spawn is not None:
             return link, [link.child_spec()]
-        link = ServerLink(**common, url=config.server_url)
         try:
             link.connect_external()
         except PaddockError as exc:

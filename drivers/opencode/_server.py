@@ -147,7 +147,7 @@ class ServerLink:
             if ref is None or self._routes.get(session_id) is ref:
                 self._routes.pop(session_id, None)
 
-    def _broadcast(self, message: Any) -> None:
+    def _broadcast(self, message: object) -> None:
         with self._lock:
             refs = list(self._routes.values())
         for ref in refs:

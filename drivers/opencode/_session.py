@@ -127,15 +127,17 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
 
     # dispatch ------------------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is ServerEvents:
-            return self._events(message.events)
-        if cls is ServerDown:
-            return self._server_down(message)
-        if cls is ServerUp:
-            return self._server_up(message)
-        if cls is NativeMessages:
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, ServerEvents):
+            self._events(message.events)
+            return None
+        if isinstance(message, ServerDown):
+            self._server_down(message)
+            return None
+        if isinstance(message, ServerUp):
+            self._server_up(message)
+            return None
+        if isinstance(message, NativeMessages):
             return self._native_messages(message.limit)
         return super().on_receive(message)
 
