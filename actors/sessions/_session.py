@@ -39,7 +39,6 @@ from paddock.contract import (
     Session,
     SessionClosedError,
     SessionExited,
-    SessionNotFoundError,
     StartSessionInput,
     ThreadFold,
     ThreadSnapshot,

@@ -43,7 +43,6 @@ from paddock.contract import (
     SessionClosedError,
     SessionConfigured,
     SessionStarted,
-    SessionStateChanged,
     StartSessionInput,
     TokenUsage,
     TurnStartResult,

@@ -44,7 +44,6 @@ from paddock.contract import (
     Session,
     SessionConfigured,
     SessionStarted,
-    SessionStateChanged,
     ThreadSnapshot,
     TokenUsage,
     TurnStartResult,
