@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     BUILT_IN_DRIVERS: dict[str, DriverSpec]
 
 
-def _built_in() -> dict[str, Any]:
+def _built_in() -> dict[str, DriverSpec]:
     from .acp import GENERIC_FLAVOR, acp_driver_spec
     from .acp.flavors import FLAVORS, OTHER_FLAVORS
     from .claude import claude_driver_spec

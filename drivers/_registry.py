@@ -20,7 +20,7 @@ from paddock.supervisors import run_command
 
 from ._access import ModelAccess, check_endpoint
 
-__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "binary_version", "resolve_binary"]
+__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "binary_version", "client_version", "resolve_binary"]
 
 
 class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -140,3 +140,13 @@ def binary_version(argv: list[str], env: Mapping[str, str], *, timeout: float = 
         return None
     text = (result.stdout or result.stderr).strip()
     return text.splitlines()[0][:200] if result.returncode == 0 and text else None
+
+
+def client_version() -> str:
+    """This package's version, as drivers introduce themselves to agents (``clientInfo``)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("agent-paddock")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0"

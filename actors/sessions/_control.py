@@ -1,6 +1,9 @@
 """The control messages every session actor understands (see :class:`SessionActor`).
 
-The adapter ``ask``\\ s the first four with the caller's timeout; :class:`TurnTimerExpired` is
+The adapter ``ask``\\ s :class:`Open`, :class:`SendTurn`, :class:`Interrupt`, :class:`Respond` and
+the optional thread operations (:class:`Steer`, :class:`AnswerUserInput`, :class:`Rollback`,
+:class:`Fork`, :class:`Compact`; refused by the adapter unless the driver's capabilities have
+them) with the caller's timeout; :class:`TurnTimerExpired` is
 told by the timer thread (:meth:`SessionActor.schedule_turn_timer`), :class:`TransportWarning` by
 the transport's reader thread. Frozen slotted dataclasses:
 they never leave the process.
@@ -13,7 +16,10 @@ from typing import Any
 
 from paddock.contract import SendTurnInput
 
-__all__ = ["Interrupt", "Open", "Respond", "SendTurn", "TransportWarning", "TurnTimerExpired"]
+__all__ = [
+    "AnswerUserInput", "Compact", "Fork", "Interrupt", "Open", "Respond", "Rollback", "SendTurn", "Steer",
+    "TransportWarning", "TurnTimerExpired",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +47,43 @@ class Respond:
 
     request_id: str
     decision: str
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    """Add ``input`` to the running turn (``turns.steer``); answers that turn's
+    :class:`TurnStartResult`."""
+
+    input: SendTurnInput
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerUserInput:
+    """Answer the open user-input request ``request_id`` (``approvals.user_input``; question id
+    or text -> answer text or list of texts); answers ``None``."""
+
+    request_id: str
+    answers: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """Drop the last ``num_turns`` turns (``threads.rollback``); answers the new
+    :class:`ThreadSnapshot`."""
+
+    num_turns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """Copy the native session (``sessions.fork``); answers the copy's :class:`ResumeCursor`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """Summarize the native history to free context (``context.compaction``); answers what the
+    driver's compaction returns (a :class:`TurnStartResult` when it runs as a turn, else
+    ``None``)."""
 
 
 @dataclass(frozen=True, slots=True)

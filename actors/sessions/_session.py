@@ -15,34 +15,30 @@ only the protocol hooks listed on :class:`SessionActor`.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 import pykka
 
 from paddock.contract import (
     DECISIONS,
-    INTERACTION_MODES,
-    MAX_PROMPT_CHARS,
-    OperationTimeout,
+    CapabilityUnsupportedError,
     PaddockError,
-    RUNTIME_MODES,
     DriverError,
     EventBase,
     EventIdentity,
     RequestError,
     RequestOpened,
     RequestResolved,
+    ResumeCursor,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
     SessionExited,
-    SessionNotFoundError,
     StartSessionInput,
     ThreadFold,
     ThreadSnapshot,
@@ -51,38 +47,61 @@ from paddock.contract import (
     TurnState,
     ValidationError,
 )
-from paddock.supervisors import ChildContext, Scope, map_exceptions
+from paddock.supervisors import ChildContext
 
 from ..execution import SupervisedDispatchActor
-from ._control import Interrupt, Open, Respond, SendTurn, TransportWarning, TurnTimerExpired
+from ._control import (
+    AnswerUserInput,
+    Compact,
+    Fork,
+    Interrupt,
+    Open,
+    Respond,
+    Rollback,
+    SendTurn,
+    Steer,
+    TransportWarning,
+    TurnTimerExpired,
+)
 from ._requests import PendingRequests
 from ..execution import TimerEntry, timers
 from ._turns import TurnTracker
 from ..events import Emitter
 from ..transports import ExitInfo
 
-__all__ = ["SessionActor", "SessionRecord", "SessionTable", "StoppedSnapshots"]
+__all__ = ["Mailbox", "SessionActor", "SessionRecord"]
 
 _MAX_TURNS = 500
 _STDERR_TAIL = 4096
 
 N = TypeVar("N")
+S = TypeVar("S")
 
 
-class SessionRecord:
+class Mailbox(Protocol):
+    """What a router, a link or a timer needs of a session actor's ref: ``tell`` it a message
+    (any thread; raises ``pykka.ActorDeadError`` once the actor stopped)."""
+
+    def tell(self, message: object) -> None: ...
+
+
+class SessionRecord(Generic[S]):
     """The durable part of one session, shared by its successive actor incarnations.
 
     Only the current incarnation writes it, inside its actor (on a dispatcher worker). Any thread may read
     :attr:`session`, :attr:`thread` and :attr:`ref`: ``session`` and ``ref`` are replaced whole
-    (immutable values), ``thread`` is folded under a lock. ``extra`` is the driver's own durable
-    state (written inside the actor only).
+    (immutable values), ``thread`` is folded under a lock. ``input`` is what the host asked
+    (its ``model`` resolved to the instance's default), ``emitter`` the session's line to the
+    hub, ``state`` the driver's own durable state ``S`` (written inside the actor only).
     """
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, input: StartSessionInput, emitter: Emitter, state: S) -> None:
         self.session = session
+        self.input = input
+        self.emitter = emitter
+        self.state = state
         self.ref: pykka.ActorRef[Any] | None = None
         self.closed = False
-        self.extra: dict[str, Any] = {}
         self._fold = ThreadFold(session.thread_id, max_turns=_MAX_TURNS)
         self._thread: ThreadSnapshot | None = None
         self._lock = threading.Lock()
@@ -109,9 +128,10 @@ class SessionRecord:
         return self.thread
 
 
-class SessionActor(SupervisedDispatchActor, Generic[N]):
+class SessionActor(SupervisedDispatchActor, Generic[N, S]):
     """Base of every driver's session actor. ``N`` is the driver's native handle of an open
-    request (what it needs to answer it on the wire).
+    request (what it needs to answer it on the wire), ``S`` its durable per-session state
+    (``record.state``).
 
     Every method runs inside the actor: on a worker thread of the shared dispatcher
     (:mod:`paddock.actors` ``Dispatcher``), one message at a time and in order, never on a thread
@@ -136,7 +156,10 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
       called with ``answer=True``; must not raise when the process is gone);
     - :meth:`close_turn` ``(events, state, usage)`` -> ``TokenUsage | None``: close the turn's open
       items before ``turn.completed``; returns the turn's usage for it;
-    - :meth:`on_turn_timer` ``(name, turn_id)``: a timer of the running turn fired.
+    - :meth:`on_turn_timer` ``(name, turn_id)``: a timer of the running turn fired;
+    - the optional thread operations, each behind a capability the adapter checks first:
+      :meth:`steer` (``Steer``), :meth:`answer_user_input` (``AnswerUserInput``),
+      :meth:`rollback` (``Rollback``), :meth:`fork` (``Fork``), :meth:`compact` (``Compact``).
 
     A driver's ``on_receive`` handles its own (transport) messages first and passes the rest to
     ``super().on_receive``. ``on_start`` records the actor's ref in the record; a subclass that
@@ -167,10 +190,10 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
       :meth:`on_turn_timer`; ``end_turn`` cancels the turn's timers.
     """
 
-    def __init__(self, record: SessionRecord, emitter: Emitter, *, context: ChildContext | None = None) -> None:
+    def __init__(self, record: SessionRecord[S], *, context: ChildContext | None = None) -> None:
         super().__init__(context=context)
         self.record = record
-        self.emitter = emitter
+        self.emitter = record.emitter
         s = record.session
         self.owner: dict[str, str] = {"driver": s.driver, "instance_id": s.instance_id}
         self.identity = EventIdentity(driver=s.driver, instance_id=s.instance_id, thread_id=s.thread_id)
@@ -187,7 +210,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
 
     # events and the public snapshot ---------------------------------------------------------------
 
-    def publish(self, **changes: Any) -> Session:
+    def publish(self, **changes: object) -> Session:
         """Replace the public Session snapshot with ``changes`` applied (and ``updated_at``)."""
         session = msgspec.structs.replace(self.record.session, updated_at=time.time(), **changes)
         self.record.session = session
@@ -224,27 +247,21 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
 
     # control messages -----------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is SendTurn:
-            return self._send_turn(message.input)
-        if cls is Respond:
-            return self.respond(message.request_id, message.decision)
-        if cls is Interrupt:
-            return self._interrupt(message.turn_id)
-        if cls is Open:
-            return self.open_session()
-        if cls is TransportWarning:
-            code = "transport." + message.code.rsplit(".", 1)[-1]
-            self.emit([RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code=code,
-                                           message=message.message, detail=message.detail)])
-            return None
-        if cls is TurnTimerExpired:
-            if self._turn_timers.get(message.name) is not None and message.turn_id == self.turn.turn_id:
-                del self._turn_timers[message.name]
-                return self.on_turn_timer(message.name, message.turn_id)
-            return None
+    def on_receive(self, message: object) -> object:
+        handle = _CONTROL.get(type(message))
+        if handle is not None:
+            return handle(self, message)
         return super().on_receive(message)
+
+    def _transport_warning(self, message: TransportWarning) -> None:
+        code = "transport." + message.code.rsplit(".", 1)[-1]
+        self.emit([RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code=code,
+                                       message=message.message, detail=message.detail)])
+
+    def _turn_timer_expired(self, message: TurnTimerExpired) -> None:
+        if self._turn_timers.get(message.name) is not None and message.turn_id == self.turn.turn_id:
+            del self._turn_timers[message.name]
+            self.on_turn_timer(message.name, message.turn_id)
 
     def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
         if self.record.closed:
@@ -325,7 +342,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
     # turns ----------------------------------------------------------------------------------------
 
     def end_turn(self, events: list[EventBase], state: TurnState, *, stop_reason: str | None = None,
-                 error: str | None = None, usage: Any = None, requests: str = "cancelled",
+                 error: str | None = None, usage: object = None, requests: str = "cancelled",
                  answer: bool = False) -> None:
         """End the running turn, once: resolve its open requests (``requests``: the resolution;
         ``answer``: tell the agent), stop its timers, let the driver close its items
@@ -376,179 +393,57 @@ class SessionActor(SupervisedDispatchActor, Generic[N]):
     def cancel_request(self, native: N) -> None:
         """Default: nothing to send."""
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Default: no items to close; ``usage`` is already the turn's TokenUsage (or ``None``)."""
-        return usage
+        return usage if isinstance(usage, TokenUsage) else None
 
     def on_turn_timer(self, name: str, turn_id: str) -> None:
         """Default: ignore."""
 
+    def steer(self, inp: SendTurnInput) -> TurnStartResult:
+        """``Steer``: add ``inp`` to the running turn (``turns.steer``)."""
+        raise self._unsupported("turns.steer")
 
-def _tell_quietly(ref: pykka.ActorRef[Any], message: object) -> None:
+    def answer_user_input(self, request_id: str, answers: dict[str, Any]) -> None:
+        """``AnswerUserInput``: answer an open user-input request (``approvals.user_input``)."""
+        raise self._unsupported("approvals.user_input")
+
+    def rollback(self, num_turns: int) -> ThreadSnapshot:
+        """``Rollback``: drop the last ``num_turns`` turns natively (``threads.rollback``)."""
+        raise self._unsupported("threads.rollback")
+
+    def fork(self) -> ResumeCursor:
+        """``Fork``: copy the native session; the copy's resume cursor (``sessions.fork``)."""
+        raise self._unsupported("sessions.fork")
+
+    def compact(self) -> TurnStartResult | None:
+        """``Compact``: summarize the native history (``context.compaction``)."""
+        raise self._unsupported("context.compaction")
+
+    def _unsupported(self, capability: str) -> CapabilityUnsupportedError:
+        return CapabilityUnsupportedError(capability, f"the {self.owner['driver']} driver has no such operation",
+                                          **self.where())
+
+
+_CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
+    SendTurn: lambda actor, m: actor._send_turn(m.input),
+    Respond: lambda actor, m: actor.respond(m.request_id, m.decision),
+    Interrupt: lambda actor, m: actor._interrupt(m.turn_id),
+    Open: lambda actor, m: actor.open_session(),
+    TransportWarning: lambda actor, m: actor._transport_warning(m),
+    TurnTimerExpired: lambda actor, m: actor._turn_timer_expired(m),
+    Steer: lambda actor, m: actor.steer(m.input),
+    AnswerUserInput: lambda actor, m: actor.answer_user_input(m.request_id, m.answers),
+    Rollback: lambda actor, m: actor.rollback(m.num_turns),
+    Fork: lambda actor, m: actor.fork(),
+    Compact: lambda actor, m: actor.compact(),
+}
+"""The control messages (:mod:`._control`) -> what the base does with each (inside the actor)."""
+
+
+def _tell_quietly(ref: Mailbox, message: object) -> None:
     # Timer thread: only tell; the actor may have stopped meanwhile.
     try:
         ref.tell(message)
     except pykka.ActorDeadError:
         pass
-
-
-class StoppedSnapshots(dict):
-    """The last snapshots of stopped sessions, keeping only the ``limit`` most recent (a host
-    that runs sessions for months must not grow without bound; the event log keeps the rest)."""
-
-    def __init__(self, limit: int = 1024) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def __setitem__(self, thread_id: str, snapshot: ThreadSnapshot) -> None:
-        self.pop(thread_id, None)
-        super().__setitem__(thread_id, snapshot)
-        while len(self) > self.limit:
-            del self[next(iter(self))]
-
-
-class SessionTable:
-    """The adapter-side table of an instance's sessions: what every driver's adapter answers the
-    same way. A subclass calls ``SessionTable.__init__(driver, instance_id)`` and implements
-    ``stop_session``; it holds ``_records`` (thread id -> :class:`SessionRecord`), ``_stopped``
-    (thread id -> the last snapshot of a stopped session), ``_where`` (the ``driver`` and
-    ``instance_id`` its errors name) and ``_lock`` (guards changes to both tables). Reads are
-    thread-safe.
-    """
-
-    _user_input_note = ""
-    """Appended to the ``respond_to_user_input`` refusal (why the driver opens no such request)."""
-
-    def __init__(self, driver: str, instance_id: str) -> None:
-        self.driver = driver
-        self.instance_id = instance_id
-        self._records: dict[str, SessionRecord] = {}
-        self._stopped = StoppedSnapshots()
-        self._where: dict[str, str] = {"driver": driver, "instance_id": instance_id}
-        self._lock = threading.RLock()
-        self._start_locks: dict[str, threading.Lock] = {}
-
-    def stop_session(self, thread_id: str, *, timeout: float | None = None) -> None:
-        raise NotImplementedError
-
-    def _thread_start_lock(self, thread_id: str) -> threading.Lock:
-        """The lock a driver starting one process or session per ``start_session`` holds around
-        it: two concurrent starts of one thread must not start two; the second waits, then
-        returns the session the first one started."""
-        with self._lock:
-            return self._start_locks.setdefault(thread_id, threading.Lock())
-
-    @staticmethod
-    def _terminate_scope_child(scope: Scope | None, child_id: str, timeout: float) -> None:
-        """Best effort: stop ``child_id`` of ``scope`` unless the scope is gone or over (a
-        :class:`PaddockError`, Scope's mapping of pykka's failures, is swallowed)."""
-        if scope is None or scope.exit_reason is not None:
-            return
-        try:
-            scope.terminate_child(child_id, timeout=timeout)
-        except PaddockError:
-            pass
-
-    def check_start_input(self, input: StartSessionInput) -> None:
-        """Refuse an unknown runtime or interaction mode, or a cwd that is not an existing
-        absolute directory (:class:`ValidationError`)."""
-        if input.runtime_mode not in RUNTIME_MODES:
-            raise ValidationError("start_session", f"unknown runtime mode {input.runtime_mode!r}", **self._where)
-        if input.interaction_mode not in INTERACTION_MODES:
-            raise ValidationError("start_session", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
-        if not os.path.isabs(input.cwd) or not os.path.isdir(input.cwd):
-            raise ValidationError("start_session", f"cwd {input.cwd!r} is not an existing absolute directory", **self._where)
-
-    def check_turn_input(self, input: SendTurnInput) -> None:
-        """Refuse an empty or oversized prompt, or an unknown interaction mode, before anything
-        reaches a process (:class:`ValidationError`)."""
-        if not input.text.strip():
-            raise ValidationError("send_turn", "the prompt is empty", **self._where, thread_id=input.thread_id)
-        if len(input.text) > MAX_PROMPT_CHARS:
-            raise ValidationError(
-                "send_turn", f"the prompt has {len(input.text)} characters (limit {MAX_PROMPT_CHARS})",
-                **self._where, thread_id=input.thread_id,
-            )
-        if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
-            raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
-
-    def _claim(self, thread_id: str) -> tuple[Session | None, SessionRecord | None]:
-        """For ``start_session``: ``(session, None)`` when the thread has a live session here
-        (returned unchanged), else ``(None, closed)``: the record a session that ended on its own
-        left (taken out of the table), or ``None``."""
-        with self._lock:
-            existing = self._records.get(thread_id)
-            if existing is not None and not existing.closed:
-                return existing.session, None
-            if existing is not None:
-                self._records.pop(thread_id, None)
-            return None, existing
-
-    def _record(self, thread_id: str) -> SessionRecord:
-        """The live record of ``thread_id``: :class:`SessionClosedError` when it stopped,
-        :class:`SessionNotFoundError` when this instance never had it."""
-        record = self._records.get(thread_id)
-        if record is None or record.closed:
-            if record is not None or thread_id in self._stopped:
-                raise SessionClosedError(thread_id, **self._where)
-            raise SessionNotFoundError(thread_id, **self._where)
-        return record
-
-    def _ask(self, record: SessionRecord, message: object, operation: str, limit: float, *,
-             await_restart: bool = False) -> Any:
-        """Ask the session actor, waiting at most ``limit`` seconds (:class:`OperationTimeout`).
-        A dead actor means :class:`SessionClosedError`, unless ``await_restart``: then (the
-        session restarts with its agent process) wait for the next incarnation until the
-        deadline. Thread: any (the caller's)."""
-        thread_id = record.session.thread_id
-        where = {**self._where, "thread_id": thread_id}
-        deadline = time.monotonic() + limit
-        while True:
-            ref = record.ref
-            if record.closed:
-                raise SessionClosedError(thread_id, **self._where)
-            if ref is not None and ref.is_alive():
-                dead = None if await_restart else SessionClosedError(thread_id, **self._where)
-                try:
-                    with map_exceptions(operation, limit, dead=dead, where=where):
-                        return ref.ask(message, timeout=max(0.0, deadline - time.monotonic()))
-                except pykka.ActorDeadError:
-                    pass  # await_restart: the next incarnation is on its way
-            elif not await_restart:
-                raise SessionClosedError(thread_id, **self._where)
-            if time.monotonic() >= deadline:
-                raise OperationTimeout(operation, limit, **where)
-            time.sleep(0.01)
-
-    def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
-                              timeout: float | None = None) -> None:
-        """No driver on this base opens user-input requests yet: always :class:`RequestError`
-        (after :class:`SessionNotFoundError`/:class:`SessionClosedError` for a bad thread)."""
-        self._record(thread_id)
-        raise RequestError("respond_to_user_input", None,
-                           f"no open user-input request {request_id!r}{self._user_input_note}",
-                           **self._where, thread_id=thread_id)
-
-    def stop_all(self, *, timeout: float | None = None) -> None:
-        deadline = time.monotonic() + (timeout if timeout is not None else 15.0)
-        for thread_id in list(self._records):
-            try:
-                self.stop_session(thread_id, timeout=max(0.1, deadline - time.monotonic()))
-            except (SessionNotFoundError, SessionClosedError):
-                pass
-
-    def list_sessions(self) -> list[Session]:
-        return [r.session for r in list(self._records.values()) if not r.closed]
-
-    def has_session(self, thread_id: str) -> bool:
-        record = self._records.get(thread_id)
-        return record is not None and not record.closed
-
-    def read_thread(self, thread_id: str, *, timeout: float | None = None) -> ThreadSnapshot:
-        """The turns this instance saw on the thread (also after the session stopped)."""
-        record = self._records.get(thread_id)
-        if record is not None:
-            return record.thread
-        if thread_id in self._stopped:
-            return self._stopped[thread_id]
-        raise SessionNotFoundError(thread_id, **self._where)

@@ -7,35 +7,31 @@ built once per read batch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+import msgspec
+
+from paddock.actors import Incoming, Req
+from paddock.contract import EventBase
+
+if TYPE_CHECKING:
+    from ._agent import AgentLink
+
+
+class Reply(Protocol):
+    """The deferred answer to an ``ask`` (``SessionActor.defer_reply()``)."""
+
+    def set(self, value: object = None) -> None: ...
+
+    def fail(self, error: BaseException) -> None: ...
 
 __all__ = ["Incoming", "NewSessionDone", "PromptDone", "ReplayDone", "Req"]
-
-
-class Req:
-    """An agent request routed to this session (``params`` undecoded)."""
-
-    __slots__ = ("id", "method", "params")
-
-    def __init__(self, id: Any, method: str, params: Any) -> None:
-        self.id = id
-        self.method = method
-        self.params = params
-
-
-class Incoming:
-    """A batch from the reader: decoded updates and :class:`Req`s, in wire order."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
 
 
 class PromptDone:
     __slots__ = ("turn_id", "result", "error")
 
-    def __init__(self, turn_id: str, result: Any, error: BaseException | None) -> None:
+    def __init__(self, turn_id: str, result: msgspec.Raw | None, error: BaseException | None) -> None:
         self.turn_id = turn_id
         self.result = result
         self.error = error
@@ -54,8 +50,8 @@ class NewSessionDone:
 
     __slots__ = ("detail", "error", "events", "link", "reply", "result", "resume_failed")
 
-    def __init__(self, reply: Any, link: Any, events: list[Any], resume_failed: bool, detail: str | None,
-                 result: Any, error: BaseException | None) -> None:
+    def __init__(self, reply: Reply, link: AgentLink, events: list[EventBase], resume_failed: bool,
+                 detail: str | None, result: msgspec.Raw | None, error: BaseException | None) -> None:
         self.reply = reply
         self.link = link
         self.events = events

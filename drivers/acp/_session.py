@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Emitter, Interrupt, Open, Respond, SendTurn, SessionActor, SessionRecord
+from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Interrupt, Open, Respond, SendTurn, SessionRecord, SharedSessionActor
 from paddock.contract import (
     EventBase,
     PaddockError,
@@ -43,7 +43,6 @@ from paddock.contract import (
     SessionClosedError,
     SessionConfigured,
     SessionStarted,
-    SessionStateChanged,
     StartSessionInput,
     TokenUsage,
     TurnStartResult,
@@ -52,10 +51,10 @@ from paddock.contract import (
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
-from ._agent import AgentLink
+from ._agent import AgentLink, Item
 from ._capabilities import plan_mode_id
 from ._messages import Incoming, NewSessionDone, PromptDone, ReplayDone, Req
-from ._settings import SessionSettings, created_at_of, cursor_for, session_id_of
+from ._settings import AcpState, SessionSettings, created_at_of, cursor_for, session_id_of
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
@@ -75,7 +74,7 @@ class _Pending:
 
     __slots__ = ("rpc_id", "options", "tool_call_id")
 
-    def __init__(self, rpc_id: Any, options: list[w.PermissionOption], tool_call_id: str) -> None:
+    def __init__(self, rpc_id: int | str, options: list[w.PermissionOption], tool_call_id: str) -> None:
         self.rpc_id = rpc_id
         self.options = options
         self.tool_call_id = tool_call_id
@@ -90,147 +89,109 @@ _HOST_OPERATIONS = (Open, SendTurn, Interrupt, Respond)
 _CONTENT_KINDS = (w.AgentMessageChunk, w.AgentThoughtChunk, w.ToolCallStart, w.ToolCallUpdate, w.PlanUpdate, w.UserMessageChunk)
 
 
-class AcpSessionActor(SessionActor[_Pending]):
+class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
     """One ACP session. Built by the session supervisor's child spec; see the module docstring.
 
     ``get_link()`` returns the current agent link (or ``None`` while the agent restarts);
     ``report_modes(mode_ids)`` tells the instance which native modes a session offers (called on
     this actor's thread)."""
 
+    process_noun = "the agent process"
+    restart_reason = "the agent process restarted; the session reloads on its next turn"
+
     def __init__(
         self,
-        record: SessionRecord,
-        emitter: Emitter,
+        record: SessionRecord[AcpState],
         settings: SessionSettings,
         get_link: Callable[[], AgentLink | None],
         *,
         report_modes: Callable[[list[str]], None] | None = None,
         context: ChildContext | None = None,
     ) -> None:
-        super().__init__(record, emitter, context=context)
+        super().__init__(record, get_link, context=context)
         self.settings = settings
-        self._get_link = get_link
         self._report_modes = report_modes
-        self._link: AgentLink | None = None
         self._terminals: Terminals | None = None
-        x = record.extra
-        self.start_input: StartSessionInput = x["input"]
+        self.start_input: StartSessionInput = record.input
         self.tr = Translator(settings.driver, settings.instance_id, self.thread_id, turn=self.turn)
-        self.tr.native_session_id = x.get("session_id")
-        if "usage" in x:
-            self.tr.restore_usage(x["usage"])
+        self.tr.native_session_id = record.state.native_id
+        if record.state.usage is not None:
+            self.tr.restore_usage(record.state.usage)
         self._cancel_pending = False
         self._retry_until = 0.0
         self._replaying = False
         self._opening = False  # a session/new is out: host operations wait (stashed) until it answers
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
 
-    # lifecycle -----------------------------------------------------------------------------------
+    # lifecycle (the shared-process base's hooks) -------------------------------------------------
+
+    @property
+    def native_id(self) -> str | None:
+        return self.tr.native_session_id
 
     def on_start(self) -> None:
         super().on_start()
-        # A restarted incarnation on the same agent process takes over the routing at once.
-        link = self._get_link()
-        sid = self.tr.native_session_id
-        if link is not None and sid and self.record.extra.get("generation") == link.generation:
-            self._link = link
-            link.register(sid, self.actor_ref)
-        elif link is not None and sid:
-            self.emit([SessionStateChanged(**self.identity, state="ready",
-                                           reason="the agent process restarted; the session reloads on its next turn")])
         if self.settings.client_terminal:
             self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit)
 
-    def on_shutdown(self, deadline: float) -> None:
-        self._end_session(deadline)
+    def recoverable(self, link: AgentLink | None) -> bool:
+        return bool(link is not None and link.init.agentCapabilities.loadSession) or self._can_resume(link)
 
-    def on_terminate(self, reason) -> None:  # type: ignore[no-untyped-def]
-        # Always runs, also after a failure; _end_session is idempotent.
-        try:
-            self._end_session(time.monotonic() + 1.0, failed=reason.abnormal)
-        finally:
-            self._persist()
+    def on_stopping(self, events: list[EventBase], link: AgentLink | None, in_turn: bool) -> None:
+        if in_turn and link is not None and self.tr.native_session_id:
+            try:
+                link.notify("session/cancel", self._cancel_params())
+            except PaddockError:
+                pass
 
-    def _end_session(self, deadline: float, *, failed: bool = False) -> None:
-        if self.record.extra.get("finished_incarnation") is self:
-            return
-        self.record.extra["finished_incarnation"] = self
-        self.cancel_turn_timers()
-        link = self._link or self._get_link()
-        info = link.exit_info if link is not None else None
-        events: list[EventBase] = []
-        if info is not None or failed:
-            detail = link.exit_detail() if link is not None and info is not None else "the session actor failed"
-            self.end_turn(events, "failed", error=detail, requests="expired")
-            recoverable = bool(link is not None and link.init.agentCapabilities.loadSession) or self._can_resume(link)
-            events.append(self.session_exited(detail, recoverable=recoverable, info=info))
-            self.publish(status="error", active_turn_id=None, last_error=detail)
-        elif self.tr.native_session_id is None:
-            self.publish(status="stopped")  # never opened (a failed start): nothing to report
-        else:
-            in_turn = self.tr.in_turn
-            self.resolve_requests(events, "cancelled", answer=True)
-            if in_turn and link is not None and self.tr.native_session_id:
-                try:
-                    link.notify("session/cancel", self._cancel_params())
-                except PaddockError:
-                    pass
-            self.end_turn(events, "cancelled", error="the session was stopped")
-            events.append(self.session_exited("stopped", recoverable=True))
-            self.publish(status="stopped", active_turn_id=None)
-            if link is not None and self.tr.native_session_id:
-                link.unregister(self.tr.native_session_id)
-                if link.exit_info is None and link.init.agentCapabilities.sessionCapabilities.close is not None:
-                    # The agent process outlives this session: let it free the session's state.
-                    try:
-                        link.request_async("session/close", {"sessionId": self.tr.native_session_id},
-                                           lambda result, error: None)
-                    except PaddockError:
-                        pass
+    def on_detached(self, link: AgentLink) -> None:
+        if link.exit_info is None and link.init.agentCapabilities.sessionCapabilities.close is not None:
+            # The agent process outlives this session: let it free the session's state.
+            try:
+                link.request_async("session/close", {"sessionId": self.tr.native_session_id},
+                                   lambda result, error: None)
+            except PaddockError:
+                pass
+
+    def on_ended(self, deadline: float) -> None:
         if self._terminals is not None:
             self._terminals.close(deadline)
-        self.emit(events)
 
-    def _persist(self) -> None:
-        x = self.record.extra
-        x["session_id"] = self.tr.native_session_id
-        x["usage"] = self.tr.usage
+    def persist(self) -> None:
+        super().persist()
+        self.record.state.usage = self.tr.usage
 
     # message dispatch ----------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is Incoming:
-            return self._incoming(message.items)
-        if cls is PromptDone:
-            return self._prompt_done(message)
-        if cls is ReplayDone:
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, Incoming):
+            self._incoming(message.items)
+            return None
+        if isinstance(message, PromptDone):
+            self._prompt_done(message)
+            return None
+        if isinstance(message, ReplayDone):
             self._replaying = False
             return None
-        if cls is NewSessionDone:
-            return self._new_session_done(message)
-        if self._opening and cls in _HOST_OPERATIONS:
+        if isinstance(message, NewSessionDone):
+            self._new_session_done(message)
+            return None
+        if self._opening and type(message) in _HOST_OPERATIONS:
             self.stash()  # handled, in order, once the session is open (or failed to)
             return None
         return super().on_receive(message)  # the control messages (Open, SendTurn, ...)
 
     # helpers -------------------------------------------------------------------------------------
 
-    def _current_link(self) -> AgentLink:
-        link = self._get_link()
-        if link is None or link.exit_info is not None:
-            raise self.closed_error("the agent process is restarting")
-        return link
-
     def _can_resume(self, link: AgentLink | None) -> bool:
         return link is not None and link.init.agentCapabilities.sessionCapabilities.resume is not None
 
-    def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+    def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> msgspec.Raw:
         return link.call(method, params, timeout=timeout or self.settings.request_timeout, thread_id=self.thread_id)
 
     def _cursor(self) -> ResumeCursor | None:
         sid = self.tr.native_session_id
-        return cursor_for(self.settings.cursor_driver, sid, self.record.extra.get("created_at")) if sid else None
+        return cursor_for(self.settings.cursor_driver, sid, self.record.state.created_at) if sid else None
 
     # open, resume, modes -------------------------------------------------------------------------
 
@@ -241,7 +202,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         (``session/load``/``session/resume``) still waits for its answer, inside ``blocking()``."""
         if self.record.closed:
             raise self.closed_error()
-        link = self._current_link()
+        link = self.current_link()
         inp = self.start_input
         events: list[EventBase] = []
         resume_failed = False
@@ -250,7 +211,7 @@ class AcpSessionActor(SessionActor[_Pending]):
             try:
                 sid = session_id_of(inp.resume_cursor, self.settings.cursor_driver)
                 result = self._load(link, sid)
-                self.record.extra["created_at"] = created_at_of(inp.resume_cursor)
+                self.record.state.created_at = created_at_of(inp.resume_cursor)
                 return self._opened(link, result, events, resumed=True, resume_failed=False, detail=None)
             except PaddockError as exc:
                 resume_failed = True
@@ -269,7 +230,7 @@ class AcpSessionActor(SessionActor[_Pending]):
         reply = self.defer_reply()
         ref = self.actor_ref
 
-        def answered(result: Any, error: BaseException | None) -> None:
+        def answered(result: msgspec.Raw | None, error: BaseException | None) -> None:
             # Reader (or timer) thread: only tell. A stopped actor answered the Open already.
             try:
                 ref.tell(NewSessionDone(reply, link, events, resume_failed, detail, result, error))
@@ -292,11 +253,11 @@ class AcpSessionActor(SessionActor[_Pending]):
                 raise msg.link.error_of("session/new", msg.error, self.settings.request_timeout, self.thread_id)
             if self.record.closed:
                 raise self.closed_error()
-            result = _session_result_decoder.decode(msg.result)
+            result = _session_result_decoder.decode(msg.result or b"")
             if not result.sessionId:
                 raise RequestError("session/new", None, "the agent answered without a sessionId", **self.where())
             self.tr.native_session_id = result.sessionId
-            self.record.extra["created_at"] = time.time()
+            self.record.state.created_at = time.time()
             msg.link.register(result.sessionId, self.actor_ref)
             session = self._opened(msg.link, result, msg.events, resumed=False, resume_failed=msg.resume_failed,
                                    detail=msg.detail)
@@ -310,8 +271,8 @@ class AcpSessionActor(SessionActor[_Pending]):
     def _opened(self, link: AgentLink, result: w.SessionResult, events: list[EventBase], *, resumed: bool,
                 resume_failed: bool, detail: str | None) -> Session:
         self._link = link
-        self.record.extra["generation"] = link.generation
-        self._persist()
+        self.record.state.generation = link.generation
+        self.persist()
         inp = self.start_input
         events.append(
             SessionStarted(
@@ -352,22 +313,22 @@ class AcpSessionActor(SessionActor[_Pending]):
         return _session_result_decoder.decode(raw)
 
     def _configure(self, link: AgentLink, result: w.SessionResult, interaction_mode: str, model: str | None) -> list[EventBase]:
-        events: list = []
-        x = self.record.extra
+        events: list[EventBase] = []
+        x = self.record.state
         config: dict[str, Any] = {}
         if result.modes is not None:
-            x["modes"] = [m.id for m in result.modes.availableModes]
+            x.modes = [m.id for m in result.modes.availableModes]
             if self._report_modes is not None:
-                self._report_modes(x["modes"])
-            x["current_mode"] = result.modes.currentModeId
+                self._report_modes(x.modes)
+            x.current_mode = result.modes.currentModeId
             config["modes"] = [{"id": m.id, "name": m.name} for m in result.modes.availableModes]
             config["current_mode"] = result.modes.currentModeId
         if result.configOptions is not None:
-            x["config_options"] = result.configOptions
+            x.config_options = result.configOptions
             config["config_options"] = result.configOptions
         if result.models is not None:
             config["models"] = result.models
-            x["models"] = result.models
+            x.models = result.models
         if config:
             events.append(SessionConfigured(**self.identity, config=config))
         events += self._apply_mode(link, interaction_mode)
@@ -378,52 +339,49 @@ class AcpSessionActor(SessionActor[_Pending]):
     def _native_mode_for(self, interaction_mode: str) -> str | None:
         modes = self.settings.native_modes
         if interaction_mode == "plan":
-            return plan_mode_id(self.record.extra.get("modes") or (), modes.get("plan")) or modes.get("plan")
+            return plan_mode_id(self.record.state.modes, modes.get("plan")) or modes.get("plan")
         return modes.get(self.start_input.runtime_mode)
 
     def _apply_mode(self, link: AgentLink, interaction_mode: str) -> list[EventBase]:
-        x = self.record.extra
+        x = self.record.state
         target = self._native_mode_for(interaction_mode)
-        x["interaction_mode"] = interaction_mode
-        if target is None or target == x.get("current_mode"):
+        x.interaction_mode = interaction_mode  # type: ignore[assignment]
+        if target is None or target == x.current_mode:
             return []
-        if target not in (x.get("modes") or ()):
+        if target not in x.modes:
             return [RuntimeWarningEvent(**self.identity, code="acp.mode_unavailable",
                                         message=f"the agent has no mode {target!r}; runtime mode is enforced by the client only")]
         self._call(link, "session/set_mode", {"sessionId": self.tr.native_session_id, "modeId": target})
-        x["current_mode"] = target
+        x.current_mode = target
         return [SessionConfigured(**self.identity, config={"current_mode": target})]
 
     def _apply_model(self, link: AgentLink, model: str) -> list[EventBase]:
-        x = self.record.extra
-        if x.get("model") == model:
+        x = self.record.state
+        if x.model == model:
             return []
         option = next(
-            (o for o in x.get("config_options") or () if isinstance(o, dict) and o.get("category") == "model"),
+            (o for o in x.config_options or () if isinstance(o, dict) and o.get("category") == "model"),
             None,
         )
-        if option is None and self.settings.set_model and x.get("models") is not None:
+        if option is None and self.settings.set_model and x.models is not None:
             # Kiro (and Cursor) choose the model with the unstable session/set_model method; the
             # session's `models` block says the agent has one.
             self._call(link, "session/set_model", {"sessionId": self.tr.native_session_id, "modelId": model})
-            x["model"] = model
+            x.model = model
             return [SessionConfigured(**self.identity, config={"model": model})]
         if option is None:
             return [RuntimeWarningEvent(**self.identity, code="acp.model_unsupported",
                                         message=f"the agent offers no model option; model {model!r} not applied")]
         self._call(link, "session/set_config_option",
                    {"sessionId": self.tr.native_session_id, "configId": option.get("id"), "value": model})
-        x["model"] = model
+        x.model = model
         return [SessionConfigured(**self.identity, config={"model": model})]
 
-    def _ensure_native(self) -> tuple[AgentLink, list[EventBase]]:
-        """The link to prompt on; reloads the native session if the agent process restarted."""
-        link = self._current_link()
-        if self.record.extra.get("generation") == link.generation:
-            self._link = link
-            return link, []
+    def reattach(self, link: AgentLink) -> list[EventBase]:
+        """Hook: the agent process restarted; reload the native session on it (``session/load``,
+        else ``session/resume``). An agent that cannot closes the session
+        (:class:`SessionClosedError`)."""
         sid = self.tr.native_session_id
-        events: list = []
         if sid is None:
             raise self.closed_error("the session was never opened")
         try:
@@ -434,41 +392,42 @@ class AcpSessionActor(SessionActor[_Pending]):
             self.emit([self.session_exited(detail, recoverable=False)])
             self.publish(status="error", last_error=detail)
             raise self.closed_error(detail) from None
+        state = self.record.state
         self._link = link
-        self.record.extra["generation"] = link.generation
-        self.record.extra.pop("current_mode", None)
-        self.record.extra.pop("model", None)
-        events.append(
+        state.generation = link.generation
+        state.current_mode = None
+        state.model = None
+        events: list[EventBase] = [
             SessionStarted(
                 **self.identity, cwd=self.start_input.cwd, runtime_mode=self.start_input.runtime_mode,
-                interaction_mode=self.record.extra.get("interaction_mode"), resumed=True,
+                interaction_mode=state.interaction_mode, resumed=True,
                 detail="reloaded after the agent process restarted", provider_refs=ProviderRefs(thread=sid),
             )
-        )
-        events += self._configure(link, result, self.record.extra.get("interaction_mode") or "default", self.start_input.model)
+        ]
+        events += self._configure(link, result, state.interaction_mode or "default", self.start_input.model)
         self.publish(status="ready", last_error=None)
-        return link, events
+        return events
 
     # turns ---------------------------------------------------------------------------------------
 
     def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:
         """Hook: reload the native session when the agent restarted, apply mode and model, then
         ``session/prompt`` (asynchronously: its result arrives as :class:`PromptDone`)."""
-        link, events = self._ensure_native()
-        if inp.interaction_mode is not None and inp.interaction_mode != self.record.extra.get("interaction_mode"):
+        link, events = self.ensure_native()
+        if inp.interaction_mode is not None and inp.interaction_mode != self.record.state.interaction_mode:
             events += self._apply_mode(link, inp.interaction_mode)
         if inp.model:
             events += self._apply_model(link, inp.model)
         events += self.tr.start_turn(
             turn_id, model=inp.model or self.record.session.model,
-            interaction_mode=inp.interaction_mode or self.record.extra.get("interaction_mode"),
+            interaction_mode=inp.interaction_mode or self.record.state.interaction_mode,
             input_text=inp.text,
         )
         self._cancel_pending = False
         params = {"sessionId": self.tr.native_session_id, "prompt": [{"type": "text", "text": inp.text}]}
         ref = self.actor_ref
 
-        def done(result: Any, error: BaseException | None) -> None:
+        def done(result: msgspec.Raw | None, error: BaseException | None) -> None:
             # Reader thread: only tell. The session may have stopped meanwhile.
             try:
                 ref.tell(PromptDone(turn_id, result, error))
@@ -486,9 +445,9 @@ class AcpSessionActor(SessionActor[_Pending]):
         self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: the translator closes the turn's items (``usage``: the prompt's PromptUsage)."""
-        return self.tr.close_turn(state, events, usage)
+        return self.tr.close_turn(state, events, usage if isinstance(usage, w.PromptUsage) else None)
 
     def _prompt_done(self, msg: PromptDone) -> None:
         if msg.turn_id != self.tr.turn_id:
@@ -508,7 +467,7 @@ class AcpSessionActor(SessionActor[_Pending]):
                 self.end_turn(events, "failed", error=detail, answer=True)
         else:
             try:
-                result = _prompt_decoder.decode(msg.result)
+                result = _prompt_decoder.decode(msg.result or b"")
             except msgspec.DecodeError as exc:
                 result = None
                 events.append(RuntimeWarningEvent(**self.identity, code="acp.malformed_result",
@@ -517,17 +476,17 @@ class AcpSessionActor(SessionActor[_Pending]):
                 self.end_turn(events, "failed", error="malformed session/prompt result", answer=True)
             else:
                 state = stop_reason_state(result.stopReason, self.tr.interrupt_requested)
-                error = None
+                failure: str | None = None
                 hook = self.settings.failed_text
                 if state == "completed" and hook is not None:
                     # The agent reported a model failure as assistant text (copilot).
-                    error = hook(self.tr.last_message_text())
-                    if error is not None:
+                    failure = hook(self.tr.last_message_text())
+                    if failure is not None:
                         state = "failed"
-                self.end_turn(events, state, stop_reason=result.stopReason, usage=result.usage, error=error,
+                self.end_turn(events, state, stop_reason=result.stopReason, usage=result.usage, error=failure,
                               answer=True)
         self.emit(events)
-        self._persist()
+        self.persist()
         self.publish(status="ready", active_turn_id=None)
 
     def cancel_turn(self, events: list[EventBase]) -> None:
@@ -601,13 +560,13 @@ class AcpSessionActor(SessionActor[_Pending]):
 
     # incoming updates and requests ---------------------------------------------------------------
 
-    def _incoming(self, items: list[Any]) -> None:
+    def _incoming(self, items: list[Item]) -> None:
         events: list[EventBase] = []
         tr = self.tr
         replaying = self._replaying
         for item in items:
             try:
-                if type(item) is Req:
+                if isinstance(item, Req):
                     self._request(item, events)
                 elif replaying and isinstance(item, _CONTENT_KINDS):
                     continue

@@ -1,14 +1,18 @@
-"""Session settings shared by every incarnation of a session actor, and the resume cursor."""
+"""Session settings shared by every incarnation of a session actor, what one session keeps
+across incarnations (:class:`AcpState`), and the resume cursor."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from paddock.contract import ResumeCursor, ValidationError
+from paddock.actors import SharedState
+from paddock.contract import InteractionMode, ResumeCursor, ValidationError
 
-__all__ = ["SessionSettings", "created_at_of", "cursor_for", "session_id_of"]
+__all__ = ["AcpState", "SessionSettings", "created_at_of", "cursor_for", "session_id_of"]
 
 
 class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -17,7 +21,7 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     driver: str
     instance_id: str
     cursor_driver: str
-    auto_allow: Any
+    auto_allow: Mapping[str, frozenset[str]]
     native_modes: dict[str, str]
     cancel_guard: float
     cancel_timeout: float
@@ -28,20 +32,40 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}
     cancel_retry: float = 0.0
     """Seconds between re-sent ``session/cancel`` notifications within the cancel guard."""
-    failed_text: Any = None
+    failed_text: Callable[[str], str | None] | None = None
     """The flavor's ``failed_text(text) -> error | None`` hook."""
-    resume_hint: Any = None
+    resume_hint: Callable[[str, float | None], str | None] | None = None
     """The flavor's ``resume_hint(error, age_seconds | None) -> sentence | None`` hook."""
     cancel_meta: dict[str, Any] = {}
+    """``_meta`` sent with every ``session/cancel`` (grok: ``cancelTrigger``)."""
     set_model: bool = False
     """The agent chooses models with ``session/set_model`` (when its session has ``models``)."""
-    """``_meta`` sent with every ``session/cancel`` (grok: ``cancelTrigger``)."""
+
+
+@dataclass(slots=True)
+class AcpState(SharedState):
+    """An ACP session's durable state (``native_id``: the ACP session id)."""
+
+    created_at: float | None = None
+    """When the native session was created (the cursor carries it: resume hints use its age)."""
+    interaction_mode: InteractionMode | None = None
+    """The interaction mode last applied."""
+    modes: list[str] = field(default_factory=list)
+    """The native mode ids the session offers."""
+    current_mode: str | None = None
+    """The native mode the session is in, as last set or reported."""
+    model: str | None = None
+    """The model last applied."""
+    models: dict[str, Any] | None = None
+    """The session's ``models`` block (agent-defined JSON)."""
+    config_options: list[dict[str, Any]] | None = None
+    """The session's ``configOptions`` (agent-defined JSON)."""
 
 
 def cursor_for(driver: str, session_id: str, created_at: float | None = None) -> ResumeCursor:
     """``createdAt`` (epoch seconds of ``session/new``) lets a flavor explain a failed load of a
     session too young to be saved (gemini); readers of older cursors see it missing."""
-    payload: dict[str, Any] = {"sessionId": session_id}
+    payload: dict[str, str | float] = {"sessionId": session_id}
     if created_at is not None:
         payload["createdAt"] = round(created_at, 3)
     return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode(payload).decode())

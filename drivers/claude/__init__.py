@@ -47,7 +47,7 @@ The CLI refuses ``bypassPermissions`` as root unless ``IS_SANDBOX=1``: there ful
 """
 
 from ._adapter import ClaudeAdapter as ClaudeAdapter
-from ._adapter import build_argv as build_argv
+from ._command import build_argv as build_argv
 from ._capabilities import CLAUDE_CAPABILITIES as CLAUDE_CAPABILITIES
 from ._config import DEFAULT_PERMISSION_MODES as DEFAULT_PERMISSION_MODES
 from ._config import ClaudeConfig as ClaudeConfig

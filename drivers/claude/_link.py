@@ -1,15 +1,18 @@
-"""The link between one CLI process and its session actor: decoded stdout batches, the
-``initialize`` handshake, the exit notice."""
+"""The link between one CLI process and its session actor: the spawn and its ``initialize``
+handshake (readiness), decoded stdout batches, the exit notice."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import msgspec
 import pykka
 
-from paddock.actors import ExitInfo, ProcessHandle, TransportWarning
+from paddock.actors import ExitInfo, Mailbox, ProcessActor, ProcessHandle, ProcessSpec, TransportWarning
+from paddock.contract import ProcessError
+from paddock.supervisors import ChildContext
 
 __all__ = ["Exited", "Lines", "ProcessLink"]
 
@@ -50,8 +53,42 @@ class ProcessLink:
         self.handle: ProcessHandle | None = None  # set by the process child's start factory
         self.exit_info: ExitInfo | None = None
         self._lock = threading.Lock()
-        self._ref: pykka.ActorRef[Any] | None = None
-        self._buffer: list[Any] = []
+        self._ref: Mailbox | None = None
+        self._buffer: list[Lines | Exited | TransportWarning] = []
+
+    # the spawn and readiness -----------------------------------------------------------------
+
+    def start(self, spec: ProcessSpec, cctx: ChildContext, timeout: float) -> pykka.ActorRef[Any]:
+        """ChildSpec factory (session scope supervisor thread): spawn the CLI and write
+        ``initialize``, no waiting here (the root supervisor thread is shared by every session
+        start); the caller waits for the answer in :meth:`await_ready`."""
+        handle = ProcessActor.open(spec, on_lines=self.on_lines, on_exit=self.on_exit, on_warning=self.on_warning,
+                                   context=cctx, timeout=timeout)
+        self.handle = handle
+        try:
+            handle.write_lines([
+                b'{"type":"control_request","request_id":"%s","request":{"subtype":"initialize","hooks":null}}'
+                % self.init_request_id.encode()
+            ], timeout=timeout)
+        except BaseException:
+            handle.terminate(2.0)
+            raise
+        return handle.actor_ref
+
+    def await_ready(self, deadline: float, start_timeout: float) -> None:
+        """Block the caller until the CLI answered ``initialize`` (readiness is that answer, not
+        ``system/init``); raise ProcessError when it exited or refused first."""
+        if not self.init_done.wait(max(0.0, deadline - time.monotonic())):
+            tail = self.handle.stderr_tail()[-2048:] if self.handle is not None else ""
+            raise ProcessError(f"Claude Code did not answer initialize within {start_timeout:g} s", stderr_tail=tail)
+        response = self.init_response
+        if response is None:
+            info = self.exit_info
+            if info is not None:
+                raise info.error("Claude Code exited before answering initialize")
+            raise ProcessError("Claude Code exited before answering initialize")
+        if response.get("subtype") != "success":
+            raise ProcessError(f"Claude Code refused initialize: {response.get('error')}")
 
     # reader thread ---------------------------------------------------------------------------
 
@@ -95,14 +132,14 @@ class ProcessLink:
 
     # inside the session actor (a dispatcher worker) ------------------------------------------
 
-    def attach(self, ref: pykka.ActorRef[Any]) -> None:
+    def attach(self, ref: Mailbox) -> None:
         with self._lock:
             self._ref = ref
             pending, self._buffer = self._buffer, []
             for message in pending:
                 ref.tell(message)
 
-    def _deliver(self, message: Any) -> None:
+    def _deliver(self, message: Lines | Exited | TransportWarning) -> None:
         with self._lock:
             ref = self._ref
             if ref is None:

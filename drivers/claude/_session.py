@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from paddock.actors import Emitter, ExitInfo, SessionActor, SessionRecord
+from paddock.actors import ExitInfo, SessionActor, SessionRecord
 from paddock.contract import (
     ContentDelta,
     EventBase,
@@ -53,7 +53,7 @@ from paddock.supervisors import ChildContext, ExitReason
 
 from ._cursor import cursor_for
 from ._link import Exited, Lines, ProcessLink
-from ._messages import SessionSettings
+from ._messages import ClaudeState, SessionSettings
 from ._tools import item_kind_of_tool, request_kind_of_item, result_text, tool_title
 
 __all__ = ["ClaudeSessionActor"]
@@ -88,28 +88,23 @@ class _Pending:
         self.tool_use_id = tool_use_id
 
 
-class ClaudeSessionActor(SessionActor[_Pending]):
-    """One Claude Code session on one CLI process (see the module docstring).
+class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
+    """One Claude Code session on one CLI process (see the module docstring); its state
+    (:class:`ClaudeState`) is set by the adapter at start."""
 
-    ``record.extra`` holds: ``input`` (the StartSessionInput), ``session_id``, ``resumed``,
-    ``resume_failed``/``resume_detail``, ``permission_mode`` (the native mode at start),
-    ``runtime_permission_mode`` (the native mode of the runtime mode, outside plan),
-    ``auto_allow`` (answer every ask with allow: full-access), ``usage`` (cumulative TokenUsage).
-    """
-
-    def __init__(self, record: SessionRecord, emitter: Emitter, link: ProcessLink, settings: SessionSettings, *,
+    def __init__(self, record: SessionRecord[ClaudeState], settings: SessionSettings, *,
                  context: ChildContext | None = None) -> None:
-        super().__init__(record, emitter, context=context)
-        self.link = link
+        super().__init__(record, context=context)
+        x = record.state
+        self.link: ProcessLink = x.link
         self.settings = settings
-        x = record.extra
-        self.start_input = x["input"]
-        self.session_id: str = x["session_id"]
-        self.auto_allow: bool = x.get("auto_allow", False)
-        self.usage: TokenUsage = x.get("usage") or TokenUsage()
+        self.start_input = record.input
+        self.session_id: str = x.session_id
+        self.auto_allow: bool = x.auto_allow
+        self.usage: TokenUsage = x.usage or TokenUsage()
         self.cost_base = self.usage.cost or 0.0
         self.model: str | None = self.start_input.model
-        self.permission_mode: str = x["permission_mode"]
+        self.permission_mode: str = x.permission_mode
         self.interaction_mode: str = self.start_input.interaction_mode
         self.aborted = False
         self.turns_done = 0
@@ -160,16 +155,17 @@ class ClaudeSessionActor(SessionActor[_Pending]):
     def _recoverable(self) -> bool:
         # Observed: a session killed during its first turn cannot be resumed ("No conversation
         # found"); once a turn completed (or it was resumed) it is saved under CLAUDE_CONFIG_DIR.
-        return self.turns_done > 0 or bool(self.record.extra.get("resumed"))
+        return self.turns_done > 0 or self.record.state.resumed
 
     # dispatch ------------------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is Lines:
-            return self._lines(message)
-        if cls is Exited:
-            return self._exited(message.info)
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, Lines):
+            self._lines(message)
+            return None
+        if isinstance(message, Exited):
+            self._exited(message.info)
+            return None
         return super().on_receive(message)  # the control messages (Open, SendTurn, ...)
 
     # helpers -------------------------------------------------------------------------------------
@@ -201,17 +197,17 @@ class ClaudeSessionActor(SessionActor[_Pending]):
         if self.finished:
             raise self.closed_error("the Claude Code process has exited")
         self.opened = True
-        x = self.record.extra
+        x = self.record.state
         inp = self.start_input
         init = self.link.init_response or {}
         answer = init.get("response") or {}
         events: list[EventBase] = []
-        if x.get("resume_failed"):
-            events.append(RuntimeWarningEvent(**self.identity, code="claude.resume_failed", message=x["resume_detail"]))
+        if x.resume_failed:
+            events.append(RuntimeWarningEvent(**self.identity, code="claude.resume_failed", message=x.resume_detail or ""))
         events.append(SessionStarted(
             **self.identity, cwd=inp.cwd, model=self.model, runtime_mode=inp.runtime_mode,
-            interaction_mode=inp.interaction_mode, resumed=bool(x.get("resumed")),
-            resume_failed=bool(x.get("resume_failed")), detail=x.get("resume_detail"),
+            interaction_mode=inp.interaction_mode, resumed=x.resumed,
+            resume_failed=x.resume_failed, detail=x.resume_detail,
             provider_refs=self._refs(),
         ))
         config: dict[str, Any] = {"session_id": self.session_id, "permission_mode": self.permission_mode}
@@ -224,7 +220,7 @@ class ClaudeSessionActor(SessionActor[_Pending]):
             config["output_style"] = answer["output_style"]
         events.append(SessionConfigured(**self.identity, config=config, provider_refs=self._refs()))
         self.emit(events)
-        return self.publish(status="ready", resume_cursor=self._cursor(), resumed=bool(x.get("resumed")))
+        return self.publish(status="ready", resume_cursor=self._cursor(), resumed=x.resumed)
 
     # turns ---------------------------------------------------------------------------------------
 
@@ -235,8 +231,7 @@ class ClaudeSessionActor(SessionActor[_Pending]):
             self.model = inp.model
         mode = inp.interaction_mode
         if mode is not None and mode != self.interaction_mode:
-            x = self.record.extra
-            native = self.settings.permission_modes["plan"] if mode == "plan" else x["runtime_permission_mode"]
+            native = self.settings.permission_modes["plan"] if mode == "plan" else self.record.state.runtime_permission_mode
             self._control("set_permission_mode", mode=native)
             self.permission_mode = native
             self.interaction_mode = mode
@@ -249,7 +244,7 @@ class ClaudeSessionActor(SessionActor[_Pending]):
         self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor, model=self.model)
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: complete the turn's open items before its ``turn.completed``."""
         item_status = "completed" if state == "completed" else ("failed" if state == "failed" else "cancelled")
         for item in list(self.items.values()):
@@ -261,7 +256,7 @@ class ClaudeSessionActor(SessionActor[_Pending]):
         self.declined.clear()
         self.stream_msg = None
         self.aborted = False
-        return usage
+        return usage if isinstance(usage, TokenUsage) else None
 
     def cancel_turn(self, events: list[EventBase]) -> None:
         """Hook: control_request ``interrupt``; ``turn.aborted`` at once (no new item after it)."""
@@ -345,7 +340,7 @@ class ClaudeSessionActor(SessionActor[_Pending]):
             sid = msg.get("session_id")
             if isinstance(sid, str) and sid and sid != self.session_id:
                 self.session_id = sid
-                self.record.extra["session_id"] = sid
+                self.record.state.session_id = sid
             if isinstance(msg.get("model"), str):
                 self.model = msg["model"]
             if not self.configured:
@@ -508,7 +503,7 @@ class ClaudeSessionActor(SessionActor[_Pending]):
                 cost=max(total_cost, u.cost or 0.0) if total_cost is not None else None,
                 currency="USD" if total_cost is not None else None,
             )
-            self.record.extra["usage"] = self.usage
+            self.record.state.usage = self.usage
             events.append(ThreadTokenUsageUpdated(**self.identity, turn_id=self.turn.turn_id, usage=self.usage))
         is_error = bool(msg.get("is_error"))
         terminal = msg.get("terminal_reason")

@@ -5,20 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from paddock.contract import ProviderAdapter
-from paddock.drivers._binary import BinaryLocation, find_binary
 from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version
 
 from ._adapter import ClaudeAdapter
 from ._capabilities import CLAUDE_CAPABILITIES
+from ._command import build_argv, locate
 from ._config import ClaudeConfig
 
 __all__ = ["claude_driver_spec", "locate", "probe"]
-
-
-def locate(ctx: InstanceContext) -> BinaryLocation | str:
-    """The configured ``binary``, else the pinned Claude Code in the peers dir, else ``claude``
-    on the child's ``PATH``; or why none was found. Spawns nothing."""
-    return find_binary(ctx.config.binary, peer="claude", env=ctx.env)
 
 
 def probe(ctx: InstanceContext) -> str | None:
@@ -57,8 +51,6 @@ def diagnose(ctx: InstanceContext) -> dict[str, Any]:
 def command(ctx: InstanceContext) -> list[str]:
     """The command line of a new session in approval-required mode (``<session>``: the id the
     driver picks per session)."""
-    from ._adapter import build_argv
-
     where = locate(ctx)
     if isinstance(where, str):
         raise LookupError(where)

@@ -22,14 +22,14 @@ Lifecycle of the native thread:
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
-from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from paddock.actors import Emitter, SessionActor, SessionRecord
+from paddock.actors import SessionRecord, SharedSessionActor
 from paddock.contract import (
     ConfigWarning,
     DeprecationNotice,
@@ -44,7 +44,6 @@ from paddock.contract import (
     Session,
     SessionConfigured,
     SessionStarted,
-    SessionStateChanged,
     ThreadSnapshot,
     TokenUsage,
     TurnStartResult,
@@ -59,11 +58,11 @@ from paddock.supervisors import ChildContext
 
 from . import _wire as w
 from ._approvals import NativeRequest, answer_for, cancel_answer, request_kind
-from ._server import Incoming, Note, Req, ServerLink
-from ._settings import SessionSettings, cursor_for, thread_id_of
+from ._server import Incoming, Note, Req, Router, ServerLink
+from ._settings import CodexState, SessionSettings, cursor_for, thread_id_of
 from ._translate import DELTA_STREAMS, TURN_STATES, Translator, turn_error_text
 
-__all__ = ["CodexSessionActor", "Compact", "Fork", "RespondInput", "Rollback", "Steer"]
+__all__ = ["CodexSessionActor"]
 
 log = logging.getLogger(__name__)
 
@@ -78,126 +77,56 @@ _NO_TURN = "no turn is running"
 _HOLD_LIMIT = 4096  # events held across queued Incoming batches before an emit regardless
 
 
-@dataclass(frozen=True, slots=True)
-class Steer:
-    """Add input to the running turn (``turn/steer``); answers a ``TurnStartResult``."""
-
-    input: SendTurnInput
-
-
-@dataclass(frozen=True, slots=True)
-class RespondInput:
-    """Answer an open ``user-input.requested``; answers ``None``."""
-
-    request_id: str
-    answers: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Fork:
-    """``thread/fork`` this thread; answers the forked thread's resume cursor."""
-
-
-@dataclass(frozen=True, slots=True)
-class Compact:
-    """``thread/compact/start`` on this thread; answers ``None``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Rollback:
-    """Drop the last ``num_turns`` turns (``thread/revert``); answers a ``ThreadSnapshot``."""
-
-    num_turns: int
-
-
-class CodexSessionActor(SessionActor[NativeRequest]):
+class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink]):
     """One Codex thread. Built by the session supervisor's child spec; see the module docstring.
     ``get_link()`` returns the current app-server link (``None`` while it restarts)."""
 
-    def __init__(self, record: SessionRecord, emitter: Emitter, settings: SessionSettings,
-                 get_link: Callable[[], ServerLink | None], *,
-                 context: ChildContext | None = None) -> None:
-        super().__init__(record, emitter, context=context)
+    process_noun = "the app-server"
+    restart_reason = "the app-server restarted; the thread resumes on its next turn"
+
+    def __init__(self, record: SessionRecord[CodexState], settings: SessionSettings,
+                 get_link: Callable[[], ServerLink | None], *, context: ChildContext | None = None) -> None:
+        super().__init__(record, get_link, context=context)
         self.settings = settings
-        self._get_link = get_link
-        self._link: ServerLink | None = None
-        x = record.extra
-        self.start_input = x["input"]
+        self.start_input = record.input
         self.tr = Translator(self.identity)
-        self.tr.native_thread_id = x.get("native_thread_id")
-        self.tr.usage = x.get("usage")
+        self.tr.native_thread_id = record.state.native_id
+        self.tr.usage = record.state.usage
         self._inputs: dict[str, tuple[int | str, str | None]] = {}  # user-input request id -> (rpc id, turn)
         self._held: list[EventBase] = []  # translated, not yet emitted (see _handle_receive)
 
-    # lifecycle -----------------------------------------------------------------------------------
+    # lifecycle (the shared-process base's hooks) -------------------------------------------------
 
-    def on_start(self) -> None:
-        super().on_start()
-        link = self._get_link()
-        tid = self.tr.native_thread_id
-        if link is not None and tid and self.record.extra.get("generation") == link.generation:
-            self._link = link  # a restarted incarnation on the same process takes over the routing
-            link.router.register(tid, self.actor_ref)
-        elif link is not None and tid:
-            self.emit([SessionStateChanged(**self.identity, state="ready",
-                                           reason="the app-server restarted; the thread resumes on its next turn")])
+    @property
+    def native_id(self) -> str | None:
+        return self.tr.native_thread_id
 
-    def on_shutdown(self, deadline: float) -> None:
-        self._end_session()
-
-    def on_terminate(self, reason: Any) -> None:
-        # Always runs, also after a failure; _end_session is idempotent.
-        try:
-            self._end_session(failed=bool(getattr(reason, "abnormal", False)))
-        finally:
-            self._persist()
-
-    def _end_session(self, *, failed: bool = False) -> None:
+    def end_session(self, deadline: float, *, failed: bool = False) -> None:
         self._flush()
-        x = self.record.extra
-        if x.get("finished_incarnation") is self:
-            return
-        x["finished_incarnation"] = self
-        link = self._link or self._get_link()
-        dead = link is not None and link.exit_info is not None
-        events: list[EventBase] = []
-        if dead or failed:
-            info = link.exit_info if dead and link is not None else None
-            detail = link.exit_detail() if info is not None and link is not None else "the session actor failed"
-            self._resolve_inputs(events, "expired", answer=False)
-            self.end_turn(events, "failed", error=detail, requests="expired")
-            events.append(self.session_exited(detail, recoverable=self.tr.native_thread_id is not None, info=info))
-            self.publish(status="error", active_turn_id=None, last_error=detail)
-        elif self.tr.native_thread_id is None:
-            self.publish(status="stopped")  # never opened (a failed start): nothing to report
-        else:
-            in_turn = self.turn.in_turn
-            self.resolve_requests(events, "cancelled", answer=True)
-            self._resolve_inputs(events, "cancelled", answer=True)
-            if in_turn:
-                self._send_interrupt()
-            self.end_turn(events, "cancelled", error="the session was stopped")
-            events.append(self.session_exited("stopped", recoverable=True))
-            self.publish(status="stopped", active_turn_id=None)
-            if link is not None:
-                link.router.unregister(self.tr.native_thread_id, self.actor_ref)
-        self.emit(events)
+        super().end_session(deadline, failed=failed)
 
-    def _persist(self) -> None:
-        x = self.record.extra
-        x["native_thread_id"] = self.tr.native_thread_id
-        x["usage"] = self.tr.usage
+    def on_lost(self, events: list[EventBase]) -> None:
+        self._resolve_inputs(events, "expired", answer=False)
+
+    def on_stopping(self, events: list[EventBase], link: ServerLink | None, in_turn: bool) -> None:
+        self._resolve_inputs(events, "cancelled", answer=True)
+        if in_turn:
+            self._send_interrupt()
+
+    def persist(self) -> None:
+        super().persist()
+        self.record.state.usage = self.tr.usage
 
     # message dispatch ----------------------------------------------------------------------------
 
-    def _handle_receive(self, message: Any) -> Any:
+    def _handle_receive(self, message: object) -> object:
         # The app-server writes one line per delta, so at its ~10k lines/s each read batch holds
         # a few lines and every hop downstream (hub, subscribers) would run per tiny batch.
         # Consecutive Incoming batches already waiting in this actor's inbox are translated
         # into one emit: the events are held only while another message is queued behind them,
         # and any other message (a host operation, a stop) first flushes them, so order and
         # latency are unchanged when the stream is slow.
-        if type(message) is Incoming:
+        if isinstance(message, Incoming):
             self._incoming(message.items)
             if len(self._held) >= _HOLD_LIMIT or self.actor_inbox.empty():
                 self._flush()
@@ -210,29 +139,13 @@ class CodexSessionActor(SessionActor[NativeRequest]):
             held, self._held = self._held, []
             self.emit(held)
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is Incoming:
-            return self._incoming(message.items)
-        if cls is Steer:
-            return self._steer(message.input)
-        if cls is RespondInput:
-            return self._respond_input(message.request_id, message.answers)
-        if cls is Rollback:
-            return self._rollback(message.num_turns)
-        if cls is Fork:
-            return self._fork()
-        if cls is Compact:
-            return self._compact()
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, Incoming):
+            self._incoming(message.items)
+            return None
         return super().on_receive(message)
 
     # helpers -------------------------------------------------------------------------------------
-
-    def _current_link(self) -> ServerLink:
-        link = self._get_link()
-        if link is None or link.exit_info is not None:
-            raise self.closed_error("the app-server is restarting")
-        return link
 
     def _call(self, link: ServerLink, method: str, params: dict[str, Any]) -> msgspec.Raw:
         return link.call(method, params, timeout=self.settings.request_timeout, thread_id=self.thread_id)
@@ -258,7 +171,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         """Hook (``Open``): start or resume the native thread (blocking on the app-server)."""
         if self.record.closed:
             raise self.closed_error()
-        link = self._current_link()
+        link = self.current_link()
         inp = self.start_input
         events: list[EventBase] = []
         resumed = resume_failed = False
@@ -288,14 +201,14 @@ class CodexSessionActor(SessionActor[NativeRequest]):
     def _start_thread(self, link: ServerLink) -> w.ThreadResult:
         raw = self._call(link, "thread/start", self._thread_params(self.start_input.model or self.settings.model))
         result = _thread_result.decode(raw)
-        self.record.extra["persisted_turns"] = 0
+        self.record.state.persisted_turns = 0
         return result
 
     def _resume(self, link: ServerLink, native_id: str) -> w.ThreadResult:
         params = {"threadId": native_id, **self._thread_params(self.start_input.model or self.settings.model)}
         result = _thread_result.decode(self._call(link, "thread/resume", params))
-        self.record.extra["persisted_turns"] = len(result.thread.turns)
-        self.record.extra["native_turns"] = [t.id for t in result.thread.turns]
+        self.record.state.persisted_turns = len(result.thread.turns)
+        self.record.state.native_turns = [t.id for t in result.thread.turns]
         return result
 
     def _bind(self, link: ServerLink, result: w.ThreadResult) -> None:
@@ -305,8 +218,8 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         self.tr.native_thread_id = result.thread.id
         link.router.register(result.thread.id, self.actor_ref)
         self._link = link
-        self.record.extra["generation"] = link.generation
-        self._persist()
+        self.record.state.generation = link.generation
+        self.persist()
 
     def _configured(self, link: ServerLink, result: w.ThreadResult) -> list[EventBase]:
         events: list[EventBase] = [SessionConfigured(**self.identity, config={
@@ -314,7 +227,9 @@ class CodexSessionActor(SessionActor[NativeRequest]):
             "approval_policy": result.approvalPolicy, "sandbox": result.sandbox,
             "rollout_path": result.thread.path,
         })]
-        for method, text in list(link.router.instance_notes):
+        router = link.router
+        notes = list(router.instance_notes) if isinstance(router, Router) else []
+        for method, text in notes:
             if not text:
                 continue
             if method == "configWarning":
@@ -323,18 +238,16 @@ class CodexSessionActor(SessionActor[NativeRequest]):
                 events.append(DeprecationNotice(**self.identity, message=text))
         return events
 
-    def _ensure_native(self) -> tuple[ServerLink, list[EventBase]]:
-        """The link to send the turn on; resumes the thread first when the app-server restarted."""
-        link = self._current_link()
-        x = self.record.extra
-        if x.get("generation") == link.generation:
-            self._link = link
-            return link, []
+    def reattach(self, link: ServerLink) -> list[EventBase]:
+        """Hook: the app-server restarted; resume the thread on it (``thread/resume``), or start
+        a new thread when Codex never persisted this one (no completed turn) or the resume
+        fails, and say so."""
+        state = self.record.state
         events: list[EventBase] = []
         native = self.tr.native_thread_id
         detail: str
         result: w.ThreadResult | None = None
-        if native and x.get("persisted_turns", 0) > 0:
+        if native and state.persisted_turns > 0:
             try:
                 result = self._resume(link, native)
             except PaddockError as exc:
@@ -347,7 +260,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         resumed = result is not None
         if result is None:
             result = self._start_thread(link)
-            x["native_turns"] = []
+            state.native_turns = []
         self._bind(link, result)
         events.append(SessionStarted(
             **self.identity, cwd=self.start_input.cwd, model=result.model, runtime_mode=self.start_input.runtime_mode,
@@ -356,14 +269,14 @@ class CodexSessionActor(SessionActor[NativeRequest]):
             provider_refs=ProviderRefs(thread=self.tr.native_thread_id),
         ))
         self.publish(status="ready", last_error=None, resume_cursor=self._cursor())
-        return link, events
+        return events
 
     # turns ---------------------------------------------------------------------------------------
 
     def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:
         """Hook (``SendTurn``): resume on a restarted app-server, then ``turn/start``. The turn's
         id is Codex's own unless the host chose one (``SendTurnInput.turn_id``)."""
-        link, events = self._ensure_native()
+        link, events = self.ensure_native()
         params: dict[str, Any] = {
             "threadId": self.tr.native_thread_id,
             "input": [w.TextInput(text=inp.text)],
@@ -388,7 +301,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         self.publish(status="running", active_turn_id=ours, resume_cursor=cursor)
         return TurnStartResult(thread_id=self.thread_id, turn_id=ours, resume_cursor=cursor)
 
-    def _steer(self, inp: SendTurnInput) -> TurnStartResult:
+    def steer(self, inp: SendTurnInput) -> TurnStartResult:
         if self.record.closed:
             raise self.closed_error()
         turn_id = self.turn.turn_id
@@ -427,7 +340,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         self.emit(events)
         self.publish(status="ready", active_turn_id=None)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: pending user inputs end with the turn; the translator forgets the turn."""
         self._resolve_inputs(events, "cancelled", answer=True)
         self.tr.end()
@@ -437,44 +350,46 @@ class CodexSessionActor(SessionActor[NativeRequest]):
         if not self.turn.in_turn or n.turn.id != self.tr.native_turn_id:
             return
         state: TurnState = TURN_STATES.get(n.turn.status, "failed")  # type: ignore[assignment]
-        x = self.record.extra
-        x["persisted_turns"] = x.get("persisted_turns", 0) + 1
-        x.setdefault("native_turns", []).append(n.turn.id)
+        kept = self.record.state
+        kept.persisted_turns += 1
+        kept.native_turns.append(n.turn.id)
         self.end_turn(events, state, stop_reason=n.turn.status, error=turn_error_text(n.turn.error), answer=True,
                       usage=self.tr.usage)
         self.publish(status="ready", active_turn_id=None)
 
     # rollback ------------------------------------------------------------------------------------
 
-    def _rollback(self, num_turns: int) -> ThreadSnapshot:
+    def rollback(self, num_turns: int) -> ThreadSnapshot:
+        """Hook (``Rollback``): ``thread/revert`` before the ``num_turns``-th last turn."""
         if self.record.closed:
             raise self.closed_error()
         if self.turn.in_turn:
             raise ValidationError("rollback_thread", "a turn is running; wait for it or interrupt it", **self.where())
-        link, events = self._ensure_native()
+        link, events = self.ensure_native()
         self.emit(events)
-        natives: list[str] = self.record.extra.get("native_turns", [])
+        natives = self.record.state.native_turns
         if num_turns > len(natives):
             raise ValidationError("rollback_thread", f"the thread has {len(natives)} turns, cannot drop {num_turns}",
                                   **self.where())
         self._call(link, "thread/revert", {"threadId": self.tr.native_thread_id, "beforeTurnId": natives[-num_turns]})
         del natives[-num_turns:]
-        self.record.extra["persisted_turns"] = len(natives)
+        self.record.state.persisted_turns = len(natives)
         return self.forget_turns(num_turns)
 
-    def _fork(self) -> ResumeCursor:
+    def fork(self) -> ResumeCursor:
+        """Hook (``Fork``): ``thread/fork``; the copy's resume cursor."""
         if self.record.closed:
             raise self.closed_error()
         if self.turn.in_turn:
             raise ValidationError("fork_thread", "a turn is running; wait for it or interrupt it", **self.where())
-        link, events = self._ensure_native()
+        link, events = self.ensure_native()
         self.emit(events)
-        if not self.record.extra.get("persisted_turns"):
+        if not self.record.state.persisted_turns:
             raise ValidationError("fork_thread", "the thread has no turn yet; there is nothing to fork", **self.where())
         result = _thread_result.decode(self._call(link, "thread/fork", {"threadId": self.tr.native_thread_id}))
         return cursor_for(result.thread.id)
 
-    def _compact(self) -> TurnStartResult:
+    def compact(self) -> TurnStartResult:
         """``thread/compact/start``. Codex runs the compaction as a turn of its own (a second
         ``turn/start`` meanwhile fails with ``ActiveTurnNotSteerable { turn_kind: Compact }``),
         so it is a turn here too: ``turn.started`` now, bound to Codex's turn id at its
@@ -483,7 +398,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
             raise self.closed_error()
         if self.turn.in_turn:
             raise ValidationError("compact_thread", "a turn is running; wait for it or interrupt it", **self.where())
-        link, events = self._ensure_native()
+        link, events = self.ensure_native()
         self._call(link, "thread/compact/start", {"threadId": self.tr.native_thread_id})
         turn_id = self.turn.new_id(None)
         events.append(self.turn.start(turn_id, input_text=None, model=self.record.session.model,
@@ -635,7 +550,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
                                          request_id=request_id, questions=questions,
                                          provider_refs=self.tr.refs(item=p.itemId, request=str(req.id))))
 
-    def _respond_input(self, request_id: str, answers: dict[str, Any]) -> None:
+    def answer_user_input(self, request_id: str, answers: dict[str, Any]) -> None:
         entry = self._inputs.pop(request_id, None)
         if entry is None:
             raise RequestError("respond_to_user_input", None,
@@ -657,7 +572,7 @@ class CodexSessionActor(SessionActor[NativeRequest]):
                                             resolution=resolution))  # type: ignore[arg-type]
 
 
-def _log_failure(future: Any) -> None:
+def _log_failure(future: concurrent.futures.Future[msgspec.Raw]) -> None:
     # Reader (or timer) thread: the interrupt's answer; its failure only matters for debugging.
     error = future.exception()
     if error is not None:

@@ -1,13 +1,15 @@
-"""What every session of one instance shares (:class:`SessionSettings`), and the resume cursor."""
+"""What every session of one instance shares (:class:`SessionSettings`), what one session keeps
+across incarnations (:class:`CodexState`), and the resume cursor."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from paddock.actors import SharedState
 from paddock.contract import ResumeCursor, ValidationError
 
-__all__ = ["CURSOR_VERSION", "SessionSettings", "cursor_for", "thread_id_of"]
+__all__ = ["CURSOR_VERSION", "CodexState", "SessionSettings", "cursor_for", "thread_id_of"]
 
 CURSOR_VERSION = 1
 
@@ -23,6 +25,16 @@ class SessionSettings:
     model: str | None
     request_timeout: float
     interrupt_timeout: float
+
+
+@dataclass(slots=True)
+class CodexState(SharedState):
+    """A Codex session's durable state (``native_id``: the Codex thread id)."""
+
+    persisted_turns: int = 0
+    """Completed turns Codex persisted (a thread without one cannot be resumed)."""
+    native_turns: list[str] = field(default_factory=list)
+    """Codex's turn ids, oldest first (``thread/revert`` names the turn to cut before)."""
 
 
 def cursor_for(thread_id: str) -> ResumeCursor:

@@ -24,7 +24,7 @@ def probe(ctx: InstanceContext) -> str | None:
         if not isinstance(found, BinaryLocation):
             return found
         from ._home import check_shadow
-        from ._adapter import codex_home_of
+        from ._process import codex_home_of
 
         home, main = codex_home_of(ctx)
         if main is not None:

@@ -24,7 +24,8 @@ import sys
 import msgspec
 
 from paddock.contract import Capabilities
-from paddock.drivers import InstanceContext, ModelAccess
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpConfig, AcpFlavor
 
 __all__ = ["LOCAL_FLAVOR", "LocalConfig"]

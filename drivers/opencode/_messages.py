@@ -1,20 +1,13 @@
-"""The opencode session actor's own messages and settings (the shared control messages are
-:mod:`paddock.actors`'). Frozen slotted dataclasses: they never leave the process."""
+"""The opencode session actor's own message, settings and state (the shared control messages
+are :mod:`paddock.actors`'). Slotted dataclasses: they never leave the process."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-__all__ = ["AnswerUserInput", "Compact", "Fork", "NativeMessages", "SessionSettings"]
+from paddock.contract import TokenUsage
 
-
-@dataclass(frozen=True, slots=True)
-class AnswerUserInput:
-    """Answer the open question ``request_id`` (question id -> label(s) or text); answers ``None``."""
-
-    request_id: str
-    answers: dict[str, Any]
+__all__ = ["NativeMessages", "OpencodeState", "SessionSettings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,17 +15,6 @@ class NativeMessages:
     """List the session's messages on the server (``limit`` newest, ``None``: all)."""
 
     limit: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Fork:
-    """Fork the session on the server (``POST /session/{id}/fork``); answers the new ``ses_…`` id."""
-
-
-@dataclass(frozen=True, slots=True)
-class Compact:
-    """Summarize (compact) the session on the server (``POST /session/{id}/summarize``); answers
-    ``None`` once the server has written the summary."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +28,14 @@ class SessionSettings:
     endpoint: bool
     agent: str | None = None
     title_prefix: str = "paddock"
+
+
+@dataclass(slots=True)
+class OpencodeState:
+    """One OpenCode session's state (written by its actor)."""
+
+    session_id: str | None = None
+    """The server's ``ses_…`` id, once created."""
+    resumed: bool = False
+    usage: TokenUsage | None = None
+    """The thread's cumulative token usage."""

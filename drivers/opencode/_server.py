@@ -10,7 +10,9 @@ is thread-safe.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import socket
 import threading
@@ -24,6 +26,7 @@ from paddock.actors import (
     ExitInfo,
     HttpTransport,
     LineTap,
+    Mailbox,
     ProcessActor,
     ProcessHandle,
     ProcessSpec,
@@ -32,9 +35,15 @@ from paddock.actors import (
     TransportWarning,
 )
 from paddock.contract import DriverError, OperationTimeout, PaddockError, ProcessError
+from paddock.drivers._binary import find_binary
+from paddock.drivers._registry import InstanceContext
 from paddock.supervisors import ChildContext, ChildSpec
 
-__all__ = ["READY_LINE", "ServerDown", "ServerEvents", "ServerLink", "ServerUp", "free_port", "parse_ready_url"]
+from ._config import API_KEY_VAR, QUIET_ENV, OpencodeConfig, server_config
+
+__all__ = [
+    "READY_LINE", "ServerDown", "ServerEvents", "ServerLink", "ServerUp", "free_port", "parse_ready_url", "spawn_command",
+]
 
 log = logging.getLogger("paddock.drivers.opencode")
 
@@ -112,7 +121,7 @@ class ServerLink:
         self._instance_warning = instance_warning  # a warning when no session is routed yet
         self._where = {"driver": driver, "instance_id": instance_id}
         self._lock = threading.Lock()
-        self._routes: dict[str, pykka.ActorRef[Any]] = {}
+        self._routes: dict[str, Mailbox] = {}
         self.transport: HttpTransport | None = None
         self.stream: SseStream | None = None
         self.handle: ProcessHandle | None = None
@@ -129,16 +138,16 @@ class ServerLink:
 
     # routing (any thread) --------------------------------------------------------------------
 
-    def register(self, session_id: str, ref: pykka.ActorRef[Any]) -> None:
+    def register(self, session_id: str, ref: Mailbox) -> None:
         with self._lock:
             self._routes[session_id] = ref
 
-    def unregister(self, session_id: str, ref: pykka.ActorRef[Any] | None = None) -> None:
+    def unregister(self, session_id: str, ref: Mailbox | None = None) -> None:
         with self._lock:
             if ref is None or self._routes.get(session_id) is ref:
                 self._routes.pop(session_id, None)
 
-    def _broadcast(self, message: Any) -> None:
+    def _broadcast(self, message: object) -> None:
         with self._lock:
             refs = list(self._routes.values())
         for ref in refs:
@@ -323,3 +332,33 @@ class ServerLink:
 def _exit_text(info: ExitInfo) -> str:
     how = f"killed by signal {info.signal}" if info.signal else f"exit code {info.returncode}"
     return f"the OpenCode server exited ({how})"
+
+
+def spawn_command(ctx: InstanceContext, config: OpencodeConfig, password: str) -> tuple[list[str], dict[str, str], str]:
+    """``(argv, env, cwd)`` of a spawned server (``argv`` ends before ``--port``): its config file
+    written (unless the instance env names its own), its password and key in the env.
+    :class:`DriverError` when the binary is not found. Caller's thread."""
+    found = find_binary(config.binary, peer="opencode", env=ctx.env)
+    if isinstance(found, str):
+        raise DriverError("opencode", ctx.instance_id, f"cannot start OpenCode: {found}")
+    env = dict(ctx.env)
+    for key, value in QUIET_ENV.items():
+        env.setdefault(key, value)
+    access = ctx.access
+    config_dir = os.path.join(ctx.home, "opencode-paddock")
+    os.makedirs(config_dir, mode=0o700, exist_ok=True)
+    path = os.path.join(config_dir, "opencode.json")
+    if access.endpoint is None and "OPENCODE_CONFIG" in env:
+        path = env["OPENCODE_CONFIG"]  # the instance env names its own config: keep it
+    else:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(server_config(access), f, indent=2)
+        env["OPENCODE_CONFIG"] = path
+    if access.api_key:
+        env[API_KEY_VAR] = access.api_key
+    env["OPENCODE_SERVER_PASSWORD"] = password
+    env.pop("OPENCODE_SERVER_USERNAME", None)  # Basic auth as `opencode`, the server's default
+    workdir = os.path.join(ctx.home, "opencode-cwd")
+    os.makedirs(workdir, mode=0o700, exist_ok=True)
+    return [*found.argv, *config.args], env, workdir

@@ -15,13 +15,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from paddock.actors import Emitter, SessionActor, SessionRecord
+from paddock.actors import SessionActor, SessionRecord
 from paddock.contract import (
     EventBase,
     PaddockError,
     ProviderRefs,
     RequestError,
     RequestOpened,
+    ResumeCursor,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
@@ -43,7 +44,7 @@ from paddock.supervisors import ChildContext
 
 from ._config import model_ref, permission_rules
 from ._cursor import cursor_for, decode_cursor
-from ._messages import AnswerUserInput, Compact, Fork, NativeMessages, SessionSettings
+from ._messages import NativeMessages, OpencodeState, SessionSettings
 from ._server import ServerDown, ServerEvents, ServerLink, ServerUp
 from ._translate import Signal, Translator, error_message, question_answers, questions_of, reply_of_decision, request_kind_of_permission
 
@@ -70,23 +71,18 @@ class _Question:
         self.questions = questions
 
 
-class OpencodeSessionActor(SessionActor[_Ask]):
-    """One OpenCode session (see the module docstring).
+class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
+    """One OpenCode session (see the module docstring); ``link`` is the instance's server."""
 
-    ``record.extra`` holds: ``input`` (the StartSessionInput), ``session_id`` (``ses_…`` once
-    created), ``resumed``, ``usage`` (the thread's cumulative TokenUsage).
-    """
-
-    def __init__(self, record: SessionRecord, emitter: Emitter, link: ServerLink, settings: SessionSettings, *,
+    def __init__(self, record: SessionRecord[OpencodeState], link: ServerLink, settings: SessionSettings, *,
                  context: ChildContext | None = None) -> None:
-        super().__init__(record, emitter, context=context)
+        super().__init__(record, context=context)
         self.link = link
         self.settings = settings
-        x = record.extra
-        self.start_input = x["input"]
+        self.start_input = record.input
         self.cwd: str = self.start_input.cwd
-        self.session_id: str | None = x.get("session_id")
-        self.usage: TokenUsage = x.get("usage") or TokenUsage()
+        self.session_id: str | None = record.state.session_id
+        self.usage: TokenUsage = record.state.usage or TokenUsage()
         self.tr = Translator(self.identity, self.session_id or "")
         self.questions: dict[str, _Question] = {}
         self.asked: set[str] = set()  # per_… ids seen (each opens at most one request)
@@ -131,22 +127,18 @@ class OpencodeSessionActor(SessionActor[_Ask]):
 
     # dispatch ------------------------------------------------------------------------------------
 
-    def on_receive(self, message: Any) -> Any:
-        cls = type(message)
-        if cls is ServerEvents:
-            return self._events(message.events)
-        if cls is ServerDown:
-            return self._server_down(message)
-        if cls is ServerUp:
-            return self._server_up(message)
-        if cls is AnswerUserInput:
-            return self._answer_user_input(message.request_id, message.answers)
-        if cls is NativeMessages:
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, ServerEvents):
+            self._events(message.events)
+            return None
+        if isinstance(message, ServerDown):
+            self._server_down(message)
+            return None
+        if isinstance(message, ServerUp):
+            self._server_up(message)
+            return None
+        if isinstance(message, NativeMessages):
             return self._native_messages(message.limit)
-        if cls is Fork:
-            return self._fork()
-        if cls is Compact:
-            return self._compact()
         return super().on_receive(message)
 
     # helpers -------------------------------------------------------------------------------------
@@ -175,7 +167,7 @@ class OpencodeSessionActor(SessionActor[_Ask]):
     def _refs(self, request: str | None = None, item: str | None = None) -> ProviderRefs:
         return ProviderRefs(thread=self.session_id, request=request, item=item)
 
-    def _cursor(self):  # type: ignore[no-untyped-def]
+    def _cursor(self) -> ResumeCursor:
         assert self.session_id is not None
         return cursor_for(self.settings.driver, self.session_id, self.cwd, self.usage)
 
@@ -223,8 +215,8 @@ class OpencodeSessionActor(SessionActor[_Ask]):
         assert self.session_id is not None
         self.tr.session_id = self.session_id
         self.link.register(self.session_id, self.actor_ref)
-        x = self.record.extra
-        x["session_id"], x["resumed"], x["usage"] = self.session_id, resumed, self.usage
+        x = self.record.state
+        x.session_id, x.resumed, x.usage = self.session_id, resumed, self.usage
         self.opened = True
         events.append(SessionStarted(
             **self.identity, cwd=self.cwd, model=inp.model, runtime_mode=inp.runtime_mode,
@@ -253,16 +245,18 @@ class OpencodeSessionActor(SessionActor[_Ask]):
             out.append({"id": info.get("id"), "role": info.get("role"), "text": text})
         return out
 
-    def _fork(self) -> str:
+    def fork(self) -> ResumeCursor:
+        """Hook (``Fork``): ``/session/{id}/fork`` (a new session with the same history)."""
         if self.turn.in_turn:
             raise ValidationError("fork_thread", f"turn {self.turn.turn_id!r} is still running; fork between turns",
                                   **self.where())
         info = self._call("POST", f"/session/{self.session_id}/fork", {})
         if not isinstance(info, dict) or not isinstance(info.get("id"), str):
             raise RequestError("POST /session/fork", None, "the server answered without a session id", **self.where())
-        return str(info["id"])
+        return cursor_for(self.settings.driver, str(info["id"]), self.cwd)
 
-    def _compact(self) -> None:
+    def compact(self) -> None:
+        """Hook (``Compact``): ``/session/{id}/summarize`` with the session's model."""
         if self.turn.in_turn:
             raise ValidationError("compact_thread", f"turn {self.turn.turn_id!r} is still running; compact between "
                                   "turns", **self.where())
@@ -321,10 +315,10 @@ class OpencodeSessionActor(SessionActor[_Ask]):
         self._complete_turn(events, "interrupted")
         self.emit(events)
 
-    def close_turn(self, events: list[EventBase], state: TurnState, usage: Any) -> TokenUsage | None:
+    def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         self._resolve_questions(events, "cancelled", answer=state != "completed")
         self.tr.close(events, state)
-        return usage
+        return usage if isinstance(usage, TokenUsage) else None
 
     def _complete_turn(self, events: list[EventBase], state: TurnState, *, error: str | None = None,
                 stop_reason: str | None = None, usage: TokenUsage | None = None, requests: str = "cancelled") -> None:
@@ -339,7 +333,7 @@ class OpencodeSessionActor(SessionActor[_Ask]):
                 cost=(u.cost or 0.0) + usage.cost if usage.cost is not None else u.cost,
                 currency="USD" if usage.cost is not None or u.cost is not None else None,
             )
-            self.record.extra["usage"] = self.usage
+            self.record.state.usage = self.usage
             events.append(ThreadTokenUsageUpdated(**self.identity, turn_id=self.turn.turn_id, usage=self.usage))
         self.end_turn(events, state, error=error, stop_reason=stop_reason, usage=usage, requests=requests,
                       answer=requests == "cancelled")
@@ -427,7 +421,7 @@ class OpencodeSessionActor(SessionActor[_Ask]):
         events.append(UserInputRequested(**self.identity, turn_id=self.turn.turn_id, request_id=request_id,
                                          questions=questions, provider_refs=self._refs(request=native)))
 
-    def _answer_user_input(self, request_id: str, answers: dict[str, Any]) -> None:
+    def answer_user_input(self, request_id: str, answers: dict[str, Any]) -> None:
         q = self.questions.pop(request_id, None)
         if q is None:
             raise RequestError("respond_to_user_input", None, f"no open user-input request {request_id!r} (unknown "

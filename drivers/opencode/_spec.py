@@ -6,6 +6,7 @@ from typing import Any
 
 from paddock.actors import http_available
 from paddock.contract import ProviderAdapter
+from paddock.drivers._binary import find_binary
 from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version
 
 from ._capabilities import OPENCODE_CAPABILITIES
@@ -24,7 +25,6 @@ def probe(ctx: InstanceContext) -> str | None:
             return missing
         if getattr(ctx.config, "server_url", None) is not None:
             return None
-        from paddock.drivers import find_binary
 
         found = find_binary(ctx.config.binary, peer="opencode", env=ctx.env)
         return found if isinstance(found, str) else None
@@ -45,7 +45,6 @@ def diagnose(ctx: InstanceContext) -> dict[str, Any]:
         password = "with a password" if config.password else "without a password"
         return {"binary": f"external server {config.server_url} ({password})", "version": None,
                 "auth": "the external server's own providers"}
-    from paddock.drivers import find_binary
 
     found = find_binary(config.binary, peer="opencode", env=ctx.env)
     if isinstance(found, str):

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paddock.drivers import InstanceContext, ModelAccess
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpFlavor
 from paddock.drivers.acp._flavor import SettingsFiles
 

@@ -20,7 +20,8 @@ any ACP agent (``GENERIC_FLAVOR`` in ``_flavor.py``); the ``plan`` interaction u
 
 from __future__ import annotations
 
-from paddock.drivers import InstanceContext, ModelAccess
+from paddock.drivers._access import ModelAccess
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpFlavor
 from paddock.drivers.acp._flavor import on_path
 

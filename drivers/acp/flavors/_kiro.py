@@ -26,7 +26,8 @@ Traps:
 
 from __future__ import annotations
 
-from paddock.drivers import BinaryLocation, InstanceContext, find_binary
+from paddock.drivers._binary import BinaryLocation, find_binary
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpFlavor
 
 __all__ = ["KIRO_FLAVOR"]

@@ -13,7 +13,8 @@ them in ``env``).
 
 from __future__ import annotations
 
-from paddock.drivers import BinaryLocation, InstanceContext
+from paddock.drivers._binary import BinaryLocation
+from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpConfig, AcpFlavor, RegistryLaunch, load_registry, registry_launch
 
 __all__ = ["REGISTRY_FLAVOR", "RegistryConfig"]
