@@ -1,0 +1,77 @@
+"""Issue 25, faults round three: secrets in the host's Python log and the agents' own files,
+private files, a turn the log shows open under any binding status, a read-only state dir.
+Real runtimes and real agents, through the public API."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import pytest
+
+from paddock import Runtime
+from paddock.contract import PaddockError
+from tests.runtime.conftest import run_turn, text_of
+
+KEY = "sk-ant-api03-" + "Zq9" * 12  # the configured key, of the Anthropic shape
+PLAIN_KEY = "cfg-plain-key-0123456789"  # a configured key of no known shape
+
+
+def _leaky_cli(tmp_path, at_start):
+    """A stand-in CLI that prints its key on stderr and fails, as many real ones do: at start, or
+    (wrapping the local agent) when the agent exits."""
+    script = tmp_path / f"leaky-{at_start}"
+    run_agent = "" if at_start else f'{sys.executable} "$@"\n'
+    script.write_text(f"#!/bin/sh\n{run_agent}echo \"error: invalid api key $PADDOCK_MODEL_API_KEY\" >&2\nexit 1\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_no_paddock_log_record_holds_a_configured_secret(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="paddock")
+    config = {"instances": {
+        "agent": {"driver": "local", "binary": str(_leaky_cli(tmp_path, False)), "api_key": KEY},
+        "plain": {"driver": "local", "binary": str(_leaky_cli(tmp_path, False)), "api_key": PLAIN_KEY},
+        "at-start": {"driver": "local", "binary": str(_leaky_cli(tmp_path, True)), "api_key": KEY},
+    }}
+    with Runtime.open(config, state_dir=tmp_path / "s") as rt:
+        for instance in ("agent", "plain"):
+            rt.start_session(instance, instance=instance, cwd=tmp_path)
+            with rt.subscribe(thread_id=instance, types=["session.exited"]) as exits:
+                rt.send_turn(instance, "@crash 3")
+                assert exits.get(timeout=20) is not None
+        with pytest.raises(PaddockError):
+            rt.start_session("at-start", instance="at-start", cwd=tmp_path, timeout=20)
+    text = caplog.text
+    failed = [r.getMessage() for r in caplog.records if r.name == "paddock.supervisors" and "failed" in r.getMessage()]
+    assert any("invalid api key" in m for m in failed), failed  # the supervisor's warning of the issue
+    for secret in (KEY, PLAIN_KEY):
+        assert secret not in text, f"the Python log holds {secret!r}:\n{text}"
+    assert "invalid api key [redacted]" in text
+
+
+def _files_holding(root, secrets):
+    found = []
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            body = open(os.path.join(folder, name), "rb").read()
+            found += [(os.path.join(folder, name), s) for s in secrets if s.encode() in body]
+    return found
+
+
+def test_the_local_agents_session_file_holds_no_secret(tmp_path):
+    config = {"instances": {"agent": {"driver": "local", "api_key": PLAIN_KEY, "env": {"MY_SERVICE_TOKEN": "tok-0123456789"}}}}
+    state = tmp_path / "s"
+    with Runtime.open(config, state_dir=state) as rt:
+        rt.start_session("t1", instance="agent", cwd=tmp_path)
+        _, events = run_turn(rt, "t1", "@env PADDOCK_MODEL_API_KEY")
+        assert text_of(events) == "[redacted]"
+        run_turn(rt, "t1", "@env MY_SERVICE_TOKEN")
+        run_turn(rt, "t1", f"@reply here: {KEY} and {PLAIN_KEY}")
+    sessions = state / "instances" / "agent" / "local-agent" / "sessions"
+    assert list(sessions.iterdir()), "the agent should keep a session file"
+    assert _files_holding(state, [KEY, PLAIN_KEY, "tok-0123456789"]) == []
+    with Runtime.open(config, state_dir=state) as rt:  # the masked history still loads
+        _, events = run_turn(rt, "t1", "@reply-history")
+        assert text_of(events) == "history: 3"
