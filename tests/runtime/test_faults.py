@@ -75,3 +75,26 @@ def test_the_local_agents_session_file_holds_no_secret(tmp_path):
     with Runtime.open(config, state_dir=state) as rt:  # the masked history still loads
         _, events = run_turn(rt, "t1", "@reply-history")
         assert text_of(events) == "history: 3"
+
+
+def test_agents_write_private_files_under_the_instance_home(tmp_path):
+    config = {"instances": {"agent": {"driver": "local"}}}
+    state = tmp_path / "s"
+    old = os.umask(0o022)  # a host with the common loose umask
+    try:
+        with Runtime.open(config, state_dir=state) as rt:
+            rt.start_session("t1", instance="agent", cwd=tmp_path, runtime_mode="full-access")
+            _, events = run_turn(rt, "t1", '@run mkdir -p "$HOME/work/sub" && echo hi > "$HOME/work/sub/out.txt" && echo done')
+            assert "done" in "".join(e.delta for e in events if e.type == "content.delta")
+    finally:
+        os.umask(old)
+    home = state / "instances" / "agent"
+    modes = {}
+    for folder, dirs, files in os.walk(home):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            modes[os.path.relpath(path, home)] = oct(os.stat(path).st_mode & 0o777)
+    assert "work/sub/out.txt" in modes and "local-agent/sessions" in modes, modes
+    loose = {name: mode for name, mode in modes.items()
+             if mode != ("0o700" if os.path.isdir(home / name) else "0o600")}
+    assert loose == {}, f"group- or world-accessible under the instance home: {loose}"
