@@ -4,14 +4,18 @@ Real runtimes and real agents, through the public API."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import subprocess
 import sys
+import time
 
 import pytest
 
 from paddock import Runtime
-from paddock.contract import PaddockError
+from paddock.contract import ConfigError, PaddockError, PersistenceError
+from paddock.store import BindingStore
 from tests.runtime.conftest import run_turn, text_of
 
 KEY = "sk-ant-api03-" + "Zq9" * 12  # the configured key, of the Anthropic shape
@@ -98,3 +102,60 @@ def test_agents_write_private_files_under_the_instance_home(tmp_path):
     loose = {name: mode for name, mode in modes.items()
              if mode != ("0o700" if os.path.isdir(home / name) else "0o600")}
     assert loose == {}, f"group- or world-accessible under the instance home: {loose}"
+
+
+def test_a_turn_the_log_shows_open_ends_at_the_next_open_whatever_the_binding_says(tmp_path):
+    from tests.runtime.conftest import TWO_LOCAL
+
+    state = tmp_path / "state"
+    rt = Runtime.open(TWO_LOCAL, state_dir=state)
+    try:
+        rt.start_session("t1", instance="local-a", cwd=tmp_path)
+        with rt.subscribe(thread_id="t1", types=["content.delta"]) as sub:
+            rt.send_turn("t1", "@chunks 400\n@delay 0.05\n@reply streaming")
+            assert sub.get(timeout=20) is not None  # turn.started is in the log
+        rt._hub.kill_writer_mid_batch()  # the disk fails: nothing of the turn's end is logged
+        time.sleep(0.5)
+    finally:
+        rt.close()
+    [binding] = [b for b in BindingStore(state / "paddock.db").list() if b.thread_id == "t1"]
+    assert binding.status == "closed"  # close() marked it, yet the log shows its turn open
+    for _ in range(2):  # and it stays ended across reopens
+        with Runtime.open(TWO_LOCAL, state_dir=state) as rt:
+            assert rt.read_thread("t1").turns[0].state == "failed"
+            with rt.subscribe(thread_id="t1", types=["turn.completed"], from_seq=1) as sub:
+                ends = list(iter(lambda: sub.get(timeout=0.5), None))
+            assert ends[0].state == "failed" and "never logged" in ends[0].error
+            _, events = run_turn(rt, "t1", "@reply resumed")  # the thread resumes on demand
+            assert text_of(events) == "resumed"
+
+
+@contextlib.contextmanager
+def _read_only_dir(tmp_path):
+    """A folder that becomes read-only on demand: a small tmpfs remounted ``ro`` (root, which
+    ignores permission bits), else a 0500 folder."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        yield folder, lambda: os.chmod(folder, 0o500)
+        os.chmod(folder, 0o700)
+        return
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield folder, lambda: subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def test_a_read_only_state_dir_is_refused_at_open_with_a_typed_error(tmp_path):
+    with _read_only_dir(tmp_path) as (folder, make_read_only):
+        state = folder / "state"
+        with Runtime.open({"instances": {"a": {"driver": "local"}}}, state_dir=state) as rt:
+            rt.start_session("t1", instance="a", cwd=tmp_path)
+            run_turn(rt, "t1", "@reply before")
+        make_read_only()
+        for target in (state, folder / "new"):
+            with pytest.raises((PersistenceError, ConfigError)) as caught:
+                Runtime.open({"instances": {"a": {"driver": "local"}}}, state_dir=target)
+            assert str(target) in str(caught.value), caught.value
