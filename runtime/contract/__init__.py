@@ -128,7 +128,7 @@ from ._adapter import (
     INTERACTION_MODES as INTERACTION_MODES,
     RUNTIME_MODES as RUNTIME_MODES,
 )
-from ._snapshot import ThreadFold as ThreadFold, fold_thread as fold_thread
+from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
 
 __all__ = [
     "ACP_DEFAULT_CAPABILITIES",
@@ -170,6 +170,7 @@ __all__ = [
     "ItemStarted",
     "ItemStatus",
     "ItemUpdated",
+    "LIVE_ITEM_CHARS",
     "MAX_PROMPT_CHARS",
     "McpOauthCompleted",
     "McpStatusUpdated",
