@@ -29,7 +29,7 @@ __all__ = ["SOCKET_PATH_MAX", "parse_listen", "serve"]
 
 SOCKET_PATH_MAX = 107
 """Linux ``sun_path`` holds 108 bytes with the terminating NUL."""
-GRACEFUL_SECONDS = 3.0
+GRACEFUL_SECONDS = 3
 """How long uvicorn waits for responses in flight at shutdown before it cancels them."""
 STALLED_SECONDS = 1.5
 """At shutdown, after the runtime closed: how long a response still being written may take
