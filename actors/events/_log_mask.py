@@ -38,22 +38,21 @@ class LogMask(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.Lock()
-        self._owners: dict[int, tuple[str, ...]] = {}
+        self._owners: dict[object, tuple[str, ...]] = {}
         self._redactor = Redactor()  # swapped whole on change: filter() reads it without the lock
 
     def add(self, owner: object, secrets: Iterable[str]) -> None:
         """Mask ``secrets`` from now on, on behalf of ``owner`` (added to what it registered),
         and attach the filter to every masked logger that exists now."""
         with self._lock:
-            key = id(owner)
-            self._owners[key] = (*self._owners.get(key, ()), *secrets)
+            self._owners[owner] = (*self._owners.get(owner, ()), *secrets)
             self._rebuild()
         self.install()
 
     def discard(self, owner: object) -> None:
         """Stop masking what ``owner`` registered (other owners' equal values stay masked)."""
         with self._lock:
-            if self._owners.pop(id(owner), None) is not None:
+            if self._owners.pop(owner, None) is not None:
                 self._rebuild()
 
     @property

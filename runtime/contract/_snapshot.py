@@ -188,8 +188,6 @@ class ThreadFold:
                 if ev.title:
                     item.title = ev.title
                 if cls is ItemCompleted and ev.text is not None:
-                    if item.fresh:
-                        item.take()
                     item.complete(ev.text)
         for item in touched:
             if item.fresh:
