@@ -1,11 +1,13 @@
-"""``paddock bench item-memory``: host RSS while one item streams 1M and 3M deltas.
+"""``paddock bench item-memory``: host RSS while one item streams 1M and 3M deltas, and after.
 
 For each size in ``--deltas`` (default 1,000,000 and 3,000,000) a fresh child process opens a
 Runtime with one local-agent instance (event log off unless ``--log``), sends one turn
 ``@chunks N`` whose answer is one character (so the item has N one-character deltas), drains
 its events at one subscriber, and samples its own RSS every 50 ms. Reported per size: RSS
 before the turn, peak during it, the growth and the growth per delta, the deltas seen, the
-seconds. Per-item state that kept every delta (the translator's parts, the grammar guard's
+seconds. With ``--turns K`` the child sends K such turns on the same thread, one after the
+other; ``rss_after_mb`` lists the RSS after each (what the items leave behind), and the figures
+above are the first turn's, the peak the highest of all. Per-item state that kept every delta (the translator's parts, the grammar guard's
 texts) showed up as ~50-95 bytes per delta; bounded state shows as a flat peak.
 Prints one JSON document.
 """
@@ -28,7 +30,7 @@ from benchmarks._common import emit, host_rss, local_config  # noqa: E402
 TARGETS = {"growth_bytes_per_delta_at_3m": 10.0}
 
 
-def _one(deltas: int, log: bool) -> dict:
+def _one(deltas: int, log: bool, turns: int = 1) -> dict:
     from paddock import Runtime
 
     peak = [0]
@@ -51,18 +53,22 @@ def _one(deltas: int, log: bool) -> dict:
             peak[0] = before
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
-            seen = 0
-            t0 = time.perf_counter()
-            with rt.subscribe(thread_id="t", max_buffered=1_000_000) as sub:
-                turn = rt.send_turn("t", f"@chunks {deltas}\n@reply x", timeout=120)
-                state_ = None
-                for ev in sub:
-                    if ev.type == "content.delta":
-                        seen += 1
-                    elif ev.type == "turn.completed" and ev.turn_id == turn.turn_id:
-                        state_ = ev.state
-                        break
-            seconds = time.perf_counter() - t0
+            after: list[int] = []
+            for n in range(turns):
+                seen_now = 0
+                t0 = time.perf_counter()
+                with rt.subscribe(thread_id="t", max_buffered=1_000_000) as sub:
+                    turn = rt.send_turn("t", f"@chunks {deltas}\n@reply x", timeout=120)
+                    state_now = None
+                    for ev in sub:
+                        if ev.type == "content.delta":
+                            seen_now += 1
+                        elif ev.type == "turn.completed" and ev.turn_id == turn.turn_id:
+                            state_now = ev.state
+                            break
+                after.append(host_rss())
+                if n == 0:
+                    seen, state_, seconds = seen_now, state_now, time.perf_counter() - t0
             stop.set()
             sampler.join(1)
             peak[0] = max(peak[0], host_rss())
@@ -79,6 +85,8 @@ def _one(deltas: int, log: bool) -> dict:
         "rss_peak_mb": round(peak[0] / mb, 1),
         "rss_growth_mb": round(growth / mb, 1),
         "growth_bytes_per_delta": round(growth / max(1, deltas), 1),
+        "rss_after_mb": [round(rss / mb, 1) for rss in after],
+        "rss_after_growth_mb": [round((rss - before) / mb, 1) for rss in after],
     }
 
 
@@ -86,15 +94,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paddock bench item-memory", description=__doc__.splitlines()[0])
     parser.add_argument("--deltas", type=int, nargs="+", default=[1_000_000, 3_000_000])
     parser.add_argument("--log", action="store_true", help="keep the event log on")
+    parser.add_argument("--turns", type=int, default=1, help="turns of N deltas each, one after the other")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one size
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
     if args.one is not None:
-        json.dump(_one(args.one, args.log), sys.stdout)
+        json.dump(_one(args.one, args.log, args.turns), sys.stdout)
         return 0
     results = []
     for n in args.deltas:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), *(["--log"] if args.log else [])],
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--turns", str(args.turns),
+                              *(["--log"] if args.log else [])],
                              capture_output=True, text=True, timeout=900)
         if out.returncode != 0:
             results.append({"deltas": n, "error": out.stderr[-2000:]})
@@ -104,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     emit({
         "benchmark": "item-memory",
         "event_log": args.log,
+        "turns": args.turns,
         "results": results,
         "targets": TARGETS,
         "meets_targets": {

@@ -25,6 +25,7 @@ __all__ = ["claim_state_dir", "end_turns_left_open", "kill_leased_processes"]
 
 _KINDS = ("turn.started", "turn.completed", "request.opened", "request.resolved",
           "user-input.requested", "user-input.resolved")
+_UNLOGGED = "the turn's end was never logged (the event log could not be written before the host closed)"
 _WHY = "the host stopped before the turn ended (it was not closed: killed or crashed)"
 
 
@@ -55,47 +56,53 @@ def claim_state_dir(folder: Path) -> StateDirLock:
 
 
 def end_turns_left_open(hub: HubHandle, store: BindingStore) -> None:
-    """Rule 1 across a host crash (before any session starts).
+    """Rule 1 across a host crash or a lost log write (before any session starts).
 
-    A host that died without closing leaves its live bindings ``starting/ready/running``. For
-    each such thread, every turn the log shows started and never completed is ended with
-    ``turn.completed(state="failed")`` whose error says the host stopped, after its open requests
-    are resolved as ``expired``; the binding becomes ``exited`` (it resumes on demand). Only those
-    threads' turn and request events are read.
+    A host that died without closing leaves its live bindings ``starting/ready/running``; a host
+    whose log could not be written when a turn ended leaves that turn open in the log under any
+    status (``close()`` marks the binding ``closed`` all the same). For every thread, every turn
+    the log shows started and never completed is ended with ``turn.completed(state="failed")``
+    whose error says why, after its open requests are resolved as ``expired``; a live binding
+    becomes ``exited`` (it resumes on demand). One pass over the log's turn and request events.
     """
     if hub.log_path is None:
         return
+    reader = LogReader(hub.log_path, types=_KINDS)
+    try:
+        rows = reader.read(0, 2**62, 2**62)
+    finally:
+        reader.close()
+    turns: dict[str, dict[str, None]] = {}
+    requests: dict[str, dict[str, tuple[str | None, bool]]] = {}
+    for _, body in rows:
+        ev = decode_event(body)
+        t = ev.type
+        if t == "turn.started" and ev.turn_id:
+            turns.setdefault(ev.thread_id, {})[ev.turn_id] = None
+        elif t == "turn.completed" and ev.turn_id:
+            turns.get(ev.thread_id, {}).pop(ev.turn_id, None)
+        elif t in ("request.opened", "user-input.requested") and ev.request_id:
+            requests.setdefault(ev.thread_id, {})[ev.request_id] = (ev.turn_id, t == "user-input.requested")
+        elif t in ("request.resolved", "user-input.resolved") and ev.request_id:
+            requests.get(ev.thread_id, {}).pop(ev.request_id, None)
     for binding in store.list():
-        if binding.status not in ("starting", "ready", "running"):
+        live = binding.status in ("starting", "ready", "running")
+        open_turns = turns.get(binding.thread_id, {})
+        if not live and not open_turns:
             continue
-        reader = LogReader(hub.log_path, thread_id=binding.thread_id, types=_KINDS)
-        try:
-            rows = reader.read(0, 2**62, 10_000_000)
-        finally:
-            reader.close()
-        turns: dict[str, None] = {}
-        requests: dict[str, tuple[str | None, bool]] = {}
-        for _, body in rows:
-            ev = decode_event(body)
-            t = ev.type
-            if t == "turn.started" and ev.turn_id:
-                turns[ev.turn_id] = None
-            elif t == "turn.completed" and ev.turn_id:
-                turns.pop(ev.turn_id, None)
-            elif t in ("request.opened", "user-input.requested") and ev.request_id:
-                requests[ev.request_id] = (ev.turn_id, t == "user-input.requested")
-            elif t in ("request.resolved", "user-input.resolved") and ev.request_id:
-                requests.pop(ev.request_id, None)
+        why = _WHY if live else _UNLOGGED
         out: list[Event] = []
-        for rid, (tid, user_input) in requests.items():
-            kind = UserInputResolved if user_input else RequestResolved
-            out.append(kind(driver="", instance_id="", thread_id="", turn_id=tid, request_id=rid,
-                            resolution="expired"))
-        for tid in turns:
-            out.append(TurnCompleted(driver="", instance_id="", thread_id="", turn_id=tid, state="failed", error=_WHY))
+        for rid, (tid, user_input) in requests.get(binding.thread_id, {}).items():
+            if live or tid in open_turns:
+                kind = UserInputResolved if user_input else RequestResolved
+                out.append(kind(driver="", instance_id="", thread_id="", turn_id=tid, request_id=rid,
+                                resolution="expired"))
+        for tid in open_turns:
+            out.append(TurnCompleted(driver="", instance_id="", thread_id="", turn_id=tid, state="failed", error=why))
         if out:
             hub.emitter(binding.driver, binding.instance_id, binding.thread_id).emit(out)
-        store.update(binding.thread_id, status="exited", last_error="the host stopped")
+        if live:
+            store.update(binding.thread_id, status="exited", last_error="the host stopped")
     hub.flush()
 
 

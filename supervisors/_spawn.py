@@ -1,7 +1,9 @@
 """Process spawning and the orphan guard.
 
 Every child process is forked by ONE long-lived daemon thread, the spawner. Each child starts in its
-own process group (its pgid is its pid) with exactly the environment it is given.
+own process group (its pgid is its pid) with exactly the environment it is given, and with umask
+077: what an agent (and the shim, and everything they start, which inherit it) creates is private
+to the user whatever the host's umask, without relying on one directory's mode.
 
 Orphan guard (``orphan_guard=True``, the default), what is guaranteed:
 
@@ -151,6 +153,7 @@ class _Spawner:
                 stderr=request.stderr,
                 pass_fds=pass_fds,
                 process_group=0,
+                umask=0o077,
                 bufsize=0,
             )
         except OSError as exc:

@@ -410,6 +410,11 @@ class LogReader:
             where.append("instance_id = ?")
             params.append(instance_id)
         self._types = None if types is None else frozenset(types)
+        if self._types is not None:
+            # A chunk's types column names each of its events: chunks of other types (runs of
+            # deltas, mostly) are skipped without reading their bodies.
+            where.append("(" + " OR ".join("instr(types, ?) > 0" for _ in self._types) + ")")
+            params.extend(sorted(self._types))
         self._sql = f"SELECT first_seq, seqs, types, bodies FROM event_chunks WHERE {' AND '.join(where)} ORDER BY first_seq"
         self._params = params
         self._path = path

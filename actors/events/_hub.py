@@ -50,6 +50,7 @@ from paddock.supervisors import map_exceptions
 
 from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
+from ._log_mask import LOG_MASK
 from ._redact import Redactor
 from ._subscription import DEFAULT_MAX_BUFFERED, Subscription
 
@@ -248,8 +249,11 @@ class HubHandle(metaclass=NoPublicConstructor):
     def add_secrets(self, instance_id: str, secrets: Iterable[str], *, timeout: float = 10.0) -> None:
         """Mask ``secrets`` (values shorter than 6 characters are ignored) in every event that
         instance ``instance_id`` emits from now on, on top of the common credential shapes,
-        which are masked for every emitter. Returns once the hub applies them."""
-        self._ask(_Secrets((instance_id, tuple(secrets))), "EventHub.add_secrets", timeout)
+        which are masked for every emitter. Returns once the hub applies them. From now until
+        :meth:`close` they are masked in ``paddock`` log records too (:data:`LOG_MASK`)."""
+        secrets = tuple(secrets)
+        LOG_MASK.add(self, secrets)
+        self._ask(_Secrets((instance_id, secrets)), "EventHub.add_secrets", timeout)
 
     def kill_writer_mid_batch(self, after_rows: int = 1, *, timeout: float = 10.0) -> None:
         """Test hook: the next log append inserts ``after_rows`` chunks (rows) then fails before its
@@ -259,6 +263,7 @@ class HubHandle(metaclass=NoPublicConstructor):
     def close(self, *, timeout: float = 10.0) -> None:
         """Process what is already queued, stop the hub, end every subscription (each still
         delivers what was published) and close the log. Idempotent."""
+        LOG_MASK.discard(self)
         try:
             with map_exceptions("EventHub.close", timeout):
                 self._ref.stop(block=True, timeout=timeout)

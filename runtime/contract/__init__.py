@@ -128,7 +128,7 @@ from ._adapter import (
     INTERACTION_MODES as INTERACTION_MODES,
     RUNTIME_MODES as RUNTIME_MODES,
 )
-from ._snapshot import ThreadFold as ThreadFold, fold_thread as fold_thread
+from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
 from ._json import (
     JsonObject as JsonObject,
     JsonValue as JsonValue,
@@ -179,6 +179,7 @@ __all__ = [
     "ItemUpdated",
     "JsonObject",
     "JsonValue",
+    "LIVE_ITEM_CHARS",
     "MAX_PROMPT_CHARS",
     "McpOauthCompleted",
     "McpStatusUpdated",

@@ -13,7 +13,10 @@ Rules:
 - an incomplete item (no ``item.completed`` yet: the turn is running, or the log ends early)
   keeps its last status and carries the text streamed so far (its ``content.delta``\\ s), or
   ``None`` when nothing streamed; ``item.completed`` sets its final text (a completion without
-  text keeps what streamed).
+  text keeps what streamed);
+- the live fold keeps an item's text (streamed or completed) as one buffer, never one object per
+  delta, and only its first :data:`LIVE_ITEM_CHARS` characters: a session's view of a thread
+  stays bounded however long an item grows (:func:`fold_thread` keeps every character).
 
 Pure: no I/O, no threads; a :class:`ThreadFold` belongs to one thread of control.
 """
@@ -36,25 +39,56 @@ from ._events import (
     TurnStarted,
 )
 
-__all__ = ["ThreadFold", "fold_thread"]
+__all__ = ["LIVE_ITEM_CHARS", "ThreadFold", "fold_thread"]
+
+LIVE_ITEM_CHARS = 65_536
+"""How much of an item's text the live fold (:class:`ThreadFold`, each session's view) keeps:
+its first 65,536 characters. The event log is the record of the whole text, which
+:func:`fold_thread` (``Runtime.read_thread``) rebuilds."""
 
 _ITEM_EVENTS = (ItemStarted, ItemUpdated, ItemCompleted)
 
 
 class _Item:
-    """``parts``: the text streamed so far; :meth:`ThreadFold.add` joins the deltas a batch
-    added into one part (``parts[joined:]`` are the not yet joined ones), so an item of millions
-    of deltas holds one str per batch, not one per delta."""
+    """One item of an open turn. Its streamed text is one growing buffer, fed once per batch
+    with the batch's deltas joined (``fresh`` holds them meanwhile), never one object per delta:
+    ``parts``, whose lengths fall by more than half from each part to the next (at most
+    log2(length) parts; each character is copied O(log) times). With a ``limit`` it keeps only
+    the text's first ``limit`` characters. (An ``io.StringIO`` would hold 4 bytes per
+    character.)"""
 
-    __slots__ = ("kind", "status", "title", "text", "parts", "joined")
+    __slots__ = ("kind", "status", "title", "text", "parts", "chars", "fresh", "limit")
 
-    def __init__(self, kind: ItemKind) -> None:
+    def __init__(self, kind: ItemKind, limit: int | None) -> None:
         self.kind = kind
         self.status: ItemStatus = "in_progress"
         self.title: str | None = None
         self.text: str | None = None  # the completed text
         self.parts: list[str] = []  # streamed so far
-        self.joined = 0
+        self.chars = 0
+        self.fresh: list[str] = []  # this batch's deltas, not yet in ``parts``
+        self.limit = limit
+
+    def take(self) -> None:
+        """Move this batch's deltas into the buffer."""
+        fresh, self.fresh = self.fresh, []
+        if self.text is not None:
+            return
+        text = "".join(fresh)
+        if self.limit is not None:
+            text = text[:max(0, self.limit - self.chars)]
+        parts = self.parts
+        if not text and parts:
+            return
+        parts.append(text)
+        self.chars += len(text)
+        while len(parts) > 1 and len(parts[-2]) <= 2 * len(parts[-1]):
+            last = parts.pop()
+            parts[-1] += last
+
+    def complete(self, text: str) -> None:
+        self.text = text if self.limit is None else text[:self.limit]
+        self.parts, self.chars, self.fresh = [], 0, []  # the completed text is what shows
 
     def snapshot(self, item_id: str) -> ItemSnapshot:
         text = self.text
@@ -82,12 +116,15 @@ class ThreadFold:
     first); completed turns are frozen once, so a snapshot costs only the open turns' items.
 
     Open turns are normally one; a log that holds a turn which never completed (the runtime
-    died mid-turn) keeps it ``running`` in place.
+    died mid-turn) keeps it ``running`` in place. Each item keeps the first ``max_item_chars``
+    characters of its text (``None``: all of it).
     """
 
-    def __init__(self, thread_id: str, *, turns: Iterable[TurnSnapshot] = (), max_turns: int | None = None) -> None:
+    def __init__(self, thread_id: str, *, turns: Iterable[TurnSnapshot] = (), max_turns: int | None = None,
+                 max_item_chars: int | None = LIVE_ITEM_CHARS) -> None:
         self.thread_id = thread_id
         self.max_turns = max_turns
+        self.max_item_chars = max_item_chars
         # In order: a frozen TurnSnapshot for a completed turn, an open _Turn otherwise.
         self._turns: list[TurnSnapshot | _Turn] = list(turns)
         self._open: dict[str, _Turn] = {}
@@ -99,10 +136,11 @@ class ThreadFold:
     def _reopen(self, t: TurnSnapshot) -> _Turn:
         turn = _Turn(t.turn_id, t.user_text)
         for i in t.items:
-            item = turn.items[i.item_id] = _Item(i.kind)
+            item = turn.items[i.item_id] = _Item(i.kind, self.max_item_chars)
             item.status, item.title = i.status, i.title
             if i.text is not None:
-                item.parts.append(i.text)
+                item.fresh.append(i.text)
+                item.take()
         self._done.discard(t.turn_id)
         self._open[t.turn_id] = turn
         return turn
@@ -123,7 +161,7 @@ class ThreadFold:
                 if turn is not None and ev.item_id:
                     item = turn.items.get(ev.item_id)
                     if item is not None:
-                        item.parts.append(ev.delta)
+                        item.fresh.append(ev.delta)
                         changed = True
                         if item is not last:
                             touched.append(item)
@@ -143,20 +181,17 @@ class ThreadFold:
             elif cls in _ITEM_EVENTS and ev.item_id:
                 item = turn.items.get(ev.item_id)
                 if item is None:
-                    item = turn.items[ev.item_id] = _Item(ev.kind)
+                    item = turn.items[ev.item_id] = _Item(ev.kind, self.max_item_chars)
                 item.kind = ev.kind
                 if ev.status is not None:
                     item.status = ev.status
                 if ev.title:
                     item.title = ev.title
                 if cls is ItemCompleted and ev.text is not None:
-                    item.text = ev.text
-                    item.parts, item.joined = [], 0  # the completed text is what shows
+                    item.complete(ev.text)
         for item in touched:
-            parts = item.parts
-            if len(parts) - item.joined > 1:
-                parts[item.joined:] = ["".join(parts[item.joined:])]
-            item.joined = len(parts)
+            if item.fresh:
+                item.take()
         return changed
 
     def _trim(self) -> None:
@@ -187,6 +222,6 @@ class ThreadFold:
 
 def fold_thread(thread_id: str, events: Iterable[EventBase]) -> ThreadSnapshot:
     """The thread's turns in order, each with its user text, state and items (module rules)."""
-    fold = ThreadFold(thread_id)
+    fold = ThreadFold(thread_id, max_item_chars=None)
     fold.add(events)
     return fold.snapshot()

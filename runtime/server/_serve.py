@@ -29,6 +29,11 @@ __all__ = ["SOCKET_PATH_MAX", "parse_listen", "serve"]
 
 SOCKET_PATH_MAX = 107
 """Linux ``sun_path`` holds 108 bytes with the terminating NUL."""
+GRACEFUL_SECONDS = 3
+"""How long uvicorn waits for responses in flight at shutdown before it cancels them."""
+STALLED_SECONDS = 1.5
+"""At shutdown, after the runtime closed: how long a response still being written may take
+before its connection is aborted (a client that stopped reading); under GRACEFUL_SECONDS."""
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -188,7 +193,7 @@ def serve(
         try:
             app = build_app(arun, token=token, transport="unix" if endpoint.socket else "tcp")
             server = _uvicorn_server(uvicorn.Config(
-                app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3,
+                app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=GRACEFUL_SECONDS,
                 timeout_keep_alive=30, ws="none", http="h11",
             ))
             asyncio.run(_run(server, sock, folder, endpoint, on_ready, runtime, close_timeout))
@@ -237,5 +242,19 @@ async def _run(server: Any, sock: socket.socket, folder: Path, endpoint: Endpoin
     except PaddockError as exc:
         print(f"paddock serve: closing the runtime: {exc}", file=sys.stderr)
     server.should_exit = True
+    # An SSE client that stopped reading leaves its stream blocked in a write for good; uvicorn
+    # would cancel it at its graceful timeout and log the task's CancelledError traceback.
+    # Streams of clients that read end at once (their subscriptions ended with the runtime).
+    aborting = loop.call_later(STALLED_SECONDS, _abort_connections, server)
     await serving
+    aborting.cancel()
     stopped.cancel()
+
+
+def _abort_connections(server: Any) -> None:
+    """Drop every connection still open (thread: the loop's): each one's response then sees a
+    disconnected client and ends without an error."""
+    for connection in list(server.server_state.connections):
+        transport = getattr(connection, "transport", None)
+        if transport is not None:
+            transport.abort()

@@ -101,3 +101,34 @@ def test_a_snapshot_taken_mid_turn_continues_when_fed_the_rest():
     resumed = ThreadFold("t", turns=fold_thread("t", head).turns)
     resumed.add(tail)
     assert resumed.snapshot() == fold_thread("t", events)
+
+
+def test_the_live_fold_keeps_one_bounded_buffer_per_item_not_one_object_per_delta():
+    import tracemalloc
+
+    from paddock.contract import LIVE_ITEM_CHARS
+
+    deltas = 200_000
+    fold = ThreadFold("t")
+    fold.add([TurnStarted(**_ID, turn_id="u1"), ItemStarted(**_ID, turn_id="u1", item_id="m", kind="assistant_message")])
+    events = [ContentDelta(**_ID, turn_id="u1", item_id="m", stream="assistant_text", delta="ab") for _ in range(100)]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(deltas // len(events)):
+            for ev in events:
+                fold.add([ev])  # the worst case: one delta per batch
+        grown = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    # 400,000 characters streamed: the fold holds the first LIVE_ITEM_CHARS of them, once
+    assert grown < 2 * LIVE_ITEM_CHARS + 16_384, grown
+    [turn] = fold.snapshot().turns
+    assert turn.items[0].text == "ab" * (LIVE_ITEM_CHARS // 2)
+    fold.add([ItemCompleted(**_ID, turn_id="u1", item_id="m", kind="assistant_message", text="ab" * deltas),
+              TurnCompleted(**_ID, turn_id="u1", state="completed")])
+    [turn] = fold.snapshot().turns
+    assert turn.items[0].text == "ab" * (LIVE_ITEM_CHARS // 2)  # the log keeps all of it
+    full = fold_thread("t", [TurnStarted(**_ID, turn_id="u1"), *events,
+                             ItemCompleted(**_ID, turn_id="u1", item_id="m", kind="assistant_message", text="ab" * deltas)])
+    assert full.turns[0].items[0].text == "ab" * deltas  # read_thread over the log: every character

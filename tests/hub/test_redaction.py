@@ -41,3 +41,28 @@ def test_secrets_are_masked_also_when_split_across_the_deltas_of_a_batch(tmp_pat
         assert exited[1].reason.endswith(SECRET)  # secrets are per instance
     finally:
         hub.close()
+
+
+def test_a_hubs_secrets_are_masked_in_paddock_log_records_until_it_closes(tmp_path, caplog):
+    import logging
+
+    from paddock.actors.events import LOG_MASK
+
+    caplog.set_level(logging.DEBUG, logger="paddock")
+    hub = EventHub.start(str(tmp_path / "events.db"))
+    try:
+        hub.add_secrets("inst", [SECRET])
+        assert SECRET in LOG_MASK.secrets
+        child = logging.getLogger("paddock.supervisors")
+        child.warning("child %r failed: %r", "agent", RuntimeError(f"invalid api key {SECRET}"))
+        try:
+            raise RuntimeError(f"token {SECRET} refused, also sk-abcdefghijklmnop")
+        except RuntimeError:
+            child.exception("start failed")
+        logging.getLogger("paddock").info("stack", stack_info=True, extra={"x": SECRET})
+    finally:
+        hub.close()
+    assert SECRET not in LOG_MASK.secrets
+    assert SECRET not in caplog.text and "sk-abcdefghijklmnop" not in caplog.text
+    assert "invalid api key [redacted]" in caplog.text and "token [redacted] refused" in caplog.text
+    assert "Traceback" in caplog.text  # the traceback is kept, masked

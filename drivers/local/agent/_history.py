@@ -2,7 +2,8 @@
 
 Layout: ``<state dir>/sessions/<sessionId>.jsonl``. The first line is the session header
 ``{"sessionId", "cwd"}``; every later line is one finished turn ``{"user", "agent", "usage"?}``
-(cancelled and crashed turns included, with the answer streamed so far).
+(cancelled and crashed turns included, with the answer streamed so far). Their texts are written
+masked (``_mask``): a file never holds the agent's key or another secret in clear.
 The state dir is ``$PADDOCK_LOCAL_STATE_DIR``, else ``$XDG_STATE_HOME/paddock-local``, else
 ``~/.local/state/paddock-local``.
 """
@@ -13,6 +14,8 @@ import os
 import re
 
 import msgspec
+
+from ._mask import secret_mask
 
 __all__ = ["Turn", "History", "state_dir"]
 
@@ -53,6 +56,7 @@ class History:
 
     def __init__(self, root: str | None = None) -> None:
         self._root = root
+        self._mask = secret_mask()
 
     @property
     def root(self) -> str:
@@ -76,7 +80,8 @@ class History:
         path = self._path(session_id)
         if path is None:
             return
-        line = msgspec.json.encode(turn) + b"\n"
+        masked = Turn(self._mask(turn.user), self._mask(turn.agent), turn.usage)
+        line = msgspec.json.encode(masked) + b"\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line)
