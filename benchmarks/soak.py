@@ -21,7 +21,9 @@ mid-way. Faults, drawn from one seeded RNG and logged with their time:
   its orphan-guard shim (``supervisors/_shim.py``), found among this process's descendants by
   command line; every process of the killed tree must be gone within ``orphan_bound_s``;
 - ``agent_stop``: SIGSTOP of an agent, SIGCONT after at most ``stop_pause_max_s``;
-- ``agent_crash``: the next turn of a session asks the agent to ``@crash``;
+- ``agent_crash``: the next turn of a session asks the agent to ``@crash``; these three end an
+  agent, so they stay within 2 per instance per 60 s (an instance's supervisor gives it up after
+  more than 3 restarts in 60 s, by design); one beyond is counted as deferred instead;
 - ``subscriber_stall``: the ``stall`` subscriber stops reading for a while;
 - ``subscriber_disconnect``: the ``reconnect`` subscriber is closed and re-opened with
   ``from_seq`` = last seen + 1;
@@ -104,6 +106,11 @@ FAULT_WEIGHTS = {
     "server_restart": 2,
 }
 SLOW_FAULT_SPACING = {"disk_fill": 12.0, "server_restart": 15.0}  # seconds between two of a kind
+# An instance's supervisor gives it up after more than 3 agent restarts within 60 s (restart
+# intensity, by design): faults that end an agent stay within 2 per instance per 60 s, leaving
+# room for one restart the runtime makes itself.
+AGENT_ENDS_PER_WINDOW = 2
+AGENT_ENDS_WINDOW_S = 60.0
 
 
 class Client(Protocol):
@@ -182,6 +189,10 @@ class Operations:
         self.ok: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.samples: list[dict[str, Any]] = []
+        self.thread_names: list[dict[str, int] | None] = [None, None]  # start window, end window
+        self.memory_snapshots: list[Any] = [None, None]  # tracemalloc, with --trace-memory
+        self.soak_start = 0.0  # clock times when the fault phase starts and ends
+        self.soak_end = float("inf")
 
     def success(self, op: str) -> None:
         with self._lock:
@@ -215,6 +226,7 @@ class TurnLedger:
         self._violations = violations
         self._cond = threading.Condition()
         self._open: dict[str, tuple[float, str]] = {}  # turn id -> (started at, thread id)
+        self._labels: dict[str, str] = {}  # open turn id -> what the workload asked of it
         self._done: dict[str, None] = {}
         self._flagged: set[str] = set()
         self.started = 0
@@ -235,6 +247,7 @@ class TurnLedger:
                                          problem="second turn.completed seen live", seq=ev.seq)
                     return
                 self._open.pop(ev.turn_id, None)
+                self._labels.pop(ev.turn_id, None)
                 self._flagged.discard(ev.turn_id)
                 self._done[ev.turn_id] = None
                 if len(self._done) > self._RECENT:
@@ -243,11 +256,18 @@ class TurnLedger:
                 self.states[ev.state] += 1
                 self._cond.notify_all()
 
-    def accepted(self, turn_id: str, thread_id: str) -> None:
+    def accepted(self, turn_id: str, thread_id: str, label: str) -> None:
         """``send_turn`` returned ``turn_id``: it counts as open until its completion is seen."""
         with self._cond:
             if turn_id not in self._done:
                 self._open.setdefault(turn_id, (self._clock.now(), thread_id))
+                self._labels[turn_id] = label
+
+    def note(self, turn_id: str, text: str) -> None:
+        """Add ``text`` to an open turn's label (reported if it does not end in time)."""
+        with self._cond:
+            if turn_id in self._labels:
+                self._labels[turn_id] += f"; {text}"
 
     def wait(self, turn_id: str, timeout: float, stop: threading.Event) -> bool:
         deadline = time.monotonic() + timeout
@@ -267,16 +287,18 @@ class TurnLedger:
     def sweep(self, bound: float) -> None:
         now = self._clock.now()
         with self._cond:
-            late = [(tid, started, thread) for tid, (started, thread) in self._open.items()
+            late = [(tid, started, thread, self._labels.get(tid, "")) for tid, (started, thread) in self._open.items()
                     if now - started > bound and tid not in self._flagged]
-            self._flagged.update(tid for tid, _, _ in late)
-        for tid, started, thread in late:
+            self._flagged.update(tid for tid, _, _, _ in late)
+        for tid, started, thread, label in late:
             self._violations.add("turns_end_exactly_once", lane=self.lane, turn_id=tid, thread_id=thread,
-                                 problem=f"not ended {bound:.0f} s after it started", started_at=round(started, 3))
+                                 problem=f"not ended {bound:.0f} s after it started", started_at=round(started, 3),
+                                 turn=label)
 
     def still_open(self) -> list[dict[str, Any]]:
         with self._cond:
-            return [{"turn_id": tid, "thread_id": thread, "started_at": round(started, 3)}
+            return [{"turn_id": tid, "thread_id": thread, "started_at": round(started, 3),
+                     "turn": self._labels.get(tid, "")}
                     for tid, (started, thread) in list(self._open.items())[:DETAILS_MAX]]
 
 
@@ -529,6 +551,10 @@ class Lane:
         delay = rng.uniform(0.005, 0.05)
         return f"@chunks {rng.randint(5, 40)}\n@delay {delay:.3f}\n@usage 10 20", interrupt
 
+    @staticmethod
+    def _label(prompt: str, instance: str) -> str:
+        return f"{instance}: " + " ".join(line for line in prompt.split("\n") if not line.startswith("@write"))[:80]
+
     def _work(self, w: Worker) -> None:
         bound = TARGETS["turn_end_bound_s"]
         while not self.stop.is_set():
@@ -541,16 +567,21 @@ class Lane:
                 continue
             self.ops.success("send_turn")
             w.turns += 1
-            self.ledger.accepted(result.turn_id, w.thread_id)
+            self.ledger.accepted(result.turn_id, w.thread_id, self._label(prompt, w.instance))
             if interrupt:
+                sent = time.monotonic()
                 self.stop.wait(w.rng.uniform(0.05, 0.4))
                 started = time.monotonic()
+                outcome = "returned"
                 try:
                     self.client().interrupt_turn(w.thread_id, result.turn_id, timeout=15)
                     self.ops.success("interrupt_turn")
                 except Exception as exc:
                     self.ops.failure(self.name, "interrupt_turn", exc)
+                    outcome = f"raised {type(exc).__name__}"
                 took = time.monotonic() - started
+                self.ledger.note(result.turn_id, f"interrupt_turn {started - sent:.2f} s after send_turn "
+                                                 f"{outcome} in {took:.2f} s")
                 if took > 12:
                     self.ops.failure(self.name, "interrupt_turn", TimeoutError(f"interrupt_turn took {took:.1f} s"))
             self.ledger.wait(result.turn_id, bound, self.stop)
@@ -989,6 +1020,14 @@ def _alive(entry: tuple[int, float, str]) -> bool:
         return False
 
 
+def _thread_names() -> dict[str, int]:
+    """This process's Python threads by name, digits dropped (``paddock-close-3`` -> ``paddock-close-``)."""
+    names: Counter[str] = Counter()
+    for thread in threading.enumerate():
+        names["".join(c for c in thread.name if not c.isdigit())] += 1
+    return dict(sorted(names.items()))
+
+
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
@@ -1006,9 +1045,15 @@ class Soak:
         self.faults = FaultLog(self.clock)
         self.ops = Operations(self.clock)
         self.samples: list[dict[str, Any]] = []
+        self.thread_names: list[dict[str, int] | None] = [None, None]  # start window, end window
+        self.memory_snapshots: list[Any] = [None, None]  # tracemalloc, with --trace-memory
+        self.soak_start = 0.0  # clock times when the fault phase starts and ends
+        self.soak_end = float("inf")
         self.pending: list[tuple[float, int, Callable[[], None]]] = []  # (monotonic due, n, action)
         self._pending_n = 0
         self._stopped: dict[int, float] = {}  # SIGSTOPped pid -> create time
+        self._ends: dict[str, list[float]] = {}  # instance -> monotonic times of agent-ending faults
+        self.deferred: Counter[str] = Counter()  # faults not injected: every instance at its budget
         self._slow: dict[str, threading.Thread] = {}
         self._last_slow: dict[str, float] = {}
         self._faults_on = threading.Event()
@@ -1087,15 +1132,35 @@ class Soak:
             wake = min([next_fault] + [self.pending[0][0]] if self.pending else [next_fault])
             time.sleep(max(0.02, min(0.25, wake - time.monotonic())))
 
+    def _may_end(self, instance: str) -> bool:
+        """Whether one more agent-ending fault on ``instance`` stays within its budget."""
+        now = time.monotonic()
+        recent = [t for t in self._ends.get(instance, []) if now - t < AGENT_ENDS_WINDOW_S]
+        self._ends[instance] = recent
+        return len(recent) < AGENT_ENDS_PER_WINDOW
+
+    def _ended(self, instance: str) -> None:
+        self._ends.setdefault(instance, []).append(time.monotonic())
+
+    @staticmethod
+    def _instance_of(proc: psutil.Process) -> str:
+        """The instance id of a local agent or shim: its working directory is ``<state>/instances/<id>``."""
+        try:
+            return Path(proc.cwd()).name
+        except psutil.Error:
+            return ""
+
     def _inject(self, kind: str) -> None:
         local = self.local
         assert local is not None
         if kind in ("agent_kill9", "shim_kill"):
             procs = local.processes("agent" if kind == "agent_kill9" else "shim")
-            procs = [p for p in procs if p.pid not in self._stopped]
+            procs = [p for p in procs if p.pid not in self._stopped and self._may_end(self._instance_of(p))]
             if not procs:
+                self.deferred[kind] += 1
                 return
             proc = self.rng.choice(procs)
+            self._ended(self._instance_of(proc))
             try:
                 tree = _snapshot([proc] + proc.children(recursive=True))
                 proc.kill()
@@ -1119,7 +1184,13 @@ class Soak:
             self.faults.log(kind, local.name, pid=proc.pid, pause_s=round(pause, 2))
             self.later(pause, lambda: self._resume(proc))
         elif kind == "agent_crash":
-            self.rng.choice(local.workers).crash_next.set()  # logged when the worker sends it
+            workers = [w for w in local.workers if self._may_end(w.instance) and not w.crash_next.is_set()]
+            if not workers:
+                self.deferred[kind] += 1
+                return
+            worker = self.rng.choice(workers)
+            self._ended(worker.instance)
+            worker.crash_next.set()  # logged when the worker sends it
         elif kind == "subscriber_stall":
             seconds = self.rng.uniform(1.0, 8.0)
             tap = next(t for t in local.taps if t.name == "stall")
@@ -1156,9 +1227,29 @@ class Soak:
                 self.faults.log("agent_cont", "local", pid=proc.pid)
 
     # the sampler
+    def windows(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The start and end windows of resource samples (clock times) in the fault phase: each
+        15% of it (at least 5 s), the first after a warm-up of 10% (at least 5 s)."""
+        start, end = self.soak_start, self.soak_end
+        span = end - start
+        width = max(5.0, 0.15 * span)
+        warm = max(5.0, 0.10 * span)
+        return (start + warm, start + warm + width), (end - width, end)
+
     def _sample_loop(self) -> None:
+        import tracemalloc
+
         me = psutil.Process()
+        (first_lo, first_hi), _ = self.windows()
+        middle = (first_lo + first_hi) / 2
         while self._sampling.is_set():
+            now = self.clock.now()
+            if self.thread_names[0] is None and now >= middle:
+                self.thread_names[0] = _thread_names()
+                if self.args.trace_memory:
+                    self.memory_snapshots[0] = tracemalloc.take_snapshot()
+            elif self.thread_names[0] is not None and now <= self.soak_end:
+                self.thread_names[1] = _thread_names()
             entry: dict[str, Any] = {"t": self.clock.stamp()}
             with contextlib.suppress(psutil.Error):
                 entry["host_rss_mb"] = round(me.memory_info().rss / 2**20, 1)
@@ -1179,26 +1270,39 @@ class Soak:
         args = self.args
         durations: dict[str, Any] = {}
         t_start = time.monotonic()
+        if args.trace_memory:
+            import tracemalloc
+
+            tracemalloc.start(1)
         self.mount_point, self.disk_skip = DiskLane.mount(self.tmp) if not args.no_disk else (None, "--no-disk")
         if self.mount_point is None:
             self.faults.skipped["disk_fill"] = self.disk_skip or "no tmpfs"
-        if args.no_server:
-            self.faults.skipped["server_restart"] = "--no-server"
+        server_skip = "--no-server" if args.no_server else None
+        if server_skip is None:
+            try:
+                import paddock.client  # noqa: F401
+                import paddock.server  # noqa: F401
+            except ImportError as exc:
+                server_skip = f"needs the server extra ({exc.name} is missing)"
+        if server_skip is not None:
+            self.faults.skipped["server_restart"] = server_skip
         try:
             self.local = LocalLane(self, args.sessions, args.instances)
             if self.mount_point is not None:
                 self.disk = DiskLane(self, self.mount_point)
-            if not args.no_server:
+            if server_skip is None:
                 self.server = ServerLane(self)
             for lane in self.lanes():
                 lane.start()
             durations["setup_s"] = round(time.monotonic() - t_start, 3)
+            soak_started = time.monotonic()
+            self.soak_start = self.clock.now()
+            self.soak_end = self.soak_start + args.minutes * 60
             self._sampling.set()
             sampler = threading.Thread(target=self._sample_loop, name="paddock-soak-sampler", daemon=True)
             sampler.start()
             self._faults_on.set()
             fault_thread = threading.Thread(target=self._fault_loop, name="paddock-soak-faults", daemon=True)
-            soak_started = time.monotonic()
             fault_thread.start()
             end = soak_started + args.minutes * 60
             while time.monotonic() < end:
@@ -1207,6 +1311,11 @@ class Soak:
             soak_seconds = time.monotonic() - soak_started
             durations["faults_s"] = round(soak_seconds, 3)
             window_end = self.clock.now()
+            if args.trace_memory:
+                import tracemalloc
+
+                self.memory_snapshots[1] = tracemalloc.take_snapshot()
+                tracemalloc.stop()
             for lane in self.lanes():
                 lane.stop.set()  # no new turn; a fault in flight skips its waits
             # pending SIGCONTs and tree checks run now (each stop pause is bounded)
@@ -1262,21 +1371,27 @@ class Soak:
 
     # the document
     def _resources(self, window_end: float) -> dict[str, Any]:
-        span = window_end
-        width = max(5.0, 0.15 * span)
-        warm = max(5.0, 0.10 * span)
-        first = [s for s in self.samples if warm <= s["t"] <= warm + width and "host_rss_mb" in s]
-        last = [s for s in self.samples if window_end - width <= s["t"] <= window_end and "host_rss_mb" in s]
+        self.soak_end = min(self.soak_end, window_end)
+        (a0, a1), (b0, b1) = self.windows()
+        first = [s for s in self.samples if a0 <= s["t"] <= a1 and "host_rss_mb" in s]
+        last = [s for s in self.samples if b0 <= s["t"] <= b1 and "host_rss_mb" in s]
         rss0, rss1 = _median([s["host_rss_mb"] for s in first]), _median([s["host_rss_mb"] for s in last])
         thr0, thr1 = _median([s["host_threads"] for s in first]), _median([s["host_threads"] for s in last])
         out: dict[str, Any] = {
-            "windows_s": {"start": [round(warm, 1), round(warm + width, 1)],
-                          "end": [round(window_end - width, 1), round(window_end, 1)]},
+            "windows_s": {"start": [round(a0, 1), round(a1, 1)], "end": [round(b0, 1), round(b1, 1)]},
             "host_rss_mb": {"start": rss0, "end": rss1, "growth": None if rss0 is None or rss1 is None else round(rss1 - rss0, 2),
                             "peak": max((s["host_rss_mb"] for s in self.samples if "host_rss_mb" in s), default=None)},
             "host_threads": {"start": thr0, "end": thr1, "growth": None if thr0 is None or thr1 is None else thr1 - thr0,
                              "peak": max((s["host_threads"] for s in self.samples if "host_threads" in s), default=None)},
         }
+        out["host_thread_names"] = {"start": self.thread_names[0], "end": self.thread_names[1]}
+        if self.memory_snapshots[0] is not None and self.memory_snapshots[1] is not None:
+            stats = self.memory_snapshots[1].compare_to(self.memory_snapshots[0], "lineno")
+            out["traced_growth_top"] = [
+                {"where": f"{st.traceback[0].filename}:{st.traceback[0].lineno}",
+                 "size_diff_kb": round(st.size_diff / 1024, 1), "count_diff": st.count_diff}
+                for st in stats[:15]
+            ]
         step = max(1, len(self.samples) // SAMPLES_MAX)
         out["samples"] = self.samples[::step]
         if rss0 is None or rss1 is None or thr0 is None or thr1 is None:
@@ -1314,6 +1429,8 @@ class Soak:
             lanes[lane.name] = entry
         if self.disk is None:
             lanes["disk"] = {"mounted": False, "skipped": self.disk_skip}
+        if self.server is None:
+            lanes["server"] = {"skipped": self.faults.skipped.get("server_restart")}
         by_state: Counter[str] = Counter()
         for log in logs.values():
             by_state.update(log["completed_by_state"])
@@ -1326,7 +1443,9 @@ class Soak:
             "fault_interval_s": self.args.fault_interval,
             "durations": durations,
             "faults": {"counts": dict(self.faults.counts), "total": sum(self.faults.counts.values()),
-                       "skipped": self.faults.skipped, "log": self.faults.entries,
+                       "skipped": self.faults.skipped,
+                       "deferred_for_restart_intensity": dict(self.deferred),
+                       "log": self.faults.entries,
                        "log_dropped": self.faults.dropped},
             "turns": {"started": sum(log["turns_started"] for log in logs.values()),
                       "completed": sum(log["turns_completed"] for log in logs.values()),
@@ -1351,6 +1470,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault-interval", type=float, default=2.0, help="mean seconds between two faults")
     parser.add_argument("--no-disk", action="store_true", help="skip the tmpfs disk lane")
     parser.add_argument("--no-server", action="store_true", help="skip the paddock serve lane")
+    parser.add_argument("--trace-memory", action="store_true",
+                        help="diagnosis: tracemalloc for the whole run; the top allocation growth "
+                             "between the windows is reported (slows the host)")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
     if args.seed is None:

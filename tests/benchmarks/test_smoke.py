@@ -101,6 +101,8 @@ def test_soak_shape(capsys):
     assert "disk" in doc["lanes"] and ("fills" in doc["lanes"]["disk"] or doc["lanes"]["disk"]["skipped"])
     for name in ("local", "server"):
         lane = doc["lanes"][name]
+        if name == "server" and "skipped" in lane:  # no server extra
+            continue
         assert lane["log"]["turns_started"] > 0 and lane["subscribers"] and lane["closes"]
     assert doc["turns"]["started"] >= doc["turns"]["completed"] > 0
     for key in ("host_rss_mb", "host_threads"):
