@@ -44,8 +44,8 @@ lane is closed and its log read back with :class:`paddock.StateReader`:
 - ``resources_flat``: the host's RSS and thread count (medians of a window near the start and
   one at the end of the fault phase) grow no more than ``host_rss_growth_mb_max`` and
   ``host_threads_growth_max``;
-- ``close_within_budget``: every ``close(timeout)`` returns within ``timeout`` + 1 s (the last
-  one of the local lane with one agent stopped, as a hung agent would be);
+- ``close_within_budget``: every ``close(timeout)`` returns, never raises, within ``timeout`` +
+  1 s (the last one of the local lane with one agent stopped, as a hung agent would be);
 - ``one_session_exited_per_session``: no thread logs two ``session.exited`` without a
   ``session.started`` between them.
 
@@ -656,7 +656,9 @@ class Lane:
             record["error"] = error
         self.closes.append(record)
         if took > CLOSE_TIMEOUT + TARGETS["close_budget_extra_s"]:
-            self.violations.add("close_within_budget", **record)
+            self.violations.add("close_within_budget", problem="close() overran timeout + 1 s", **record)
+        elif error:
+            self.violations.add("close_within_budget", problem="close() raised instead of returning", **record)
         self.soak.expect_dead(tree, self.name, f"processes of the lane after close() ({why})", grace=0.0)
 
     def finish(self) -> None:
@@ -1065,16 +1067,21 @@ class Soak:
         self.disk_skip: str | None = None
 
     # processes
-    def expect_dead(self, tree: list[tuple[int, float, str]], lane: str, what: str, grace: float) -> None:
-        """Each process of ``tree`` must be gone within ``grace`` (checked now, in this thread)."""
+    def expect_dead(self, tree: list[tuple[int, float, str]], lane: str, what: str, grace: float,
+                    fault_at: float | None = None) -> None:
+        """Each process of ``tree`` must be gone within ``grace`` (checked now, in this thread).
+        ``fault_at`` (epoch seconds) is when the tree was hit: each survivor's age then is reported."""
         deadline = time.monotonic() + grace
         alive = [e for e in tree if _alive(e)]
         while alive and time.monotonic() < deadline:
             time.sleep(0.05)
             alive = [e for e in alive if _alive(e)]
         if alive:
-            self.violations.add("no_process_outlives_its_session", lane=lane, problem=f"{what}: still alive",
-                                processes=[{"pid": p, "cmd": c} for p, _, c in alive[:5]], count=len(alive))
+            self.violations.add(
+                "no_process_outlives_its_session", lane=lane, problem=f"{what}: still alive", count=len(alive),
+                processes=[{"pid": p, "cmd": c, **({"age_at_fault_s": round(fault_at - born, 3)} if fault_at else {})}
+                           for p, born, c in alive[:5]],
+            )
 
     def check_no_descendants(self) -> None:
         """After every lane closed: this process has no descendant left."""
@@ -1164,11 +1171,13 @@ class Soak:
             try:
                 tree = _snapshot([proc] + proc.children(recursive=True))
                 proc.kill()
+                killed_at = time.time()
             except psutil.Error:
                 return
             self.faults.log(kind, local.name, pid=proc.pid, tree=len(tree))
             bound = TARGETS["orphan_bound_s"]
-            self.later(bound, lambda: self.expect_dead(tree, local.name, f"tree of the {kind} victim {proc.pid}", 0))
+            self.later(bound, lambda: self.expect_dead(tree, local.name, f"tree of the {kind} victim {proc.pid}", 0,
+                                                       fault_at=killed_at))
         elif kind == "agent_stop":
             procs = [p for p in local.processes("agent") if p.pid not in self._stopped]
             if not procs:
@@ -1204,7 +1213,8 @@ class Soak:
         elif kind in ("disk_fill", "server_restart"):
             running = self._slow.get(kind)
             now = time.monotonic()
-            if (running is not None and running.is_alive()) or now - self._last_slow.get(kind, -1e9) < SLOW_FAULT_SPACING[kind]:
+            busy = running is not None and running.is_alive()
+            if busy or now - self._last_slow.get(kind, -1e9) < SLOW_FAULT_SPACING[kind]:
                 return
             self._last_slow[kind] = now
             if kind == "disk_fill":
@@ -1377,16 +1387,21 @@ class Soak:
         last = [s for s in self.samples if b0 <= s["t"] <= b1 and "host_rss_mb" in s]
         rss0, rss1 = _median([s["host_rss_mb"] for s in first]), _median([s["host_rss_mb"] for s in last])
         thr0, thr1 = _median([s["host_threads"] for s in first]), _median([s["host_threads"] for s in last])
+        def figure(key: str, start: float | None, end: float | None) -> dict[str, Any]:
+            return {"start": start, "end": end,
+                    "growth": None if start is None or end is None else round(end - start, 2),
+                    "peak": max((s[key] for s in self.samples if key in s), default=None)}
+
         out: dict[str, Any] = {
             "windows_s": {"start": [round(a0, 1), round(a1, 1)], "end": [round(b0, 1), round(b1, 1)]},
-            "host_rss_mb": {"start": rss0, "end": rss1, "growth": None if rss0 is None or rss1 is None else round(rss1 - rss0, 2),
-                            "peak": max((s["host_rss_mb"] for s in self.samples if "host_rss_mb" in s), default=None)},
-            "host_threads": {"start": thr0, "end": thr1, "growth": None if thr0 is None or thr1 is None else thr1 - thr0,
-                             "peak": max((s["host_threads"] for s in self.samples if "host_threads" in s), default=None)},
+            "host_rss_mb": figure("host_rss_mb", rss0, rss1),
+            "host_threads": figure("host_threads", thr0, thr1),
         }
         out["host_thread_names"] = {"start": self.thread_names[0], "end": self.thread_names[1]}
         if self.memory_snapshots[0] is not None and self.memory_snapshots[1] is not None:
             stats = self.memory_snapshots[1].compare_to(self.memory_snapshots[0], "lineno")
+            # what Python objects account for; the rest of the RSS growth is native (SQLite, malloc)
+            out["traced_growth_total_mb"] = round(sum(st.size_diff for st in stats) / 2**20, 2)
             out["traced_growth_top"] = [
                 {"where": f"{st.traceback[0].filename}:{st.traceback[0].lineno}",
                  "size_diff_kb": round(st.size_diff / 1024, 1), "count_diff": st.count_diff}
