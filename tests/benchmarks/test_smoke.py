@@ -25,7 +25,7 @@ def test_the_suite_is_listed(capsys):
     assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
     names = capsys.readouterr().out.split()
     for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex",
-                 "peer-opencode", "hub", "floor", "serve", "item-memory"):
+                 "peer-opencode", "hub", "floor", "serve", "item-memory", "soak"):
         assert name in names
     assert not any(n.startswith("-") or n.startswith("_") for n in names)
 
@@ -81,6 +81,34 @@ def test_item_memory_shape(capsys):
     [r] = doc["results"]
     assert r["deltas_seen"] == 2000 and r["turn_state"] == "completed"
     assert r["rss_peak_mb"] >= r["rss_before_mb"] > 0
+
+
+@pytest.mark.timeout(240)
+def test_soak_shape(capsys):
+    doc = bench(capsys, "soak", "--minutes", "0.2", "--sessions", "4", "--instances", "2", "--seed", "1",
+                "--fault-interval", "1")
+    assert doc["seed"] == 1 and doc["sessions"] == 4
+    assert set(doc["invariants"]) == {
+        "turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
+        "resources_flat", "close_within_budget", "one_session_exited_per_session",
+    }
+    for invariant in doc["invariants"].values():
+        assert isinstance(invariant["held"], bool) and isinstance(invariant["details"], list)
+        assert invariant["held"] == (invariant["violations"] == 0)
+    assert doc["meets_targets"] == all(v["held"] for v in doc["invariants"].values())
+    ends = ("agent_cont", "disk_free")
+    assert doc["faults"]["total"] == sum(n for k, n in doc["faults"]["counts"].items() if k not in ends)
+    assert all({"t", "kind", "lane"} <= set(entry) for entry in doc["faults"]["log"])
+    assert "disk" in doc["lanes"] and ("fills" in doc["lanes"]["disk"] or doc["lanes"]["disk"]["skipped"])
+    for name in ("local", "server"):
+        lane = doc["lanes"][name]
+        if name == "server" and "skipped" in lane:  # no server extra
+            continue
+        assert lane["log"]["turns_started"] > 0 and lane["subscribers"] and lane["closes"]
+    assert doc["turns"]["started"] >= doc["turns"]["completed"] > 0
+    for key in ("host_rss_mb", "host_threads"):
+        assert set(doc["resources"][key]) == {"start", "end", "growth", "peak"}
+    assert doc["resources"]["samples"] and doc["durations"]["total_s"] > 0
 
 
 def test_teardown_shape(capsys):

@@ -1,0 +1,1503 @@
+"""``paddock bench soak``: many sessions and turns for N minutes under random faults, checking that
+every turn ends, no subscriber loses an event, no process outlives its session, memory and
+threads stay flat and ``close()`` keeps its budget.
+
+Three lanes run at once, through the public API only, on the built-in ``local`` agent:
+
+- ``local``: a :class:`paddock.Runtime` in this process (``--instances`` agent processes,
+  ``--sessions`` sessions, a third of them ``approval-required`` with a responder answering
+  their requests), and four subscribers of every event: ``ledger`` (feeds the turn ledger),
+  ``steady``, ``stall`` (``max_buffered=500``, so a stall sends it to the log) and ``reconnect``;
+- ``disk``: a second Runtime whose state directory is a small tmpfs (``mount -t tmpfs``; when the
+  machine refuses, this lane and its fault are skipped and the JSON says why), two sessions;
+- ``server``: a ``paddock serve`` subprocess on a unix socket and a
+  :class:`paddock.client.RemoteRuntime` client with two sessions and a ledger subscriber.
+
+Every session runs turns back to back: short streams with ``@delay``, bursts of ``@chunks``,
+``@write`` approvals, ``@spawn`` grandchildren that outlive their turn, and some interrupted
+mid-way. Faults, drawn from one seeded RNG and logged with their time:
+
+- ``agent_kill9`` / ``shim_kill``: SIGKILL of a local-lane agent (``paddock.drivers.local``) or of
+  its orphan-guard shim (``supervisors/_shim.py``), found among this process's descendants by
+  command line; every process of the killed tree must be gone within ``orphan_bound_s``;
+- ``agent_stop``: SIGSTOP of an agent, SIGCONT after at most ``stop_pause_max_s``;
+- ``agent_crash``: the next turn of a session asks the agent to ``@crash``; these three end an
+  agent, so they stay within 2 per instance per 60 s (an instance's supervisor gives it up after
+  more than 3 restarts in 60 s, by design); one beyond is counted as deferred instead;
+- ``subscriber_stall``: the ``stall`` subscriber stops reading for a while;
+- ``subscriber_disconnect``: the ``reconnect`` subscriber is closed and re-opened with
+  ``from_seq`` = last seen + 1;
+- ``disk_fill``: a ballast file fills the disk lane's tmpfs, held a few seconds, then deleted;
+- ``server_restart``: SIGTERM to ``paddock serve``, then the same command again; the client's
+  sessions resume and its subscriber re-opens from the last seen ``seq`` + 1.
+
+Invariants (``invariants``: ``held`` plus bounded ``details``), live and at the end, after each
+lane is closed and its log read back with :class:`paddock.StateReader`:
+
+- ``turns_end_exactly_once``: every turn the log shows started has exactly one
+  ``turn.completed``, and ended within ``turn_end_bound_s`` of its start (a grace that covers the
+  longest stop pause) as the live ledger saw it;
+- ``subscribers_match_log``: each subscriber's ``seq`` strictly increases, and between the first
+  and the last event it received (across re-opens) it got exactly the log's events;
+- ``no_process_outlives_its_session``: killed trees die, a stopped server leaves none of its
+  descendants, and after every close this process has no descendant;
+- ``resources_flat``: the host's RSS and thread count (medians of a window near the start and
+  one at the end of the fault phase) grow no more than ``host_rss_growth_mb_max`` and
+  ``host_threads_growth_max``;
+- ``close_within_budget``: every ``close(timeout)`` returns, never raises, within ``timeout`` +
+  1 s (the last one of the local lane with one agent stopped, as a hung agent would be);
+- ``one_session_exited_per_session``: no thread logs two ``session.exited`` without a
+  ``session.started`` between them.
+
+``meets_targets`` is true when every invariant held. Prints one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import heapq
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import ROOT, emit  # noqa: E402
+
+TARGETS = {
+    "turn_end_bound_s": 30.0,
+    "orphan_bound_s": 5.0,
+    "stop_pause_max_s": 5.0,
+    "close_budget_extra_s": 1.0,
+    "host_rss_growth_mb_max": 32.0,
+    "host_threads_growth_max": 8,
+}
+DETAILS_MAX = 20  # offending details kept per invariant
+FAULT_LOG_MAX = 400
+SAMPLES_MAX = 60  # resource samples kept in the document (evenly spread)
+CLOSE_TIMEOUT = 10.0
+
+FAULT_WEIGHTS = {
+    "agent_kill9": 3,
+    "agent_stop": 3,
+    "shim_kill": 2,
+    "agent_crash": 2,
+    "subscriber_stall": 3,
+    "subscriber_disconnect": 3,
+    "disk_fill": 2,
+    "server_restart": 2,
+}
+SLOW_FAULT_SPACING = {"disk_fill": 12.0, "server_restart": 15.0}  # seconds between two of a kind
+# An instance's supervisor gives it up after more than 3 agent restarts within 60 s (restart
+# intensity, by design): faults that end an agent stay within 2 per instance per 60 s, leaving
+# room for one restart the runtime makes itself.
+AGENT_ENDS_PER_WINDOW = 2
+AGENT_ENDS_WINDOW_S = 60.0
+
+
+if TYPE_CHECKING:
+    from paddock import Runtime
+    from paddock.client import RemoteRuntime
+
+    Client = Runtime | RemoteRuntime  # what a lane's workers, taps and responder call
+
+
+# -- bookkeeping shared by every thread -----------------------------------------------------------
+
+
+class Clock:
+    """Seconds since the soak started (monotonic)."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def stamp(self) -> float:
+        return round(self.now(), 3)
+
+
+class Violations:
+    """Offences per invariant: a count and the first ``DETAILS_MAX`` details (any thread)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.details: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, invariant: str, **detail: Any) -> None:
+        with self._lock:
+            self.counts[invariant] += 1
+            kept = self.details.setdefault(invariant, [])
+            if len(kept) < DETAILS_MAX:
+                kept.append({"t": self._clock.stamp(), **detail})
+
+
+class FaultLog:
+    """Every fault injected, with its time (any thread)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.entries: list[dict[str, Any]] = []
+        self.dropped = 0
+        self.skipped: dict[str, str] = {}
+
+    def log(self, kind: str, lane: str, **detail: Any) -> None:
+        with self._lock:
+            self.counts[kind] += 1
+            if len(self.entries) < FAULT_LOG_MAX:
+                self.entries.append({"t": self._clock.stamp(), "kind": kind, "lane": lane, **detail})
+            else:
+                self.dropped += 1
+
+
+class Operations:
+    """Outcomes of the calls the workload makes, per operation (any thread)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.ok: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.samples: list[dict[str, Any]] = []
+        self.thread_names: list[dict[str, int] | None] = [None, None]  # start window, end window
+        self.memory_snapshots: list[Any] = [None, None]  # tracemalloc, with --trace-memory
+        self.soak_start = 0.0  # clock times when the fault phase starts and ends
+        self.soak_end = float("inf")
+
+    def success(self, op: str) -> None:
+        with self._lock:
+            self.ok[op] += 1
+
+    def failure(self, lane: str, op: str, exc: BaseException) -> None:
+        key = f"{op}: {type(exc).__name__}"
+        with self._lock:
+            self.errors[key] += 1
+            if self.errors[key] <= 3 and len(self.samples) < 2 * DETAILS_MAX:  # a few of each kind
+                self.samples.append({"t": self._clock.stamp(), "lane": lane, "op": op,
+                                     "error": type(exc).__name__, "message": str(exc)[:240]})
+
+    def document(self) -> dict[str, Any]:
+        with self._lock:
+            return {"ok": dict(self.ok), "errors": dict(self.errors), "error_samples": list(self.samples)}
+
+
+class TurnLedger:
+    """Turns of one lane, as its ledger subscriber delivers them.
+
+    ``event`` runs in that subscriber's consumer thread; ``accepted`` and ``wait`` in the lane's
+    worker threads; ``sweep`` in the fault thread. Completed turn ids are remembered for the last
+    ``_RECENT`` turns only (the log check at the end is the exhaustive one)."""
+
+    _RECENT = 4096
+
+    def __init__(self, lane: str, clock: Clock, violations: Violations) -> None:
+        self.lane = lane
+        self._clock = clock
+        self._violations = violations
+        self._cond = threading.Condition()
+        self._open: dict[str, tuple[float, str]] = {}  # turn id -> (started at, thread id)
+        self._labels: dict[str, str] = {}  # open turn id -> what the workload asked of it
+        self._done: dict[str, None] = {}
+        self._flagged: set[str] = set()
+        self.started = 0
+        self.completed = 0
+        self.states: Counter[str] = Counter()
+
+    def event(self, ev: Any) -> None:
+        kind = ev.type
+        if kind == "turn.started" and ev.turn_id:
+            with self._cond:
+                if ev.turn_id not in self._done:
+                    self._open.setdefault(ev.turn_id, (self._clock.now(), ev.thread_id or ""))
+                self.started += 1
+        elif kind == "turn.completed" and ev.turn_id:
+            with self._cond:
+                if ev.turn_id in self._done:
+                    self._violations.add("turns_end_exactly_once", lane=self.lane, turn_id=ev.turn_id,
+                                         problem="second turn.completed seen live", seq=ev.seq)
+                    return
+                self._open.pop(ev.turn_id, None)
+                self._labels.pop(ev.turn_id, None)
+                self._flagged.discard(ev.turn_id)
+                self._done[ev.turn_id] = None
+                if len(self._done) > self._RECENT:
+                    self._done.pop(next(iter(self._done)))
+                self.completed += 1
+                self.states[ev.state] += 1
+                self._cond.notify_all()
+
+    def accepted(self, turn_id: str, thread_id: str, label: str) -> None:
+        """``send_turn`` returned ``turn_id``: it counts as open until its completion is seen."""
+        with self._cond:
+            if turn_id not in self._done:
+                self._open.setdefault(turn_id, (self._clock.now(), thread_id))
+                self._labels[turn_id] = label
+
+    def note(self, turn_id: str, text: str) -> None:
+        """Add ``text`` to an open turn's label (reported if it does not end in time)."""
+        with self._cond:
+            if turn_id in self._labels:
+                self._labels[turn_id] += f"; {text}"
+
+    def wait(self, turn_id: str, timeout: float, stop: threading.Event) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while turn_id in self._open or turn_id not in self._done:
+                left = deadline - time.monotonic()
+                if left <= 0 or stop.is_set():
+                    return False
+                self._cond.wait(min(left, 0.5))
+            return True
+
+    def open_count(self) -> int:
+        """Open turns not yet flagged as late (those are reported already)."""
+        with self._cond:
+            return sum(1 for tid in self._open if tid not in self._flagged)
+
+    def sweep(self, bound: float) -> None:
+        now = self._clock.now()
+        with self._cond:
+            late = [(tid, started, thread, self._labels.get(tid, "")) for tid, (started, thread) in self._open.items()
+                    if now - started > bound and tid not in self._flagged]
+            self._flagged.update(tid for tid, _, _, _ in late)
+        for tid, started, thread, label in late:
+            self._violations.add("turns_end_exactly_once", lane=self.lane, turn_id=tid, thread_id=thread,
+                                 problem=f"not ended {bound:.0f} s after it started", started_at=round(started, 3),
+                                 turn=label)
+
+    def still_open(self) -> list[dict[str, Any]]:
+        with self._cond:
+            return [{"turn_id": tid, "thread_id": thread, "started_at": round(started, 3),
+                     "turn": self._labels.get(tid, "")}
+                    for tid, (started, thread) in list(self._open.items())[:DETAILS_MAX]]
+
+
+class SeqRuns:
+    """A set of ``seq`` numbers as sorted runs ``[first, last]``: memory grows with the gaps, not
+    with the events."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[int]] = []
+        self.count = 0
+
+    def add(self, seq: int) -> None:
+        self.count += 1
+        if self.runs and self.runs[-1][1] + 1 == seq:
+            self.runs[-1][1] = seq
+        else:
+            self.runs.append([seq, seq])
+
+    @property
+    def first(self) -> int | None:
+        return self.runs[0][0] if self.runs else None
+
+    @property
+    def last(self) -> int | None:
+        return self.runs[-1][1] if self.runs else None
+
+    def clipped(self, first: int, last: int) -> list[list[int]]:
+        out = []
+        for a, b in self.runs:
+            a, b = max(a, first), min(b, last)
+            if a <= b:
+                out.append([a, b])
+        return out
+
+
+def _missing(expected: list[list[int]], got: list[list[int]]) -> tuple[int, list[list[int]]]:
+    """Seqs in ``expected`` runs but not in ``got`` runs: (count, the first ranges)."""
+    out: list[list[int]] = []
+    count = 0
+    j = 0
+    for a, b in expected:
+        cur = a
+        while cur <= b:
+            while j < len(got) and got[j][1] < cur:
+                j += 1
+            if j < len(got) and got[j][0] <= cur:
+                cur = got[j][1] + 1
+                continue
+            end = b if j >= len(got) else min(b, got[j][0] - 1)
+            count += end - cur + 1
+            if len(out) < DETAILS_MAX:
+                out.append([cur, end])
+            cur = end + 1
+    return count, out
+
+
+# -- subscribers ----------------------------------------------------------------------------------
+
+
+class Tap:
+    """One subscriber of a lane, on its own consumer thread (``paddock-soak-tap-<name>``).
+
+    It records every ``seq`` it receives (strictly increasing, else a violation), feeds the
+    lane's ledger when it is the ledger, obeys stall and disconnect requests from the fault
+    thread, and re-opens with ``from_seq`` = last seen + 1 whenever its subscription ends while
+    the lane is still running (a server restart, a lane re-open)."""
+
+    def __init__(self, lane: Lane, name: str, *, max_buffered: int | None = None, ledger: bool = False) -> None:
+        self.lane = lane
+        self.name = name
+        self.max_buffered = max_buffered
+        self.ledger = ledger
+        self.seqs = SeqRuns()
+        self.reopens = 0
+        self.stalls = 0
+        self.disconnects = 0
+        self.out_of_order = 0
+        self._stall_until = 0.0
+        self._disconnect_for: float | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"paddock-soak-tap-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+    def stall(self, seconds: float) -> None:
+        """Fault thread: stop reading for ``seconds``."""
+        with self._lock:
+            self._stall_until = time.monotonic() + seconds
+            self.stalls += 1
+
+    def disconnect(self, seconds: float) -> None:
+        """Fault thread: close the subscription, re-open it ``seconds`` later from the last seq + 1."""
+        with self._lock:
+            self._disconnect_for = seconds
+            self.disconnects += 1
+
+    def _subscribe(self) -> Any:
+        from_seq = None if self.seqs.last is None else self.seqs.last + 1
+        kw: dict[str, Any] = {} if self.max_buffered is None else {"max_buffered": self.max_buffered}
+        if self.ledger and from_seq is None:
+            from_seq = 1  # the ledger sees every turn of the lane, from its first event
+        while not self._stop.is_set():
+            try:
+                return self.lane.client().subscribe(from_seq=from_seq, **kw)
+            except Exception as exc:  # the server is down, the lane is re-opening
+                self.lane.ops.failure(self.lane.name, "subscribe", exc)
+                self._stop.wait(0.5)
+        return None
+
+    def _run(self) -> None:
+        sub = self._subscribe()
+        try:
+            while not self._stop.is_set() and sub is not None:
+                with self._lock:
+                    stall_until, away = self._stall_until, self._disconnect_for
+                    self._disconnect_for = None
+                if time.monotonic() < stall_until:
+                    self._stop.wait(min(0.2, stall_until - time.monotonic()))
+                    continue
+                if away is not None:
+                    sub.close()
+                    self._stop.wait(away)
+                    self.reopens += 1
+                    sub = self._subscribe()
+                    continue
+                try:
+                    ev = sub.get(timeout=0.25)
+                except Exception as exc:  # PersistenceError while catching up from a full disk
+                    self.lane.ops.failure(self.lane.name, f"subscription.get ({self.name})", exc)
+                    sub.close()
+                    self._stop.wait(0.5)
+                    self.reopens += 1
+                    sub = self._subscribe()
+                    continue
+                if ev is None:
+                    if sub.ended and not self._stop.is_set():
+                        self._stop.wait(0.2)
+                        self.reopens += 1
+                        sub = self._subscribe()
+                    continue
+                last = self.seqs.last
+                if last is not None and ev.seq <= last:
+                    self.out_of_order += 1
+                    self.lane.violations.add("subscribers_match_log", lane=self.lane.name, subscriber=self.name,
+                                             problem="seq not increasing", seq=ev.seq, after=last)
+                    continue
+                self.seqs.add(ev.seq)
+                if self.ledger:
+                    self.lane.ledger.event(ev)
+        finally:
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    sub.close()
+
+    def document(self) -> dict[str, Any]:
+        return {"lane": self.lane.name, "name": self.name, "events": self.seqs.count,
+                "first_seq": self.seqs.first, "last_seq": self.seqs.last, "reopens": self.reopens,
+                "stalls": self.stalls, "disconnects": self.disconnects, "max_buffered": self.max_buffered}
+
+
+# -- lanes ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Worker:
+    """One session's turn loop (thread ``paddock-soak-<thread id>``)."""
+
+    thread_id: str
+    instance: str
+    approvals: bool
+    rng: random.Random
+    crash_next: threading.Event = field(default_factory=threading.Event)
+    turns: int = 0
+
+
+class Lane:
+    """One runtime (in-process or behind ``paddock serve``) with its sessions, subscribers and
+    turn ledger. Subclasses say how the client is opened, closed and re-opened."""
+
+    name = "lane"
+
+    def __init__(self, soak: Soak, sessions: int, instances: int) -> None:
+        self.soak = soak
+        self.clock = soak.clock
+        self.violations = soak.violations
+        self.faults = soak.faults
+        self.ops = soak.ops
+        self.ledger = TurnLedger(self.name, self.clock, self.violations)
+        self.instances = [f"{self.name}{n}" for n in range(instances)]
+        self.workers = [
+            Worker(f"{self.name}-t{n}", self.instances[n % instances], approvals=n % 3 == 2,
+                   rng=random.Random(f"{soak.seed}-{self.name}-{n}"))
+            for n in range(sessions)
+        ]
+        self.taps: list[Tap] = []
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.closes: list[dict[str, Any]] = []
+        self.workspace = ""
+        self.state_dir = ""
+        self.finished = False
+
+    # subclass API
+    def client(self) -> Client:
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "runtime": {"event_log": True},
+            "instances": {iid: {"driver": "local"} for iid in self.instances},
+        }
+
+    # running
+    def start(self) -> None:
+        client = self.client()
+        for w in self.workers:
+            client.start_session(w.thread_id, instance=w.instance, cwd=self.workspace,
+                                 runtime_mode="approval-required" if w.approvals else "full-access", timeout=60)
+        for tap in self.taps:
+            tap.start()
+        if any(w.approvals for w in self.workers):
+            self.threads.append(threading.Thread(target=self._respond, name=f"paddock-soak-{self.name}-respond",
+                                                 daemon=True))
+        self.threads += [threading.Thread(target=self._work, args=(w,), name=f"paddock-soak-{w.thread_id}",
+                                          daemon=True) for w in self.workers]
+        for t in self.threads:
+            t.start()
+
+    def _prompt(self, w: Worker) -> tuple[str, bool]:
+        """The next prompt of ``w`` and whether to interrupt it mid-way."""
+        rng = w.rng
+        if w.crash_next.is_set():
+            w.crash_next.clear()
+            self.faults.log("agent_crash", self.name, thread_id=w.thread_id, instance=w.instance)
+            return "@chunks 4\n@delay 0.05\n@crash 3", False
+        roll = rng.random()
+        if w.approvals and roll < 0.3:
+            return f"@write soak-{w.thread_id}-{w.turns}.txt soak\n@chunks 3", False
+        if roll < 0.10:
+            return f"@chunks {rng.randint(50, 500)}", False
+        if roll < 0.15:
+            return f"@spawn {rng.randint(5, 40)}\n@chunks 3", False
+        interrupt = rng.random() < 0.12
+        delay = rng.uniform(0.005, 0.05)
+        return f"@chunks {rng.randint(5, 40)}\n@delay {delay:.3f}\n@usage 10 20", interrupt
+
+    @staticmethod
+    def _label(prompt: str, instance: str) -> str:
+        return f"{instance}: " + " ".join(line for line in prompt.split("\n") if not line.startswith("@write"))[:80]
+
+    def _work(self, w: Worker) -> None:
+        bound = TARGETS["turn_end_bound_s"]
+        while not self.stop.is_set():
+            prompt, interrupt = self._prompt(w)
+            try:
+                result = self.client().send_turn(w.thread_id, prompt, timeout=20)
+            except Exception as exc:
+                self.ops.failure(self.name, "send_turn", exc)
+                self.stop.wait(0.3 + w.rng.random() * 0.5)
+                continue
+            self.ops.success("send_turn")
+            w.turns += 1
+            self.ledger.accepted(result.turn_id, w.thread_id, self._label(prompt, w.instance))
+            if interrupt:
+                sent = time.monotonic()
+                self.stop.wait(w.rng.uniform(0.05, 0.4))
+                started = time.monotonic()
+                outcome = "returned"
+                try:
+                    self.client().interrupt_turn(w.thread_id, result.turn_id, timeout=15)
+                    self.ops.success("interrupt_turn")
+                except Exception as exc:
+                    self.ops.failure(self.name, "interrupt_turn", exc)
+                    outcome = f"raised {type(exc).__name__}"
+                took = time.monotonic() - started
+                self.ledger.note(result.turn_id, f"interrupt_turn {started - sent:.2f} s after send_turn "
+                                                 f"{outcome} in {took:.2f} s")
+                if took > 12:
+                    self.ops.failure(self.name, "interrupt_turn", TimeoutError(f"interrupt_turn took {took:.1f} s"))
+            self.ledger.wait(result.turn_id, bound, self.stop)
+            self.stop.wait(w.rng.uniform(0.0, 0.15))
+
+    def _respond(self) -> None:
+        """Answer the approval requests of the lane's ``approval-required`` sessions."""
+        rng = random.Random(f"{self.soak.seed}-{self.name}-respond")
+        sub = None
+        while not self.stop.is_set():
+            if sub is None or sub.ended:
+                try:
+                    sub = self.client().subscribe(types=("request.opened",))
+                except Exception as exc:
+                    self.ops.failure(self.name, "subscribe", exc)
+                    self.stop.wait(0.5)
+                    continue
+            try:
+                ev = sub.get(timeout=0.25)
+            except Exception as exc:
+                self.ops.failure(self.name, "subscription.get (respond)", exc)
+                sub = None
+                continue
+            if ev is None or ev.type != "request.opened" or ev.request_id is None:
+                continue
+            decision: Literal["accept", "decline"] = "decline" if rng.random() < 0.2 else "accept"
+            try:
+                self.client().respond_to_request(ev.thread_id, ev.request_id, decision, timeout=10)
+                self.ops.success("respond_to_request")
+            except Exception as exc:  # the turn may have ended under a fault meanwhile
+                self.ops.failure(self.name, "respond_to_request", exc)
+        if sub is not None:
+            sub.close()
+
+    def stop_workload(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(TARGETS["turn_end_bound_s"] + 20)
+
+    def drain(self, grace: float) -> None:
+        """Wait up to ``grace`` for the ledger to see every accepted turn end."""
+        deadline = time.monotonic() + grace
+        while self.ledger.open_count() and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    def tree(self) -> list[tuple[int, float, str]]:
+        """This lane's live processes: descendants of this process under a shim whose command
+        line names the lane's state directory."""
+        out = []
+        for shim in psutil.Process().children():
+            try:
+                if not any(self.state_dir in a for a in shim.cmdline()):
+                    continue
+                out += _snapshot([shim] + shim.children(recursive=True))
+            except psutil.Error:
+                continue
+        return out
+
+    def timed_close(self, rt: Client, why: str) -> None:
+        """``rt.close(timeout=CLOSE_TIMEOUT)``, timed; then every process the lane had must be gone."""
+        tree = self.tree()
+        started = time.monotonic()
+        error = None
+        try:
+            rt.close(timeout=CLOSE_TIMEOUT)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {str(exc)[:200]}"
+        took = time.monotonic() - started
+        record: dict[str, Any] = {"lane": self.name, "why": why, "timeout": CLOSE_TIMEOUT, "seconds": round(took, 3),
+                                  "processes": len(tree)}
+        if error:
+            record["error"] = error
+        self.closes.append(record)
+        if took > CLOSE_TIMEOUT + TARGETS["close_budget_extra_s"]:
+            self.violations.add("close_within_budget", problem="close() overran timeout + 1 s", **record)
+        elif error:
+            self.violations.add("close_within_budget", problem="close() raised instead of returning", **record)
+        self.soak.expect_dead(tree, self.name, f"processes of the lane after close() ({why})", grace=0.0)
+
+    def finish(self) -> None:
+        """Close the lane (after its workload stopped)."""
+        raise NotImplementedError
+
+    # the log, read back after the lane closed
+    def check_log(self) -> dict[str, Any]:
+        from paddock import StateReader
+
+        seqs = SeqRuns()
+        started: dict[str, str] = {}
+        completed: Counter[str] = Counter()
+        states: Counter[str] = Counter()
+        exited_last: dict[str, tuple[int, str] | None] = {}  # thread -> its last session.exited since session.started
+        events = 0
+        follower = StateReader(self.state_dir).subscribe(from_seq=1, poll=0.01)
+        try:
+            while True:
+                ev = follower.get(timeout=0.5)
+                if ev is None:
+                    break
+                events += 1
+                seqs.add(ev.seq)
+                if ev.type == "turn.started" and ev.turn_id:
+                    started[ev.turn_id] = ev.thread_id or ""
+                elif ev.type == "turn.completed" and ev.turn_id:
+                    completed[ev.turn_id] += 1
+                    states[ev.state] += 1
+                elif ev.type == "session.started" and ev.thread_id:
+                    exited_last[ev.thread_id] = None
+                elif ev.type == "session.exited" and ev.thread_id:
+                    before = exited_last.get(ev.thread_id)
+                    if before is not None:
+                        self.violations.add("one_session_exited_per_session", lane=self.name,
+                                            thread_id=ev.thread_id,
+                                            problem="a second session.exited without session.started between",
+                                            first={"seq": before[0], "reason": before[1]},
+                                            second={"seq": ev.seq, "reason": (ev.reason or "")[:160]})
+                    exited_last[ev.thread_id] = (ev.seq, (ev.reason or "")[:160])
+        finally:
+            follower.close()
+        never = [tid for tid in started if not completed[tid]]
+        twice = [tid for tid, n in completed.items() if n > 1]
+        for tid in never:
+            self.violations.add("turns_end_exactly_once", lane=self.name, turn_id=tid, thread_id=started[tid],
+                                problem="no turn.completed in the log")
+        for tid in twice:
+            self.violations.add("turns_end_exactly_once", lane=self.name, turn_id=tid,
+                                problem=f"{completed[tid]} turn.completed in the log")
+        for tap in self.taps:
+            first, last = tap.seqs.first, tap.seqs.last
+            if first is None or last is None:
+                continue
+            expected = seqs.clipped(first, last)
+            lost, lost_ranges = _missing(expected, tap.seqs.runs)
+            extra, extra_ranges = _missing(tap.seqs.runs, expected)
+            if lost or extra:
+                self.violations.add("subscribers_match_log", lane=self.name, subscriber=tap.name,
+                                    lost=lost, lost_ranges=lost_ranges[:5], not_in_log=extra,
+                                    not_in_log_ranges=extra_ranges[:5])
+        return {"events": events, "last_seq": seqs.last, "seq_runs": len(seqs.runs),
+                "turns_started": len(started), "turns_completed": sum(1 for n in completed.values() if n),
+                "turns_never_completed": len(never), "turns_completed_twice": len(twice),
+                "completed_by_state": dict(states)}
+
+
+class LocalLane(Lane):
+    """An in-process Runtime on a plain state directory; the target of the agent faults."""
+
+    name = "local"
+
+    def __init__(self, soak: Soak, sessions: int, instances: int) -> None:
+        super().__init__(soak, sessions, instances)
+        self.state_dir = tempfile.mkdtemp(prefix="local-", dir=soak.tmp)
+        self.workspace = tempfile.mkdtemp(prefix="ws-local-", dir=soak.tmp)
+        from paddock import Runtime
+
+        self.rt = Runtime.open(self.config(), state_dir=self.state_dir)
+        self.taps = [Tap(self, "ledger", ledger=True), Tap(self, "steady"), Tap(self, "stall", max_buffered=500),
+                     Tap(self, "reconnect")]
+
+    def client(self) -> Client:
+        return self.rt
+
+    def processes(self, kind: str) -> list[psutil.Process]:
+        """This lane's live shims or agents (``kind`` is ``"shim"`` or ``"agent"``), by command line."""
+        out = []
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                argv = proc.cmdline()
+            except psutil.Error:
+                continue
+            if kind == "shim" and any(a.endswith("_shim.py") for a in argv) and any(self.state_dir in a for a in argv):
+                out.append(proc)
+            elif kind == "agent" and "paddock.drivers.local" in argv:
+                try:
+                    parent = proc.parent()
+                    if parent is not None and any(self.state_dir in a for a in parent.cmdline()):
+                        out.append(proc)
+                except psutil.Error:
+                    continue
+        return out
+
+    def finish(self) -> None:
+        stopped = self.soak.stop_one_agent_for_close()
+        self.timed_close(self.rt, "end of the soak" + (" (one agent stopped)" if stopped else ""))
+
+
+class DiskLane(Lane):
+    """An in-process Runtime whose state directory is a small tmpfs that the ``disk_fill`` fault
+    fills. When the runtime still fails ``recovery_bound_s`` after the disk is freed, the lane
+    is closed and re-opened (recorded), so the soak goes on measuring."""
+
+    name = "disk"
+    SIZE_MB = 64
+    recovery_bound_s = 20.0
+
+    def __init__(self, soak: Soak, mount_point: str) -> None:
+        super().__init__(soak, 2, 1)
+        self.state_dir = mount_point
+        self.workspace = tempfile.mkdtemp(prefix="ws-disk-", dir=soak.tmp)
+        self.fills = 0
+        self.reopens: list[dict[str, Any]] = []
+        self.recoveries: list[float | None] = []
+        self.fill_bytes: list[int] = []
+        self._rt_lock = threading.Lock()
+        self._rt = self._open()
+        self.taps = [Tap(self, "ledger", ledger=True)]
+
+    def _open(self) -> Any:
+        from paddock import Runtime
+
+        return Runtime.open(self.config(), state_dir=self.state_dir)
+
+    def client(self) -> Client:
+        with self._rt_lock:
+            return self._rt
+
+    @staticmethod
+    def mount(tmp: str) -> tuple[str | None, str | None]:
+        """A fresh tmpfs of ``SIZE_MB``: (mount point, None), or (None, why not)."""
+        point = tempfile.mkdtemp(prefix="disk-", dir=tmp)
+        try:
+            proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DiskLane.SIZE_MB}m,mode=0700", "tmpfs", point],
+                                  capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return None, f"mount -t tmpfs failed: {exc}"
+        if proc.returncode != 0:
+            return None, f"mount -t tmpfs failed: {(proc.stderr or proc.stdout).strip()[:200]}"
+        return point, None
+
+    def fill_and_free(self, hold: float) -> None:
+        """Fault thread of the disk fault: fill the tmpfs with a ballast file, hold, delete it,
+        then time how long the lane takes to complete a turn again."""
+        ballast = Path(self.state_dir) / "ballast"
+        written = 0
+        size = 1 << 20
+        try:
+            with open(ballast, "wb", buffering=0) as f:
+                block = b"\0" * size
+                while size >= 4096:
+                    try:
+                        written += f.write(block[:size])
+                    except OSError as exc:
+                        if exc.errno != errno.ENOSPC:
+                            raise
+                        size //= 4
+        except OSError as exc:
+            self.ops.failure(self.name, "disk_fill", exc)
+        self.fills += 1
+        self.fill_bytes.append(written)
+        self.faults.log("disk_fill", self.name, bytes=written, hold_s=round(hold, 2))
+        self.stop.wait(hold)
+        ballast.unlink(missing_ok=True)
+        freed = self.clock.now()
+        self.faults.log("disk_free", self.name)
+        done = self.ledger.completed
+        deadline = time.monotonic() + self.recovery_bound_s
+        while time.monotonic() < deadline and not self.stop.is_set():
+            if self.ledger.completed > done:
+                self.recoveries.append(round(self.clock.now() - freed, 3))
+                return
+            time.sleep(0.1)
+        if self.stop.is_set():
+            return
+        self.recoveries.append(None)
+        self.violations.add("turns_end_exactly_once", lane=self.name,
+                            problem=f"no turn completed within {self.recovery_bound_s:.0f} s after the disk was freed",
+                            open_turns=self.ledger.still_open()[:5])
+        self._reopen("no turn completed after the disk was freed")
+
+    def _reopen(self, why: str) -> None:
+        with self._rt_lock:
+            old = self._rt
+        self.timed_close(old, f"re-open: {why}")
+        try:
+            new = self._open()
+        except Exception as exc:
+            self.reopens.append({"t": self.clock.stamp(), "why": why, "error": f"{type(exc).__name__}: {exc}"[:240]})
+            return
+        with self._rt_lock:
+            self._rt = new
+        self.reopens.append({"t": self.clock.stamp(), "why": why})
+        for w in self.workers:
+            try:
+                new.start_session(w.thread_id, instance=w.instance, cwd=self.workspace, timeout=30)
+            except Exception as exc:
+                self.ops.failure(self.name, "start_session", exc)
+
+    def finish(self) -> None:
+        self.timed_close(self.client(), "end of the soak")
+
+    def document(self) -> dict[str, Any]:
+        return {"mounted": True, "size_mb": self.SIZE_MB, "fills": self.fills, "fill_bytes": self.fill_bytes,
+                "recovery_seconds": self.recoveries, "reopens": self.reopens}
+
+
+class ServerLane(Lane):
+    """``paddock serve`` on a unix socket in its own state directory, driven by a RemoteRuntime."""
+
+    name = "server"
+
+    def __init__(self, soak: Soak) -> None:
+        super().__init__(soak, 2, 1)
+        # a short path: the socket's path must fit in sun_path
+        self.state_dir = tempfile.mkdtemp(prefix="soak-sv-", dir="/tmp")
+        self.workspace = tempfile.mkdtemp(prefix="ws-server-", dir=soak.tmp)
+        self.config_path = Path(soak.tmp) / "server.toml"
+        lines = ["[runtime]", "event_log = true"]
+        for iid in self.instances:
+            lines += [f"[instances.{iid}]", 'driver = "local"']
+        self.config_path.write_text("\n".join(lines) + "\n")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.incarnation = 0
+        self.stop_seconds: list[float] = []
+        self.start_seconds: list[float] = []
+        self.exit_codes: list[int | None] = []
+        self.tracebacks = 0
+        self.server_samples: list[dict[str, Any]] = []
+        self._rt_lock = threading.Lock()
+        self._launch()
+        from paddock.client import RemoteRuntime
+
+        self._rt = RemoteRuntime.connect(self.state_dir)
+        self.taps = [Tap(self, "ledger", ledger=True)]
+
+    def client(self) -> Client:
+        with self._rt_lock:
+            return self._rt
+
+    def _stderr_path(self) -> Path:
+        return Path(self.soak.tmp) / f"server-{self.incarnation}.stderr"
+
+    def _launch(self) -> None:
+        self.incarnation += 1
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.pop("PADDOCK_STATE_DIR", None)
+        started = time.monotonic()
+        with open(self._stderr_path(), "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "paddock.cli", "serve", "--state-dir", self.state_dir,
+                 "--config", str(self.config_path)],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=err, env=env,
+            )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        line = self.proc.stdout.readline() if ready else b""
+        if b"listening on" not in line:
+            raise RuntimeError(f"paddock serve did not start: {line!r}")
+        self.start_seconds.append(round(time.monotonic() - started, 3))
+
+    def pid(self) -> int | None:
+        proc = self.proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def _stop_server(self, why: str) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            tree = _snapshot(psutil.Process(proc.pid).children(recursive=True))
+        except psutil.Error:
+            tree = []
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code: int | None = proc.wait(CLOSE_TIMEOUT + 20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            code = None
+        took = time.monotonic() - started
+        self.stop_seconds.append(round(took, 3))
+        self.exit_codes.append(code)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        text = self._stderr_path().read_text(errors="replace")
+        self.tracebacks += text.count("Traceback (most recent call last)")
+        self.soak.expect_dead(tree, self.name, f"descendants of paddock serve after {why}", grace=1.0)
+        if took > CLOSE_TIMEOUT + TARGETS["close_budget_extra_s"]:
+            self.violations.add("close_within_budget", lane=self.name, why=f"paddock serve SIGTERM ({why})",
+                                timeout=CLOSE_TIMEOUT, seconds=round(took, 3))
+        self.closes.append({"lane": self.name, "why": f"SIGTERM to paddock serve ({why})", "timeout": CLOSE_TIMEOUT,
+                            "seconds": round(took, 3), "exit_code": code})
+
+    def restart(self, down: float) -> None:
+        """Fault thread of ``server_restart``: SIGTERM, wait ``down`` seconds, start again."""
+        self.faults.log("server_restart", self.name, incarnation=self.incarnation, down_s=round(down, 2))
+        self._stop_server("restart")
+        self.stop.wait(down)
+        try:
+            self._launch()
+        except Exception as exc:
+            self.violations.add("no_process_outlives_its_session", lane=self.name,
+                                problem=f"paddock serve did not start again: {exc}"[:240])
+
+    def sample(self) -> dict[str, Any] | None:
+        pid = self.pid()
+        if pid is None:
+            return None
+        try:
+            proc = psutil.Process(pid)
+            return {"rss_mb": round(proc.memory_info().rss / 2**20, 1), "threads": proc.num_threads(),
+                    "incarnation": self.incarnation}
+        except psutil.Error:
+            return None
+
+    def finish(self) -> None:
+        self._stop_server("end of the soak")
+        with contextlib.suppress(Exception):
+            self._rt.close()
+
+    def document(self) -> dict[str, Any]:
+        return {"incarnations": self.incarnation, "start_seconds": self.start_seconds,
+                "stop_seconds": self.stop_seconds, "exit_codes": self.exit_codes,
+                "tracebacks_in_stderr": self.tracebacks}
+
+
+# -- the soak -------------------------------------------------------------------------------------
+
+
+def _snapshot(procs: list[psutil.Process]) -> list[tuple[int, float, str]]:
+    """(pid, create time, command) of each process still alive."""
+    out = []
+    for proc in procs:
+        try:
+            out.append((proc.pid, proc.create_time(), " ".join(proc.cmdline()[:4])))
+        except psutil.Error:
+            continue
+    return out
+
+
+def _alive(entry: tuple[int, float, str]) -> bool:
+    pid, created, _ = entry
+    try:
+        proc = psutil.Process(pid)
+        return proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _thread_names() -> dict[str, int]:
+    """This process's Python threads by name, digits dropped (``paddock-close-3`` -> ``paddock-close-``)."""
+    names: Counter[str] = Counter()
+    for thread in threading.enumerate():
+        names["".join(c for c in thread.name if not c.isdigit())] += 1
+    return dict(sorted(names.items()))
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+class Soak:
+    """The run: lanes, the fault thread, the sampler, and the final checks (main thread)."""
+
+    def __init__(self, args: argparse.Namespace, tmp: str) -> None:
+        self.args = args
+        self.seed = args.seed
+        self.tmp = tmp
+        self.rng = random.Random(f"{args.seed}-faults")
+        self.clock = Clock()
+        self.violations = Violations(self.clock)
+        self.faults = FaultLog(self.clock)
+        self.ops = Operations(self.clock)
+        self.samples: list[dict[str, Any]] = []
+        self.thread_names: list[dict[str, int] | None] = [None, None]  # start window, end window
+        self.memory_snapshots: list[Any] = [None, None]  # tracemalloc, with --trace-memory
+        self.soak_start = 0.0  # clock times when the fault phase starts and ends
+        self.soak_end = float("inf")
+        self.pending: list[tuple[float, int, Callable[[], None]]] = []  # (monotonic due, n, action)
+        self._pending_n = 0
+        self._stopped: dict[int, float] = {}  # SIGSTOPped pid -> create time
+        self._ends: dict[str, list[float]] = {}  # instance -> monotonic times of agent-ending faults
+        self.deferred: Counter[str] = Counter()  # faults not injected: every instance at its budget
+        self._slow: dict[str, threading.Thread] = {}
+        self._last_slow: dict[str, float] = {}
+        self._faults_on = threading.Event()
+        self._sampling = threading.Event()
+        self.local: LocalLane | None = None
+        self.disk: DiskLane | None = None
+        self.server: ServerLane | None = None
+        self.mount_point: str | None = None
+        self.disk_skip: str | None = None
+
+    # processes
+    def expect_dead(self, tree: list[tuple[int, float, str]], lane: str, what: str, grace: float,
+                    fault_at: float | None = None) -> None:
+        """Each process of ``tree`` must be gone within ``grace`` (checked now, in this thread).
+        ``fault_at`` (epoch seconds) is when the tree was hit: each survivor's age then is reported."""
+        deadline = time.monotonic() + grace
+        alive = [e for e in tree if _alive(e)]
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            alive = [e for e in alive if _alive(e)]
+        if alive:
+            self.violations.add(
+                "no_process_outlives_its_session", lane=lane, problem=f"{what}: still alive", count=len(alive),
+                processes=[{"pid": p, "cmd": c, **({"age_at_fault_s": round(fault_at - born, 3)} if fault_at else {})}
+                           for p, born, c in alive[:5]],
+            )
+
+    def check_no_descendants(self) -> None:
+        """After every lane closed: this process has no descendant left."""
+        found = _snapshot(psutil.Process().children(recursive=True))
+        if found:
+            self.violations.add("no_process_outlives_its_session", lane="all",
+                                problem="descendants alive after every lane closed",
+                                processes=[{"pid": p, "cmd": c} for p, _, c in found[:5]], count=len(found))
+
+    def stop_one_agent_for_close(self) -> bool:
+        """SIGSTOP one local agent just before the final close, as a hung agent would be."""
+        assert self.local is not None
+        agents = self.local.processes("agent")
+        if not agents:
+            return False
+        proc = self.rng.choice(agents)
+        with contextlib.suppress(psutil.Error):
+            proc.suspend()
+            self.faults.log("agent_stop_at_close", "local", pid=proc.pid)
+            return True
+        return False
+
+    # the fault thread
+    def later(self, delay: float, action: Callable[[], None]) -> None:
+        self._pending_n += 1
+        heapq.heappush(self.pending, (time.monotonic() + delay, self._pending_n, action))
+
+    def _enabled(self) -> list[str]:
+        kinds = [k for k in FAULT_WEIGHTS if k not in self.faults.skipped]
+        return kinds
+
+    def _fault_loop(self) -> None:
+        interval = self.args.fault_interval
+        next_fault = time.monotonic() + self.rng.uniform(0.5, 1.5) * interval
+        while self._faults_on.is_set() or self.pending:
+            now = time.monotonic()
+            while self.pending and self.pending[0][0] <= now:
+                _, _, action = heapq.heappop(self.pending)
+                try:
+                    action()
+                except Exception as exc:
+                    self.ops.failure("soak", "pending fault action", exc)
+            for lane in self.lanes():
+                lane.ledger.sweep(TARGETS["turn_end_bound_s"])
+            if self._faults_on.is_set() and now >= next_fault:
+                kinds = self._enabled()
+                kind = self.rng.choices(kinds, weights=[FAULT_WEIGHTS[k] for k in kinds])[0]
+                try:
+                    self._inject(kind)
+                except Exception as exc:
+                    self.ops.failure("soak", f"inject {kind}", exc)
+                next_fault = now + self.rng.expovariate(1.0 / interval)
+            elif not self._faults_on.is_set() and not self.pending:
+                break
+            wake = min([next_fault] + [self.pending[0][0]] if self.pending else [next_fault])
+            time.sleep(max(0.02, min(0.25, wake - time.monotonic())))
+
+    def _may_end(self, instance: str) -> bool:
+        """Whether one more agent-ending fault on ``instance`` stays within its budget."""
+        now = time.monotonic()
+        recent = [t for t in self._ends.get(instance, []) if now - t < AGENT_ENDS_WINDOW_S]
+        self._ends[instance] = recent
+        return len(recent) < AGENT_ENDS_PER_WINDOW
+
+    def _ended(self, instance: str) -> None:
+        self._ends.setdefault(instance, []).append(time.monotonic())
+
+    @staticmethod
+    def _instance_of(proc: psutil.Process) -> str:
+        """The instance id of a local agent or shim: its working directory is ``<state>/instances/<id>``."""
+        try:
+            return Path(proc.cwd()).name
+        except psutil.Error:
+            return ""
+
+    def _inject(self, kind: str) -> None:
+        local = self.local
+        assert local is not None
+        if kind in ("agent_kill9", "shim_kill"):
+            procs = local.processes("agent" if kind == "agent_kill9" else "shim")
+            procs = [p for p in procs if p.pid not in self._stopped and self._may_end(self._instance_of(p))]
+            if not procs:
+                self.deferred[kind] += 1
+                return
+            proc = self.rng.choice(procs)
+            self._ended(self._instance_of(proc))
+            try:
+                tree = _snapshot([proc] + proc.children(recursive=True))
+                proc.kill()
+                killed_at = time.time()
+            except psutil.Error:
+                return
+            self.faults.log(kind, local.name, pid=proc.pid, tree=len(tree))
+            bound = TARGETS["orphan_bound_s"]
+            self.later(bound, lambda: self.expect_dead(tree, local.name, f"tree of the {kind} victim {proc.pid}", 0,
+                                                       fault_at=killed_at))
+        elif kind == "agent_stop":
+            procs = [p for p in local.processes("agent") if p.pid not in self._stopped]
+            if not procs:
+                return
+            proc = self.rng.choice(procs)
+            pause = self.rng.uniform(0.5, TARGETS["stop_pause_max_s"])
+            try:
+                created = proc.create_time()
+                proc.suspend()
+            except psutil.Error:
+                return
+            self._stopped[proc.pid] = created
+            self.faults.log(kind, local.name, pid=proc.pid, pause_s=round(pause, 2))
+            self.later(pause, lambda: self._resume(proc))
+        elif kind == "agent_crash":
+            workers = [w for w in local.workers if self._may_end(w.instance) and not w.crash_next.is_set()]
+            if not workers:
+                self.deferred[kind] += 1
+                return
+            worker = self.rng.choice(workers)
+            self._ended(worker.instance)
+            worker.crash_next.set()  # logged when the worker sends it
+        elif kind == "subscriber_stall":
+            seconds = self.rng.uniform(1.0, 8.0)
+            tap = next(t for t in local.taps if t.name == "stall")
+            tap.stall(seconds)
+            self.faults.log(kind, local.name, subscriber=tap.name, seconds=round(seconds, 2))
+        elif kind == "subscriber_disconnect":
+            seconds = self.rng.uniform(0.0, 2.0)
+            tap = next(t for t in local.taps if t.name == "reconnect")
+            tap.disconnect(seconds)
+            self.faults.log(kind, local.name, subscriber=tap.name, away_s=round(seconds, 2))
+        elif kind in ("disk_fill", "server_restart"):
+            running = self._slow.get(kind)
+            now = time.monotonic()
+            busy = running is not None and running.is_alive()
+            if busy or now - self._last_slow.get(kind, -1e9) < SLOW_FAULT_SPACING[kind]:
+                return
+            self._last_slow[kind] = now
+            if kind == "disk_fill":
+                assert self.disk is not None
+                target: Callable[[float], None] = self.disk.fill_and_free
+                seconds = self.rng.uniform(2.0, 6.0)  # held full
+            else:
+                assert self.server is not None
+                target = self.server.restart
+                seconds = self.rng.uniform(0.5, 2.0)  # down
+            thread = threading.Thread(target=target, args=(seconds,), name=f"paddock-soak-{kind}", daemon=True)
+            self._slow[kind] = thread
+            thread.start()
+
+    def _resume(self, proc: psutil.Process) -> None:
+        created = self._stopped.pop(proc.pid, None)
+        with contextlib.suppress(psutil.Error):
+            if created is not None and proc.create_time() == created:
+                proc.resume()
+                self.faults.log("agent_cont", "local", pid=proc.pid)
+
+    # the sampler
+    def windows(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The start and end windows of resource samples (clock times) in the fault phase: each
+        15% of it (at least 5 s), the first after a warm-up of 10% (at least 5 s)."""
+        start, end = self.soak_start, self.soak_end
+        span = end - start
+        width = max(5.0, 0.15 * span)
+        warm = max(5.0, 0.10 * span)
+        return (start + warm, start + warm + width), (end - width, end)
+
+    def _sample_loop(self) -> None:
+        import tracemalloc
+
+        me = psutil.Process()
+        (first_lo, first_hi), _ = self.windows()
+        middle = (first_lo + first_hi) / 2
+        while self._sampling.is_set():
+            now = self.clock.now()
+            if self.thread_names[0] is None and now >= middle:
+                self.thread_names[0] = _thread_names()
+                if self.args.trace_memory:
+                    self.memory_snapshots[0] = tracemalloc.take_snapshot()
+            elif self.thread_names[0] is not None and now <= self.soak_end:
+                self.thread_names[1] = _thread_names()
+            entry: dict[str, Any] = {"t": self.clock.stamp()}
+            with contextlib.suppress(psutil.Error):
+                entry["host_rss_mb"] = round(me.memory_info().rss / 2**20, 1)
+                entry["host_threads"] = me.num_threads()
+                entry["descendants"] = len(me.children(recursive=True))
+            if self.server is not None:
+                server = self.server.sample()
+                if server is not None:
+                    entry["server"] = server
+            self.samples.append(entry)
+            time.sleep(1.0)
+
+    def lanes(self) -> list[Lane]:
+        return [lane for lane in (self.local, self.disk, self.server) if lane is not None]
+
+    # the run
+    def run(self) -> dict[str, Any]:
+        args = self.args
+        durations: dict[str, Any] = {}
+        t_start = time.monotonic()
+        if args.trace_memory:
+            import tracemalloc
+
+            tracemalloc.start(1)
+        self.mount_point, self.disk_skip = DiskLane.mount(self.tmp) if not args.no_disk else (None, "--no-disk")
+        if self.mount_point is None:
+            self.faults.skipped["disk_fill"] = self.disk_skip or "no tmpfs"
+        server_skip = "--no-server" if args.no_server else None
+        if server_skip is None:
+            try:
+                import paddock.client  # noqa: F401
+                import paddock.server  # noqa: F401
+            except ImportError as exc:
+                server_skip = f"needs the server extra ({exc.name} is missing)"
+        if server_skip is not None:
+            self.faults.skipped["server_restart"] = server_skip
+        try:
+            self.local = LocalLane(self, args.sessions, args.instances)
+            if self.mount_point is not None:
+                self.disk = DiskLane(self, self.mount_point)
+            if server_skip is None:
+                self.server = ServerLane(self)
+            for lane in self.lanes():
+                lane.start()
+            durations["setup_s"] = round(time.monotonic() - t_start, 3)
+            soak_started = time.monotonic()
+            self.soak_start = self.clock.now()
+            self.soak_end = self.soak_start + args.minutes * 60
+            self._sampling.set()
+            sampler = threading.Thread(target=self._sample_loop, name="paddock-soak-sampler", daemon=True)
+            sampler.start()
+            self._faults_on.set()
+            fault_thread = threading.Thread(target=self._fault_loop, name="paddock-soak-faults", daemon=True)
+            fault_thread.start()
+            end = soak_started + args.minutes * 60
+            while time.monotonic() < end:
+                time.sleep(min(0.5, max(0.0, end - time.monotonic())))
+            self._faults_on.clear()
+            soak_seconds = time.monotonic() - soak_started
+            durations["faults_s"] = round(soak_seconds, 3)
+            window_end = self.clock.now()
+            if args.trace_memory:
+                import tracemalloc
+
+                self.memory_snapshots[1] = tracemalloc.take_snapshot()
+                tracemalloc.stop()
+            for lane in self.lanes():
+                lane.stop.set()  # no new turn; a fault in flight skips its waits
+            # pending SIGCONTs and tree checks run now (each stop pause is bounded)
+            fault_thread.join(TARGETS["stop_pause_max_s"] + TARGETS["orphan_bound_s"] + 5)
+            for thread in self._slow.values():
+                thread.join(60)
+            t_drain = time.monotonic()
+            for lane in self.lanes():
+                lane.stop_workload()
+            for lane in self.lanes():
+                lane.drain(TARGETS["turn_end_bound_s"])
+                for tid in lane.ledger.still_open():
+                    self.violations.add("turns_end_exactly_once", lane=lane.name, problem="still open after the drain",
+                                        **tid)
+            durations["drain_s"] = round(time.monotonic() - t_drain, 3)
+            self._sampling.clear()
+            sampler.join(5)
+            for lane in self.lanes():
+                for tap in lane.taps:
+                    tap.stop()
+            t_close = time.monotonic()
+            for lane in self.lanes():
+                lane.finish()
+                lane.finished = True
+            durations["close_s"] = round(time.monotonic() - t_close, 3)
+            self.check_no_descendants()
+            t_check = time.monotonic()
+            logs = {lane.name: lane.check_log() for lane in self.lanes()}  # before the tmpfs goes
+            durations["log_check_s"] = round(time.monotonic() - t_check, 3)
+        finally:
+            self._faults_on.clear()
+            self._sampling.clear()
+            for lane in self.lanes():
+                lane.stop.set()
+                if not lane.finished:
+                    with contextlib.suppress(Exception):
+                        lane.finish()
+            self._unmount()
+        durations["total_s"] = round(time.monotonic() - t_start, 3)
+        return self.document(durations, logs, window_end)
+
+    def _unmount(self) -> None:
+        if self.mount_point is None:
+            return
+        for cmd in (["umount", self.mount_point], ["umount", "-l", self.mount_point]):
+            try:
+                if subprocess.run(cmd, capture_output=True, timeout=20).returncode == 0:
+                    break
+            except (OSError, subprocess.SubprocessError):
+                continue
+        with contextlib.suppress(OSError):
+            os.rmdir(self.mount_point)
+
+    # the document
+    def _resources(self, window_end: float) -> dict[str, Any]:
+        self.soak_end = min(self.soak_end, window_end)
+        (a0, a1), (b0, b1) = self.windows()
+        first = [s for s in self.samples if a0 <= s["t"] <= a1 and "host_rss_mb" in s]
+        last = [s for s in self.samples if b0 <= s["t"] <= b1 and "host_rss_mb" in s]
+        rss0, rss1 = _median([s["host_rss_mb"] for s in first]), _median([s["host_rss_mb"] for s in last])
+        thr0, thr1 = _median([s["host_threads"] for s in first]), _median([s["host_threads"] for s in last])
+        def figure(key: str, start: float | None, end: float | None) -> dict[str, Any]:
+            return {"start": start, "end": end,
+                    "growth": None if start is None or end is None else round(end - start, 2),
+                    "peak": max((s[key] for s in self.samples if key in s), default=None)}
+
+        out: dict[str, Any] = {
+            "windows_s": {"start": [round(a0, 1), round(a1, 1)], "end": [round(b0, 1), round(b1, 1)]},
+            "host_rss_mb": figure("host_rss_mb", rss0, rss1),
+            "host_threads": figure("host_threads", thr0, thr1),
+        }
+        out["host_thread_names"] = {"start": self.thread_names[0], "end": self.thread_names[1]}
+        if self.memory_snapshots[0] is not None and self.memory_snapshots[1] is not None:
+            stats = self.memory_snapshots[1].compare_to(self.memory_snapshots[0], "lineno")
+            # what Python objects account for; the rest of the RSS growth is native (SQLite, malloc)
+            out["traced_growth_total_mb"] = round(sum(st.size_diff for st in stats) / 2**20, 2)
+            out["traced_growth_top"] = [
+                {"where": f"{st.traceback[0].filename}:{st.traceback[0].lineno}",
+                 "size_diff_kb": round(st.size_diff / 1024, 1), "count_diff": st.count_diff}
+                for st in stats[:15]
+            ]
+        step = max(1, len(self.samples) // SAMPLES_MAX)
+        out["samples"] = self.samples[::step]
+        if rss0 is None or rss1 is None or thr0 is None or thr1 is None:
+            self.violations.add("resources_flat", problem="too few samples to compare a start and an end window",
+                                samples=len(self.samples))
+        else:
+            if rss1 - rss0 > TARGETS["host_rss_growth_mb_max"]:
+                self.violations.add("resources_flat", problem="host RSS grew", start_mb=rss0, end_mb=rss1)
+            if thr1 - thr0 > TARGETS["host_threads_growth_max"]:
+                self.violations.add("resources_flat", problem="host threads grew", start=thr0, end=thr1)
+        return out
+
+    def document(self, durations: dict[str, Any], logs: dict[str, Any], window_end: float) -> dict[str, Any]:
+        resources = self._resources(window_end)
+        names = ["turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
+                 "resources_flat", "close_within_budget", "one_session_exited_per_session"]
+        invariants = {
+            name: {"held": self.violations.counts[name] == 0, "violations": self.violations.counts[name],
+                   "details": self.violations.details.get(name, [])}
+            for name in names
+        }
+        lanes: dict[str, Any] = {}
+        for lane in self.lanes():
+            entry: dict[str, Any] = {
+                "sessions": len(lane.workers), "instances": len(lane.instances),
+                "turns_accepted": sum(w.turns for w in lane.workers),
+                "ledger": {"started": lane.ledger.started, "completed": lane.ledger.completed,
+                           "by_state": dict(lane.ledger.states)},
+                "log": logs.get(lane.name),
+                "subscribers": [tap.document() for tap in lane.taps],
+                "closes": lane.closes,
+            }
+            if isinstance(lane, (DiskLane, ServerLane)):
+                entry.update(lane.document())
+            lanes[lane.name] = entry
+        if self.disk is None:
+            lanes["disk"] = {"mounted": False, "skipped": self.disk_skip}
+        if self.server is None:
+            lanes["server"] = {"skipped": self.faults.skipped.get("server_restart")}
+        by_state: Counter[str] = Counter()
+        for log in logs.values():
+            by_state.update(log["completed_by_state"])
+        return {
+            "benchmark": "soak",
+            "seed": self.seed,
+            "minutes": self.args.minutes,
+            "sessions": self.args.sessions,
+            "instances": self.args.instances,
+            "fault_interval_s": self.args.fault_interval,
+            "durations": durations,
+            "faults": {"counts": dict(self.faults.counts),
+                       # agent_cont and disk_free end a fault; they are logged, not counted as faults
+                       "total": sum(n for k, n in self.faults.counts.items() if k not in ("agent_cont", "disk_free")),
+                       "skipped": self.faults.skipped,
+                       "deferred_for_restart_intensity": dict(self.deferred),
+                       "log": self.faults.entries,
+                       "log_dropped": self.faults.dropped},
+            "turns": {"started": sum(log["turns_started"] for log in logs.values()),
+                      "completed": sum(log["turns_completed"] for log in logs.values()),
+                      "never_completed": sum(log["turns_never_completed"] for log in logs.values()),
+                      "completed_twice": sum(log["turns_completed_twice"] for log in logs.values()),
+                      "by_state": dict(by_state)},
+            "operations": self.ops.document(),
+            "lanes": lanes,
+            "resources": resources,
+            "invariants": invariants,
+            "targets": TARGETS,
+            "meets_targets": all(v["held"] for v in invariants.values()),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="paddock bench soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=2.0, help="length of the fault phase")
+    parser.add_argument("--seed", type=int, default=None, help="seed of every random choice (default: random, printed)")
+    parser.add_argument("--sessions", type=int, default=12, help="sessions of the local lane")
+    parser.add_argument("--instances", type=int, default=3, help="local-agent instances of the local lane")
+    parser.add_argument("--fault-interval", type=float, default=2.0, help="mean seconds between two faults")
+    parser.add_argument("--no-disk", action="store_true", help="skip the tmpfs disk lane")
+    parser.add_argument("--no-server", action="store_true", help="skip the paddock serve lane")
+    parser.add_argument("--trace-memory", action="store_true",
+                        help="diagnosis: tracemalloc for the whole run; the top allocation growth "
+                             "between the windows is reported (slows the host)")
+    parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 31)
+    args.sessions = max(1, args.sessions)
+    args.instances = max(1, min(args.instances, args.sessions))
+    with tempfile.TemporaryDirectory(prefix="paddock-bench-soak-") as tmp:
+        soak = Soak(args, tmp)
+        try:
+            doc = soak.run()
+        finally:
+            if soak.server is not None:
+                shutil.rmtree(soak.server.state_dir, ignore_errors=True)
+    emit(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
