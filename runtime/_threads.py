@@ -139,11 +139,17 @@ class ThreadDirectory:
         # "running" goes in before the turn can end, so the tracker's running -> ready sticks.
         before = self._store.get(a.thread_id)
         running = self._store.update(a.thread_id, status="running")
+        request = SendTurnInput(thread_id=a.thread_id, text=a.text, interaction_mode=a.interaction_mode, model=a.model)
         try:
-            result = adapter.send_turn(
-                SendTurnInput(thread_id=a.thread_id, text=a.text, interaction_mode=a.interaction_mode, model=a.model),
-                timeout=_t(a.timeout),
-            )
+            try:
+                result = adapter.send_turn(request, timeout=_t(a.timeout))
+            except SessionClosedError:
+                # The session ended under this call: its agent died and the new process could not
+                # take the session back. A first send_turn after a crash resumes in one call: start
+                # the thread again (from its cursor, or fresh with a warning) and send once more.
+                adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
+                self._store.update(a.thread_id, status="running")
+                result = adapter.send_turn(request, timeout=_t(a.timeout))
         except BaseException as exc:
             if before is not None:
                 self._store.update(a.thread_id, only_if={"running"}, status=before.status)

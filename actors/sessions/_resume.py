@@ -44,6 +44,10 @@ class SharedState:
     """The process incarnation the native session is attached to."""
     finished: object | None = None
     """The incarnation that ended the session (the end is reported once per incarnation)."""
+    exited: bool = False
+    """A ``session.exited`` was reported and the session did not start again since: a later end
+    (the next incarnation stopped, or a reload that failed) reports none, so one crash is one
+    ``session.exited``."""
 
 
 St = TypeVar("St", bound=SharedState)
@@ -141,7 +145,9 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
             detail = link.exit_detail() if link is not None and info is not None else "the session actor failed"
             self.on_lost(events)
             self.end_turn(events, "failed", error=detail, requests="expired")
-            events.append(self.session_exited(detail, recoverable=self.recoverable(link), info=info))
+            if not state.exited:
+                events.append(self.session_exited(detail, recoverable=self.recoverable(link), info=info))
+                state.exited = True
             self.publish(status="error", active_turn_id=None, last_error=detail)
         elif self.native_id is None:
             self.publish(status="stopped")  # never opened (a failed start): nothing to report
@@ -150,7 +156,9 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
             self.resolve_requests(events, "cancelled", answer=True)
             self.on_stopping(events, link, in_turn)
             self.end_turn(events, "cancelled", error="the session was stopped")
-            events.append(self.session_exited("stopped", recoverable=True))
+            if not state.exited:
+                events.append(self.session_exited("stopped", recoverable=True))
+                state.exited = True
             self.publish(status="stopped", active_turn_id=None)
             native = self.native_id
             if link is not None and native:
@@ -178,4 +186,5 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
         events = self.reattach(link)
         self._link = link
         self.record.state.generation = link.generation
+        self.record.state.exited = False
         return link, events

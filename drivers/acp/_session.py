@@ -389,7 +389,9 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         except PaddockError as exc:
             detail = f"could not reload the session after an agent restart: {exc}"
             self.record.closed = True
-            self.emit([self.session_exited(detail, recoverable=False)])
+            if not self.record.state.exited:  # the crash already reported the session's end
+                self.emit([self.session_exited(detail, recoverable=False)])
+                self.record.state.exited = True
             self.publish(status="error", last_error=detail)
             raise self.closed_error(detail) from None
         state = self.record.state

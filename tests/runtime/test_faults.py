@@ -159,3 +159,59 @@ def test_a_read_only_state_dir_is_refused_at_open_with_a_typed_error(tmp_path):
             with pytest.raises((PersistenceError, ConfigError)) as caught:
                 Runtime.open({"instances": {"a": {"driver": "local"}}}, state_dir=target)
             assert str(target) in str(caught.value), caught.value
+
+
+def _wait_for(sub, predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        event = sub.get(timeout=max(0.05, deadline - time.monotonic()))
+        if event is None:
+            continue
+        seen.append(event)
+        if predicate(event):
+            return seen
+    raise AssertionError(f"not seen within {timeout} s; got {[e.type for e in seen]}")
+
+
+def test_a_crash_is_one_session_exited_also_after_close(tmp_path, workspace):
+    state = tmp_path / "state"
+    with Runtime.open({"instances": {"local": {"driver": "local"}}}, state_dir=state) as rt:
+        rt.start_session("t1", instance="local", cwd=str(workspace))
+        run_turn(rt, "t1", "@reply before")
+        with rt.subscribe(thread_id="t1") as sub:
+            rt.send_turn("t1", "@reply boom\n@crash 3")
+            _wait_for(sub, lambda e: e.type == "session.exited")
+            # the session actor comes back with the restarted agent before the runtime closes
+            _wait_for(sub, lambda e: e.type == "session.state.changed" and e.state == "ready")
+    with Runtime.open({"instances": {"local": {"driver": "local"}}}, state_dir=state) as rt:
+        with rt.subscribe(thread_id="t1", from_seq=0) as sub:
+            events = []
+            while (event := sub.get(timeout=1.0)) is not None:
+                events.append(event)
+    exits = [e for e in events if e.type == "session.exited"]
+    assert len(exits) == 1, [(e.reason, e.recoverable) for e in exits]
+    assert exits[0].recoverable is True and exits[0].exit_code == 3
+
+
+def test_the_first_send_turn_after_a_crash_that_cannot_reload_starts_fresh_in_one_call(tmp_path, workspace):
+    state = tmp_path / "state"
+    with Runtime.open({"instances": {"local": {"driver": "local"}}}, state_dir=state) as rt:
+        rt.start_session("t1", instance="local", cwd=str(workspace))
+        run_turn(rt, "t1", "@reply before")
+        with rt.subscribe(thread_id="t1") as sub:
+            rt.send_turn("t1", "@reply boom\n@crash 3")
+            _wait_for(sub, lambda e: e.type == "session.exited")
+            _wait_for(sub, lambda e: e.type == "session.state.changed" and e.state == "ready")
+        # The agent's own record of the session is gone: the new process cannot session/load it.
+        histories = list((state / "instances").rglob("sessions/*.jsonl"))
+        assert histories, "the local agent keeps its sessions under the instance home"
+        for path in histories:
+            path.unlink()
+        turn, events = run_turn(rt, "t1", "@reply-history")
+        assert text_of(events) == "history: 0"
+        started = [e for e in events if e.type == "session.started"]
+        assert len(started) == 1 and not started[0].resumed
+        assert any(e.type == "runtime.warning" for e in events)
+        exits = [e for e in events if e.type == "session.exited"]
+        assert exits == [], [(e.reason, e.recoverable) for e in exits]
