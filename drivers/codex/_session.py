@@ -334,11 +334,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         if name != "interrupt":
             return
         detail = f"the app-server did not end the interrupted turn within {self.settings.interrupt_timeout:g} s"
-        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id,
-                                                       code="codex.interrupt_unacknowledged", message=detail)]
-        self.end_turn(events, "interrupted", error=detail, answer=True)
-        self.emit(events)
-        self.publish(status="ready", active_turn_id=None)
+        self.end_unacknowledged_turn(turn_id, "codex.interrupt_unacknowledged", detail, answer=True)
 
     def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: pending user inputs end with the turn; the translator forgets the turn."""
