@@ -20,7 +20,7 @@ from paddock.supervisors import run_command
 
 from ._access import ModelAccess, check_endpoint
 
-__all__ = ["DriverConfig", "DriverSpec", "InstanceContext", "binary_version", "client_version", "resolve_binary"]
+__all__ = ["DriverConfig", "DriverSpec", "TimedDriverConfig", "InstanceContext", "binary_version", "client_version", "resolve_binary"]
 
 
 class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -69,6 +69,18 @@ class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     __str__ = __repr__
+
+
+class TimedDriverConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """:class:`DriverConfig` plus the four timeouts of a driver that starts an agent and runs
+    turns on it (claude, codex, opencode), in seconds. Each driver's config says what they bound
+    for its protocol; a driver may override a default.
+    """
+
+    start_timeout: float = 30.0
+    request_timeout: float = 30.0
+    interrupt_timeout: float = 15.0
+    shutdown_timeout: float = 5.0
 
 
 class InstanceContext(msgspec.Struct, frozen=True, kw_only=True):

@@ -356,6 +356,15 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         if done is not None:
             events.append(done)
 
+    def end_unacknowledged_turn(self, turn_id: str, code: str, detail: str, *, answer: bool = False) -> None:
+        """The agent never ended turn ``turn_id`` after it was asked to stop (its interrupt or
+        cancel timer fired): warn ``code`` with ``detail``, end the turn ``interrupted`` (see
+        :meth:`end_turn` for ``answer``) and mark the session ready. Runs inside the actor."""
+        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id, code=code, message=detail)]
+        self.end_turn(events, "interrupted", error=detail, answer=answer)
+        self.emit(events)
+        self.publish(status="ready", active_turn_id=None)
+
     def schedule_turn_timer(self, name: str, delay: float) -> None:
         """In ``delay`` seconds call :meth:`on_turn_timer` ``(name, turn_id)``, unless the turn
         ended or the timer was cancelled first. One timer per name (a new one replaces it)."""

@@ -538,11 +538,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         """The agent never answered the cancelled prompt: end the turn ourselves (its late result
         and updates are then ignored) rather than leave the host waiting forever."""
         detail = f"the agent did not acknowledge the cancel within {self.settings.cancel_timeout:g} s"
-        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id,
-                                                       code="acp.cancel_unacknowledged", message=detail)]
-        self.end_turn(events, "interrupted", error=detail, answer=True)
-        self.emit(events)
-        self.publish(status="ready", active_turn_id=None)
+        self.end_unacknowledged_turn(turn_id, "acp.cancel_unacknowledged", detail, answer=True)
 
     def _send_cancel(self) -> None:
         self._cancel_pending = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paddock.drivers._registry import DriverConfig
+from paddock.drivers._registry import TimedDriverConfig
 
 __all__ = ["DEFAULT_PERMISSION_MODES", "ClaudeConfig"]
 
@@ -16,7 +16,7 @@ DEFAULT_PERMISSION_MODES: dict[str, str] = {
 """Runtime mode (and the ``plan`` interaction) -> the CLI's ``--permission-mode``."""
 
 
-class ClaudeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class ClaudeConfig(TimedDriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The common keys (``driver``, ``binary``, ``home``, ``env``, ``args``, ``pass_env``; with no
     ``binary`` the pinned Claude Code in the peers dir, else ``claude`` on the child's ``PATH``;
     ``args`` go right after the binary; ``endpoint``/``api_key``/``model`` become
@@ -41,7 +41,3 @@ class ClaudeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_field
     max_turns: int | None = None
     system_prompt: str | None = None
     append_system_prompt: str | None = None
-    start_timeout: float = 30.0
-    request_timeout: float = 30.0
-    interrupt_timeout: float = 15.0
-    shutdown_timeout: float = 5.0

@@ -271,15 +271,8 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
 
     def on_turn_timer(self, name: str, turn_id: str) -> None:
         if name == _INTERRUPT:
-            self._interrupt_expired(turn_id)
-
-    def _interrupt_expired(self, turn_id: str) -> None:
-        detail = f"Claude Code did not end the interrupted turn within {self.settings.interrupt_timeout:g} s"
-        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id,
-                                                       code="claude.interrupt_unacknowledged", message=detail)]
-        self.end_turn(events, "interrupted", error=detail)
-        self.emit(events)
-        self.publish(status="ready", active_turn_id=None)
+            detail = f"Claude Code did not end the interrupted turn within {self.settings.interrupt_timeout:g} s"
+            self.end_unacknowledged_turn(turn_id, "claude.interrupt_unacknowledged", detail)
 
     # process exit --------------------------------------------------------------------------------
 

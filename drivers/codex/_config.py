@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from paddock.contract import JsonObject
-from paddock.drivers._registry import DriverConfig
+from paddock.drivers._registry import TimedDriverConfig
 
 __all__ = ["DEFAULT_APPROVAL_POLICIES", "DEFAULT_SANDBOX_MODES", "CodexConfig"]
 
@@ -26,7 +26,7 @@ DEFAULT_SANDBOX_MODES: dict[str, str] = {
 """Runtime mode -> ``sandbox`` of ``thread/start``."""
 
 
-class CodexConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class CodexConfig(TimedDriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The common keys (``driver``, ``binary``, ``home``, ``env``, ``args``, ``pass_env``,
     ``endpoint``, ``api_key``/``api_key_env``, ``model``; ``binary`` defaults to the pinned
     ``codex`` in the peers dir, then ``codex`` on ``PATH``; ``args`` go right after the binary,
@@ -59,10 +59,6 @@ class CodexConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields
     approval_policies: dict[str, str] = {}
     sandbox_modes: dict[str, str] = {}
     experimental_api: bool = True
-    start_timeout: float = 30.0
-    request_timeout: float = 30.0
-    interrupt_timeout: float = 15.0
-    shutdown_timeout: float = 5.0
     read_coalesce: float = 0.001
 
     def __post_init__(self) -> None:

@@ -60,7 +60,7 @@ from . import _wire as w
 from ._approvals import NativeRequest, answer_for, cancel_answer, request_kind
 from ._server import Incoming, Note, Req, Router, ServerLink
 from ._settings import CodexState, SessionSettings, cursor_for, thread_id_of
-from ._translate import DELTA_STREAMS, TURN_STATES, Translator, turn_error_text
+from ._translate import DELTA_STREAMS, TRANSLATED, TURN_STATES, Translator, turn_error_text
 
 __all__ = ["CodexSessionActor"]
 
@@ -334,11 +334,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         if name != "interrupt":
             return
         detail = f"the app-server did not end the interrupted turn within {self.settings.interrupt_timeout:g} s"
-        events: list[EventBase] = [RuntimeWarningEvent(**self.identity, turn_id=turn_id,
-                                                       code="codex.interrupt_unacknowledged", message=detail)]
-        self.end_turn(events, "interrupted", error=detail, answer=True)
-        self.emit(events)
-        self.publish(status="ready", active_turn_id=None)
+        self.end_unacknowledged_turn(turn_id, "codex.interrupt_unacknowledged", detail, answer=True)
 
     def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: pending user inputs end with the turn; the translator forgets the turn."""
@@ -357,15 +353,20 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
                       usage=self.tr.usage)
         self.publish(status="ready", active_turn_id=None)
 
-    # rollback ------------------------------------------------------------------------------------
+    # thread operations ---------------------------------------------------------------------------
 
-    def rollback(self, num_turns: int) -> ThreadSnapshot:
-        """Hook (``Rollback``): ``thread/revert`` before the ``num_turns``-th last turn."""
+    def _idle_native(self, operation: str) -> tuple[ServerLink, list[EventBase]]:
+        """The link for a thread ``operation`` (and the events of re-attaching the thread to it):
+        refused when the session is closed or a turn is running."""
         if self.record.closed:
             raise self.closed_error()
         if self.turn.in_turn:
-            raise ValidationError("rollback_thread", "a turn is running; wait for it or interrupt it", **self.where())
-        link, events = self.ensure_native()
+            raise ValidationError(operation, "a turn is running; wait for it or interrupt it", **self.where())
+        return self.ensure_native()
+
+    def rollback(self, num_turns: int) -> ThreadSnapshot:
+        """Hook (``Rollback``): ``thread/revert`` before the ``num_turns``-th last turn."""
+        link, events = self._idle_native("rollback_thread")
         self.emit(events)
         natives = self.record.state.native_turns
         if num_turns > len(natives):
@@ -378,11 +379,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
 
     def fork(self) -> ResumeCursor:
         """Hook (``Fork``): ``thread/fork``; the copy's resume cursor."""
-        if self.record.closed:
-            raise self.closed_error()
-        if self.turn.in_turn:
-            raise ValidationError("fork_thread", "a turn is running; wait for it or interrupt it", **self.where())
-        link, events = self.ensure_native()
+        link, events = self._idle_native("fork_thread")
         self.emit(events)
         if not self.record.state.persisted_turns:
             raise ValidationError("fork_thread", "the thread has no turn yet; there is nothing to fork", **self.where())
@@ -394,11 +391,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         ``turn/start`` meanwhile fails with ``ActiveTurnNotSteerable { turn_kind: Compact }``),
         so it is a turn here too: ``turn.started`` now, bound to Codex's turn id at its
         ``turn/started``, ended by its ``turn/completed``."""
-        if self.record.closed:
-            raise self.closed_error()
-        if self.turn.in_turn:
-            raise ValidationError("compact_thread", "a turn is running; wait for it or interrupt it", **self.where())
-        link, events = self.ensure_native()
+        link, events = self._idle_native("compact_thread")
         self._call(link, "thread/compact/start", {"threadId": self.tr.native_thread_id})
         turn_id = self.turn.new_id(None)
         events.append(self.turn.start(turn_id, input_text=None, model=self.record.session.model,
@@ -413,7 +406,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
     def _incoming(self, items: list[Note | Req]) -> None:
         events = self._held
         tr = self.tr
-        streams = DELTA_STREAMS
+        streams, translated = DELTA_STREAMS, TRANSLATED
         for item in items:
             try:
                 if isinstance(item, Req):
@@ -424,27 +417,15 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
                 if stream is not None:
                     if not tr.interrupted:
                         tr.delta(stream, p, events)
-                elif method == "item/started":
-                    tr.item_started(p, events)
-                elif method == "item/completed":
-                    tr.item_completed(p, events)
+                    continue
+                translate = translated.get(method)
+                if translate is not None:
+                    translate(tr, p, events)
                 elif method == "turn/completed":
                     self._turn_completed(p, events)
                 elif method == "turn/started":
                     if tr.turn_id is not None and tr.native_turn_id is None:
                         tr.native_turn_id = p.turn.id  # the compaction turn Codex started for us
-                elif method == "thread/tokenUsage/updated":
-                    tr.token_usage(p, events)
-                elif method == "turn/plan/updated":
-                    tr.plan(p, events)
-                elif method == "turn/diff/updated":
-                    tr.diff(p, events)
-                elif method == "error":
-                    tr.error(p, events)
-                elif method == "warning":
-                    tr.warning(p, events)
-                elif method == "thread/status/changed":
-                    tr.status(p, events)
                 elif method == "serverRequest/resolved":
                     rid = p.requestId
                     for request_id in self.requests.take_where(lambda n: n.rpc_id == rid):

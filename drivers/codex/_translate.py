@@ -14,7 +14,8 @@ Thread: a translator is used on its session actor's thread only.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from paddock.contract import (
     ContentDelta,
@@ -44,6 +45,7 @@ __all__ = [
     "ITEM_KINDS",
     "ITEM_STATUSES",
     "ItemFields",
+    "TRANSLATED",
     "TURN_STATES",
     "Translator",
     "item_fields",
@@ -277,3 +279,17 @@ class Translator:
         state = {"active": "active", "idle": "idle"}.get(n.status.type)
         if state is not None:
             out.append(ThreadStateChanged(**self.identity, state=state))  # type: ignore[arg-type]
+
+
+TRANSLATED: dict[str, Callable[[Translator, Any, list[EventBase]], None]] = {
+    "item/started": Translator.item_started,
+    "item/completed": Translator.item_completed,
+    "thread/tokenUsage/updated": Translator.token_usage,
+    "turn/plan/updated": Translator.plan,
+    "turn/diff/updated": Translator.diff,
+    "error": Translator.error,
+    "warning": Translator.warning,
+    "thread/status/changed": Translator.status,
+}
+"""The notifications a translator turns into events on its own: method -> its handler, called
+with the payload the router decoded (see ``_server``)."""

@@ -7,7 +7,7 @@ import urllib.parse
 
 from paddock.contract import JsonObject
 from paddock.drivers._access import ModelAccess
-from paddock.drivers._registry import DriverConfig
+from paddock.drivers._registry import TimedDriverConfig
 
 __all__ = ["API_KEY_VAR", "PROVIDER_ID", "QUIET_ENV", "OpencodeConfig", "check_server_url", "permission_rules",
            "server_config"]
@@ -52,7 +52,7 @@ def check_server_url(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-class OpencodeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class OpencodeConfig(TimedDriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The common keys (:class:`paddock.drivers.DriverConfig`; ``binary`` defaults to the pinned
     ``opencode`` in the peers dir, then ``opencode`` on PATH; ``args`` go right after the binary;
     ``endpoint``/``api_key``/``model`` become the generated config's provider) plus:
@@ -73,8 +73,6 @@ class OpencodeConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fie
     server_url: str | None = None
     password: str | None = None
     agent: str | None = None
-    start_timeout: float = 30.0
-    request_timeout: float = 30.0
     interrupt_timeout: float = 10.0
     shutdown_timeout: float = 3.0
 

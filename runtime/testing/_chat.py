@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 
 from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut
-from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
+from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_totals
 
 __all__ = ["Chat"]
 
 _ARG_SLICE = 12
+_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 class Chat:
@@ -44,11 +45,6 @@ class Chat:
                     return "title", "Mock title"
         return None
 
-    @staticmethod
-    def _usage(call: Call, reply: Reply, input_tokens: int) -> dict:
-        i, o = usage_counts(call, reply.parts, input_tokens)
-        return {"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o}
-
     @classmethod
     def stream(cls, reply: Reply, call: Call, ids: Ids, input_tokens: int, body: dict | None = None) -> Frames:
         cid, created = ids.next("chatcmpl-"), int(time.time())
@@ -76,7 +72,7 @@ class Chat:
         frames.append(chunk({}, "tool_calls" if tool_index else "stop"))
         options = (body or {}).get("stream_options") or {}
         if isinstance(options, dict) and options.get("include_usage"):
-            frames.append(chunk(None, usage=cls._usage(call, reply, input_tokens)))
+            frames.append(chunk(None, usage=usage_totals(call, reply.parts, input_tokens, _USAGE)))
         frames.append((0.0, b"data: [DONE]\n\n"))
         return frames
 
@@ -91,7 +87,7 @@ class Chat:
         return {"id": ids.next("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
                 "model": call.model,
                 "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-                "usage": cls._usage(call, reply, input_tokens)}
+                "usage": usage_totals(call, reply.parts, input_tokens, _USAGE)}
 
     @staticmethod
     def error_body(error: ErrorOut) -> object:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from ._reply import Call, ErrorOut, Ids, Reply, TextOut
-from ._wire import Frames, dumps, function_tool, text_of, usage_counts
+from ._wire import Frames, dumps, function_tool, text_of, usage_totals
 
 __all__ = ["Gemini"]
+
+_USAGE = ("promptTokenCount", "candidatesTokenCount", "totalTokenCount")
 
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
            429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
@@ -74,14 +76,9 @@ class Gemini:
             return "router" if isinstance(value, dict) and "complexity_score" in value else "json", dumps(value)
         return None
 
-    @staticmethod
-    def _usage(call: Call, reply: Reply, input_tokens: int) -> dict:
-        i, o = usage_counts(call, reply.parts, input_tokens)
-        return {"promptTokenCount": i, "candidatesTokenCount": o, "totalTokenCount": i + o}
-
     @classmethod
     def _chunks(cls, reply: Reply, call: Call, input_tokens: int) -> list[tuple[float, dict]]:
-        usage = cls._usage(call, reply, input_tokens)
+        usage = usage_totals(call, reply.parts, input_tokens, _USAGE)
         out: list[tuple[float, dict]] = []
         for part in reply.parts:
             if isinstance(part, TextOut):
@@ -113,7 +110,7 @@ class Gemini:
                 parts.append({"functionCall": {"name": part.name, "args": part.arguments or {}}})
         return {"candidates": [{"content": {"role": "model", "parts": parts or [{"text": ""}]},
                                 "finishReason": "STOP", "index": 0}],
-                "usageMetadata": cls._usage(call, reply, input_tokens), "modelVersion": call.model}
+                "usageMetadata": usage_totals(call, reply.parts, input_tokens, _USAGE), "modelVersion": call.model}
 
     @classmethod
     def json_stream(cls, reply: Reply, call: Call, ids: Ids, input_tokens: int) -> object:

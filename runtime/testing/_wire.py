@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from ._reply import Call, TextOut, ToolOut, ToolSpec
 
-__all__ = ["Frames", "body_call", "dumps", "schema_props", "text_of", "usage_counts"]
+__all__ = ["Frames", "body_call", "dumps", "schema_props", "text_of", "usage_counts", "usage_totals"]
 
 Frames = list[tuple[float, bytes]]
 """A stream: ``(delay_before_seconds, raw_bytes)`` pairs written in order, flushed one by one."""
@@ -63,3 +63,10 @@ def usage_counts(call: Call, parts, input_tokens: int) -> tuple[int, int]:
         elif isinstance(part, ToolOut):
             out += len(part.arguments_json if part.input is None else part.input) // 4
     return input_tokens, out
+
+
+def usage_totals(call: Call, parts, input_tokens: int, names: tuple[str, str, str]) -> dict:
+    """The usage object of a dialect that reports input, output and total tokens flat, under its
+    own three ``names`` (in that order)."""
+    i, o = usage_counts(call, parts, input_tokens)
+    return {names[0]: i, names[1]: o, names[2]: i + o}
