@@ -10,9 +10,10 @@ from ._subscription import (
     END as END,
     NEEDS_IO as NEEDS_IO,
     Subscription as Subscription,
+    type_filter as type_filter,
 )
 
 __all__ = [
     "BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "REDACTED", "Emitter", "EventHub", "EventLog", "HubHandle", "LogReader", "Redactor",
-    "Subscription", "build_chunks",
+    "Subscription", "build_chunks", "type_filter",
 ]

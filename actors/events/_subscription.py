@@ -31,7 +31,7 @@ from paddock.contract._construct import NoPublicConstructor
 
 from ._event_log import LogReader
 
-__all__ = ["BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "Subscription"]
+__all__ = ["BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "Subscription", "type_filter"]
 
 BUFFERED_TEXT_LIMIT = 24_000
 """Buffered assistant delivery coalesces at most this many characters into one delta."""
@@ -52,6 +52,19 @@ _decoder = msgspec.json.Decoder(Event)
 # Never dropped, also past the bound with the log off: how each turn and session ended (at most
 # one per turn or session, so they cannot grow memory the way deltas can).
 _ENDINGS = (TurnCompleted, SessionExited)
+
+
+def type_filter(types: Iterable[str] | None) -> frozenset[str] | None:
+    """The ``types`` filter of a subscription as a set of event type names (one name may be
+    given as a plain string); ``None`` keeps every type. Raises :class:`ValidationError` naming
+    the unknown types."""
+    if types is None:
+        return None
+    names = frozenset([types] if isinstance(types, str) else types)
+    unknown = sorted(names - EVENT_TYPES.keys())
+    if unknown:
+        raise ValidationError("subscribe", f"unknown event types {unknown}")
+    return names
 
 
 class _Gap:
@@ -112,12 +125,7 @@ class Subscription(metaclass=NoPublicConstructor):
             raise ValidationError(
                 "subscribe", f"assistant_delivery must be 'streaming' or 'buffered', got {assistant_delivery!r}"
             )
-        type_names = None
-        if types is not None:
-            type_names = frozenset([types] if isinstance(types, str) else types)
-            unknown = sorted(type_names - EVENT_TYPES.keys())
-            if unknown:
-                raise ValidationError("subscribe", f"unknown event types {unknown}")
+        type_names = type_filter(types)
         self.thread_id = thread_id
         self.instance_id = instance_id
         self.types = type_names

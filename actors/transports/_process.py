@@ -203,11 +203,9 @@ class ProcessHandle:
         return self._writer
 
 
+@dataclass(frozen=True, slots=True)
 class _ProcessExited:
-    __slots__ = ("info",)
-
-    def __init__(self, info: ExitInfo) -> None:
-        self.info = info
+    info: ExitInfo
 
 
 class ProcessActor(SupervisedActor):
