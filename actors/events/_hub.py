@@ -59,35 +59,18 @@ _TAG = {cls: tag for tag, cls in EVENT_TYPES.items()}
 _replace = msgspec.structs.replace
 
 
+_ControlKind = Literal["flush", "subscribe", "compact", "kill_writer", "secrets", "writer_failed"]
+
+
 class _Control:
-    __slots__ = ("arg",)
+    """A message for the hub's thread other than an emitted batch: ``kind`` names it, ``arg``
+    is its argument."""
 
-    def __init__(self, arg: object = None) -> None:
+    __slots__ = ("kind", "arg")
+
+    def __init__(self, kind: _ControlKind, arg: Any = None) -> None:
+        self.kind = kind
         self.arg = arg
-
-
-class _Subscribe(_Control):
-    __slots__ = ()
-
-
-class _Flush(_Control):
-    __slots__ = ()
-
-
-class _Compact(_Control):
-    __slots__ = ()
-
-
-class _KillWriter(_Control):
-    __slots__ = ()
-
-
-class _Secrets(_Control):
-    __slots__ = ()
-
-
-class _WriterFailed(_Control):
-    __slots__ = ()
 
 
 def _ignore(sub: Subscription) -> None:
@@ -228,7 +211,7 @@ class HubHandle(metaclass=NoPublicConstructor):
             on_close=_ignore,
         )
         try:
-            self._ask(_Subscribe((sub, from_seq)), "EventHub.subscribe", timeout)
+            self._ask(_Control("subscribe", (sub, from_seq)), "EventHub.subscribe", timeout)
         except BaseException:
             sub.close()  # if the hub registers it later, it drops a closed subscription
             raise
@@ -238,23 +221,23 @@ class HubHandle(metaclass=NoPublicConstructor):
         """Return once every batch told before this call is committed and published; returns
         :attr:`last_seq`. Raises :class:`OperationTimeout` or :class:`PaddockError` (hub not
         running)."""
-        return self._ask(_Flush(), "EventHub.flush", timeout)
+        return self._ask(_Control("flush"), "EventHub.flush", timeout)
 
     def compact(self, before_seq: int, *, timeout: float = 30.0) -> int:
         """Delete logged events with ``seq < before_seq`` (the newest is always kept); returns
         how many were deleted. Subscribers replaying that range will not see them."""
-        return self._ask(_Compact(before_seq), "EventHub.compact", timeout)
+        return self._ask(_Control("compact", before_seq), "EventHub.compact", timeout)
 
     def add_secrets(self, instance_id: str, secrets: Iterable[str], *, timeout: float = 10.0) -> None:
         """Mask ``secrets`` (values shorter than 6 characters are ignored) in every event that
         instance ``instance_id`` emits from now on, on top of the common credential shapes,
         which are masked for every emitter. Returns once the hub applies them."""
-        self._ask(_Secrets((instance_id, tuple(secrets))), "EventHub.add_secrets", timeout)
+        self._ask(_Control("secrets", (instance_id, tuple(secrets))), "EventHub.add_secrets", timeout)
 
     def kill_writer_mid_batch(self, after_rows: int = 1, *, timeout: float = 10.0) -> None:
         """Test hook: the next log append inserts ``after_rows`` chunks (rows) then fails before its
         commit, as if the writer were killed; the hub then fails without publishing that batch."""
-        self._ask(_KillWriter(after_rows), "EventHub.kill_writer_mid_batch", timeout)
+        self._ask(_Control("kill_writer", after_rows), "EventHub.kill_writer_mid_batch", timeout)
 
     def close(self, *, timeout: float = 10.0) -> None:
         """Process what is already queued, stop the hub, end every subscription (each still
@@ -445,7 +428,7 @@ class _Writer:
                     item.error = exc
                     item.done.set()
             try:
-                self.hub.tell(_WriterFailed(exc))
+                self.hub.tell(_Control("writer_failed", exc))
             except pykka.ActorDeadError:
                 pass
         finally:
@@ -559,31 +542,31 @@ class EventHub(pykka.ThreadingActor):
                         count += len(head.message[1])
             self._process(batch)
             return None
-        kind = type(message)
-        if kind is _Flush:
+        if type(message) is not _Control:
+            return super().on_receive(message)
+        kind, arg = message.kind, message.arg
+        if kind == "flush":
             return self._in_order(lambda: self._state.last_seq)
-        if kind is _Subscribe:
-            sub, from_seq = message.arg  # type: ignore[attr-defined]
+        if kind == "subscribe":
+            sub, from_seq = arg
             log = self._log
             return self._in_order(
                 lambda: self._publisher.register(sub, from_seq, log.last_seq if log else self._seq)
             )
-        if kind is _Compact:
+        if kind == "compact":
             if self._log is None:
                 raise ValidationError("compact", "the event log is disabled")
-            return self._in_order(self._log.compact, message.arg)  # type: ignore[attr-defined]
-        if kind is _KillWriter:
+            return self._in_order(self._log.compact, arg)
+        if kind == "kill_writer":
             if self._log is None:
                 raise ValidationError("kill_writer_mid_batch", "the event log is disabled")
-            return self._in_order(setattr, self._log, "fail_after_rows", message.arg)  # type: ignore[attr-defined]
-        if kind is _Secrets:
-            instance_id, values = message.arg  # type: ignore[attr-defined]
+            return self._in_order(setattr, self._log, "fail_after_rows", arg)
+        if kind == "secrets":
+            instance_id, values = arg
             known = self._redactors.get(instance_id)
             self._redactors[instance_id] = Redactor((*values, *(known.secrets if known else ())))
             return None
-        if kind is _WriterFailed:
-            raise message.arg  # type: ignore[attr-defined]  # the hub fails with its writer
-        return super().on_receive(message)
+        raise arg  # "writer_failed": the hub fails with its writer
 
     def _process(self, batch: list[tuple[tuple[str, str, str], tuple[EventBase, ...]]]) -> None:
         now = time.time()
