@@ -9,11 +9,12 @@ from ._subscription import (
     BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT,
     END as END,
     NEEDS_IO as NEEDS_IO,
+    SubscribeOptions as SubscribeOptions,
     Subscription as Subscription,
     type_filter as type_filter,
 )
 
 __all__ = [
     "BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "REDACTED", "Emitter", "EventHub", "EventLog", "HubHandle", "LogReader", "Redactor",
-    "Subscription", "build_chunks", "type_filter",
+    "SubscribeOptions", "Subscription", "build_chunks", "type_filter",
 ]

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import msgspec
 import pykka
@@ -51,7 +51,7 @@ from paddock.supervisors import map_exceptions
 from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
 from ._redact import Redactor
-from ._subscription import DEFAULT_MAX_BUFFERED, Subscription
+from ._subscription import DEFAULT_MAX_BUFFERED, SubscribeOptions, Subscription
 
 __all__ = ["Emitter", "EventHub", "HubHandle"]
 
@@ -180,18 +180,9 @@ class HubHandle(metaclass=NoPublicConstructor):
             driver=driver, instance_id=instance_id, thread_id="", code=code, message=message, detail=detail,
         )])
 
-    def subscribe(
-        self,
-        thread_id: str | None = None,
-        instance_id: str | None = None,
-        types: Iterable[str] | None = None,
-        from_seq: int | None = None,
-        assistant_delivery: Literal["streaming", "buffered"] = "streaming",
-        *,
-        max_buffered: int | None = None,
-        timeout: float = 10.0,
-    ) -> Subscription:
-        """Subscribe to the events matching every given filter (``types``: event type names).
+    def subscribe(self, *, timeout: float = 10.0, **options: Unpack[SubscribeOptions]) -> Subscription:
+        """Subscribe to the events matching every given filter (``options``: the keywords of
+        :meth:`paddock.Runtime.subscribe`; ``types``: event type names).
 
         Without ``from_seq`` the subscription sees events published after this call returns.
         With it, it first replays the logged events with ``seq >= from_seq``, then continues
@@ -199,13 +190,12 @@ class HubHandle(metaclass=NoPublicConstructor):
         needs the event log (:class:`ValidationError` otherwise). Raises
         :class:`OperationTimeout`, or :class:`PaddockError` if the hub is not running.
         """
+        from_seq = options.pop("from_seq", None)
         if from_seq is not None and self._state.log_path is None:
             raise ValidationError("subscribe", "from_seq needs the event log (log_path is None)")
+        max_buffered = options.pop("max_buffered", None)
         sub = Subscription._create(
-            thread_id=thread_id,
-            instance_id=instance_id,
-            types=types,
-            assistant_delivery=assistant_delivery,
+            **options,
             log_path=self._state.log_path,
             max_buffered=self._max_buffered if max_buffered is None else max_buffered,
             on_close=_ignore,

@@ -12,7 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, cast
 
 import msgspec
 
@@ -31,7 +31,7 @@ from paddock.contract._construct import NoPublicConstructor
 
 from ._event_log import LogReader
 
-__all__ = ["BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "Subscription", "type_filter"]
+__all__ = ["BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "SubscribeOptions", "Subscription", "type_filter"]
 
 BUFFERED_TEXT_LIMIT = 24_000
 """Buffered assistant delivery coalesces at most this many characters into one delta."""
@@ -52,6 +52,18 @@ _decoder = msgspec.json.Decoder(Event)
 # Never dropped, also past the bound with the log off: how each turn and session ended (at most
 # one per turn or session, so they cannot grow memory the way deltas can).
 _ENDINGS = (TurnCompleted, SessionExited)
+
+
+class SubscribeOptions(TypedDict, total=False):
+    """The filters and bounds of a subscription by keyword, as :meth:`paddock.Runtime.subscribe`
+    documents them; an absent key takes that method's default."""
+
+    thread_id: str | None
+    instance_id: str | None
+    types: Iterable[str] | None
+    from_seq: int | None
+    assistant_delivery: Literal["streaming", "buffered"]
+    max_buffered: int | None
 
 
 def type_filter(types: Iterable[str] | None) -> frozenset[str] | None:
@@ -113,10 +125,10 @@ class Subscription(metaclass=NoPublicConstructor):
     def __init__(
         self,
         *,
-        thread_id: str | None,
-        instance_id: str | None,
-        types: Iterable[str] | None,
-        assistant_delivery: Literal["streaming", "buffered"],
+        thread_id: str | None = None,
+        instance_id: str | None = None,
+        types: Iterable[str] | None = None,
+        assistant_delivery: Literal["streaming", "buffered"] = "streaming",
         log_path: str | None,
         max_buffered: int,
         on_close: Callable[[Subscription], None],
@@ -470,15 +482,8 @@ class Subscription(metaclass=NoPublicConstructor):
         return self
 
     def __next__(self) -> Event:
-        if self._streaming and not self._closed:
-            cur = self._cur
-            if cur is not None:
-                pos = self._pos
-                if pos < len(cur):  # fast path: the next event of the batch in hand
-                    self._pos = pos + 1
-                    return cur[pos]
-        ev = self._get(None)
-        if ev is END:
+        ev = self.get()
+        if ev is None:  # without a timeout, only the end
             raise StopIteration
         return ev
 

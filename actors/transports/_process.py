@@ -34,7 +34,7 @@ from paddock.supervisors import (
 
 from ._lines import LineSplitter, StderrRing, StdinWriter, read_stderr, read_stdout_lines
 
-__all__ = ["ExitInfo", "ProcessActor", "ProcessHandle", "ProcessSpec", "WarningSink"]
+__all__ = ["ExitInfo", "ProcessActor", "ProcessCallbacks", "ProcessHandle", "ProcessSpec", "WarningSink"]
 
 log = logging.getLogger("paddock.actors")
 
