@@ -13,14 +13,12 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from paddock.actors import LogReader
+from paddock.actors import LogReader, type_filter
 from paddock.contract import (
-    EVENT_TYPES,
     Event,
     PersistenceError,
     SessionNotFoundError,
     ThreadSnapshot,
-    ValidationError,
     decode_event,
     fold_thread,
 )
@@ -122,11 +120,5 @@ class StateReader:
                   types: Iterable[str] | None = None, from_seq: int = 1, *, poll: float = 0.05) -> LogFollower:
         """Follow the log from ``from_seq`` (default: its start), filtered like
         ``Runtime.subscribe``. Close the follower when done."""
-        names = None
-        if types is not None:
-            names = frozenset([types] if isinstance(types, str) else types)
-            unknown = sorted(names - EVENT_TYPES.keys())
-            if unknown:
-                raise ValidationError("subscribe", f"unknown event types {unknown}")
         return LogFollower(str(self._log), from_seq=from_seq, thread_id=thread_id, instance_id=instance_id,
-                           types=names, poll=poll)
+                           types=type_filter(types), poll=poll)

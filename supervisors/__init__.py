@@ -32,6 +32,7 @@ from ._supervisor import ChildInfo as ChildInfo
 from ._supervisor import RestartLimitExceeded as RestartLimitExceeded
 from ._supervisor import Strategy as Strategy
 from ._supervisor import Supervisor as Supervisor
+from ._supervisor import SupervisorOptions as SupervisorOptions
 from ._teardown import TeardownReport as TeardownReport
 from ._teardown import kill_tree as kill_tree
 from ._teardown import snapshot_tree as snapshot_tree
@@ -52,6 +53,7 @@ __all__ = [
     "Strategy",
     "SupervisedActor",
     "Supervisor",
+    "SupervisorOptions",
     "SweepReport",
     "TeardownReport",
     "argv_hash",

@@ -170,11 +170,9 @@ class ChildContext:
         return self._reason
 
 
+@dataclass(frozen=True, slots=True)
 class _Shutdown:
-    __slots__ = ("deadline",)
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
+    deadline: float
 
 
 class _Contained(Exception):

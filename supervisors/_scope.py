@@ -8,9 +8,9 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 import pykka
 
@@ -18,7 +18,7 @@ from paddock.contract import OperationTimeout, PaddockError, SessionClosedError,
 
 from ._child import ChildContext, ChildSpec, ExitReason, request_shutdown
 from ._errors import map_exceptions
-from ._supervisor import ChildInfo, Strategy, Supervisor
+from ._supervisor import ChildInfo, Supervisor, SupervisorOptions
 
 __all__ = ["Scope", "close_all_scopes", "exit_on_signals"]
 
@@ -36,10 +36,10 @@ class Scope:
     unwinding the children already started. ``close(deadline)`` stops every child in reverse
     order, each with its own shutdown policy but never past ``deadline``; when it returns, no
     actor of the tree runs and no process of the tree is alive. Scopes still open at interpreter
-    exit are closed by an ``atexit`` hook. ``on_escalate(error)`` is called (on the supervisor's
-    thread) if the root supervisor gives up; the scope is then closed. ``on_child_exit`` is
-    passed to the root :class:`Supervisor`. All methods are
-    thread-safe and block the caller.
+    exit are closed by an ``atexit`` hook. The other keywords (:class:`SupervisorOptions`: the
+    restart policy, ``on_escalate``, ``on_child_exit``) configure the root :class:`Supervisor`.
+    ``on_escalate(error)`` is called (on the supervisor's thread) if the root supervisor gives
+    up; the scope is then closed. All methods are thread-safe and block the caller.
     """
 
     def __init__(
@@ -47,22 +47,12 @@ class Scope:
         children: Sequence[ChildSpec] = (),
         *,
         name: str = "scope",
-        strategy: Strategy = "one_for_one",
-        max_restarts: int = 3,
-        period: float = 60.0,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 30.0,
-        backoff_jitter: float = 0.2,
-        on_escalate: Callable[[BaseException], None] | None = None,
-        on_child_exit: Callable[[str, ExitReason, bool], None] | None = None,
         start_timeout: float = 120.0,
         close_timeout: float = 30.0,
+        **root: Unpack[SupervisorOptions],
     ) -> None:
         self.name = name
-        self._start_root = functools.partial(
-            Supervisor.start, strategy=strategy, max_restarts=max_restarts, period=period, backoff_base=backoff_base,
-            backoff_cap=backoff_cap, backoff_jitter=backoff_jitter, name=name, on_escalate=on_escalate,
-            on_child_exit=on_child_exit)
+        self._start_root = functools.partial(Supervisor.start, name=name, **root)
         self._children = list(children)
         self._start_timeout = start_timeout
         self._close_timeout = close_timeout

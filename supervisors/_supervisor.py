@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import pykka
 
@@ -24,7 +24,7 @@ from ._child import (
     request_shutdown,
 )
 
-__all__ = ["ChildInfo", "RestartLimitExceeded", "Strategy", "Supervisor"]
+__all__ = ["ChildInfo", "RestartLimitExceeded", "Strategy", "Supervisor", "SupervisorOptions"]
 
 log = logging.getLogger("paddock.supervisors")
 
@@ -94,6 +94,20 @@ class _Restart:
     def __init__(self, token: int, ids: list[str]) -> None:
         self.token = token
         self.ids = ids
+
+
+class SupervisorOptions(TypedDict, total=False):
+    """The restart policy and callbacks of a :class:`Supervisor` by keyword (defaults: its
+    own), for what builds one on its caller's behalf (:class:`Scope`'s root)."""
+
+    strategy: Strategy
+    max_restarts: int
+    period: float
+    backoff_base: float
+    backoff_cap: float
+    backoff_jitter: float
+    on_escalate: Callable[[BaseException], None] | None
+    on_child_exit: Callable[[str, ExitReason, bool], None] | None
 
 
 class Supervisor(SupervisedActor):

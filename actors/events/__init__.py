@@ -10,10 +10,12 @@ from ._subscription import (
     BUFFERED_TEXT_LIMIT as BUFFERED_TEXT_LIMIT,
     END as END,
     NEEDS_IO as NEEDS_IO,
+    SubscribeOptions as SubscribeOptions,
     Subscription as Subscription,
+    type_filter as type_filter,
 )
 
 __all__ = [
     "BUFFERED_TEXT_LIMIT", "END", "LOG_MASK", "NEEDS_IO", "REDACTED", "Emitter", "EventHub", "EventLog", "HubHandle",
-    "LogMask", "LogReader", "Redactor", "Subscription", "build_chunks",
+    "LogMask", "LogReader", "Redactor", "SubscribeOptions", "Subscription", "build_chunks", "type_filter",
 ]

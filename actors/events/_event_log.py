@@ -15,7 +15,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from paddock.contract import PersistenceError
@@ -51,6 +52,18 @@ _INSERT = "INSERT INTO event_chunks VALUES (?, ?, ?, ?, ?, ?, ?)"
 # step releases and re-takes the GIL, and under load re-taking it is what a commit waits for.
 _SINGLE = 512  # 7 * 512 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
 _multi: dict[int, str] = {}
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN``; ``COMMIT`` when the block ends, ``ROLLBACK`` when it (or the commit) raises."""
+    conn.execute("BEGIN")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _multi_insert(n: int) -> str:
@@ -243,18 +256,13 @@ class EventLog:
         conn = self._conn
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events' AND type = 'table'").fetchone() is None:
             return
-        conn.execute("BEGIN")
-        try:
+        with _transaction(conn):
             rows = conn.execute("SELECT seq, thread_id, instance_id, type, body FROM events ORDER BY seq")
             conn.executemany(
                 _INSERT,
                 ((seq, seq, tid, iid, array("q", [seq]).tobytes(), kind, body) for seq, tid, iid, kind, body in rows),
             )
             conn.execute("DROP TABLE events")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def _read_max_span(self) -> int:
         conn = self._conn
@@ -277,8 +285,7 @@ class EventLog:
             if len(chunks) <= _SINGLE and self.fail_after_rows is None and span <= self._max_span:
                 conn.execute(_multi_insert(len(chunks)), [value for chunk in chunks for value in chunk])
             else:
-                conn.execute("BEGIN")
-                try:
+                with _transaction(conn):
                     fail_after = self.fail_after_rows
                     if fail_after is not None:
                         self.fail_after_rows = None
@@ -288,10 +295,6 @@ class EventLog:
                     if span > self._max_span:
                         # in the same transaction: no reader sees a chunk wider than recorded
                         conn.execute(_SET_MAX_SPAN, (span,))
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
         except sqlite3.Error as exc:
             raise PersistenceError("append events to the log", f"{self.path}: {exc}") from None
         self._max_span = max(self._max_span, span)
@@ -314,8 +317,7 @@ class EventLog:
         before_seq = min(before_seq, self.last_seq)
         conn = self._conn
         try:
-            conn.execute("BEGIN")
-            try:
+            with _transaction(conn):
                 deleted = 0
                 straddling = conn.execute(
                     "SELECT first_seq, thread_id, instance_id, seqs, types, bodies FROM event_chunks "
@@ -335,10 +337,6 @@ class EventLog:
                     (before_seq, before_seq),
                 ).fetchone()
                 conn.execute("DELETE FROM event_chunks WHERE first_seq < ? AND last_seq < ?", (before_seq, before_seq))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
         except sqlite3.Error as exc:
             raise PersistenceError("compact the event log", f"{self.path}: {exc}") from None
         return deleted + below

@@ -120,6 +120,13 @@ def warning(code: str, message: str, *, rule: int | None = None, source: EventBa
     )
 
 
+_AFTER_CLOSE: dict[type[EventBase], tuple[str, int, str]] = {
+    TurnStarted: ("grammar.out_of_order", 7, "turn.started of turn {!r} after it completed; dropped"),
+    TurnCompleted: ("grammar.duplicate_turn_completed", 1, "second turn.completed of turn {!r}; dropped"),
+}
+"""The turn events dropped once their turn has completed: warning code, rule, message."""
+
+
 class _Text:
     """What the guard keeps of one item's streamed text: its length, digest and head. Deltas of
     the current batch wait in ``pending`` and are folded in once per batch (one join, one
@@ -310,12 +317,13 @@ class ThreadGrammar:
                             kept.fold()
                             self._check_text(out, ev, stream, kept)
                 out.append(ev)
+            elif cls in _AFTER_CLOSE and tid in self.closed:
+                code, rule, text = _AFTER_CLOSE[cls]
+                drops = drops or _Drops(out)
+                drops.drop(code, rule, text.format(tid), ev)
+                continue
             elif cls is TurnStarted:
                 if tid is not None:
-                    if tid in self.closed:
-                        drops = drops or _Drops(out)
-                        drops.drop("grammar.out_of_order", 7, f"turn.started of turn {tid!r} after it completed; dropped", ev)
-                        continue
                     self._turn(tid)
                 out.append(ev)
             elif cls is TurnAborted:
@@ -326,10 +334,6 @@ class ThreadGrammar:
                 out.append(ev)
             elif cls is TurnCompleted:
                 if tid is not None:
-                    if tid in self.closed:
-                        drops = drops or _Drops(out)
-                        drops.drop("grammar.duplicate_turn_completed", 1, f"second turn.completed of turn {tid!r}; dropped", ev)
-                        continue
                     if self.requests:
                         self._resolve_open(out, tid, "cancelled", "grammar.request_not_resolved",
                                            f"cancelled because turn {tid!r} completed", True)

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import msgspec
 import pykka
@@ -52,7 +52,7 @@ from ._event_log import EventLog, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
 from ._log_mask import LOG_MASK
 from ._redact import Redactor
-from ._subscription import DEFAULT_MAX_BUFFERED, Subscription
+from ._subscription import DEFAULT_MAX_BUFFERED, SubscribeOptions, Subscription
 
 __all__ = ["Emitter", "EventHub", "HubHandle"]
 
@@ -60,35 +60,18 @@ _TAG = {cls: tag for tag, cls in EVENT_TYPES.items()}
 _replace = msgspec.structs.replace
 
 
+_ControlKind = Literal["flush", "subscribe", "compact", "kill_writer", "secrets", "writer_failed"]
+
+
 class _Control:
-    __slots__ = ("arg",)
+    """A message for the hub's thread other than an emitted batch: ``kind`` names it, ``arg``
+    is its argument."""
 
-    def __init__(self, arg: object = None) -> None:
+    __slots__ = ("kind", "arg")
+
+    def __init__(self, kind: _ControlKind, arg: Any = None) -> None:
+        self.kind = kind
         self.arg = arg
-
-
-class _Subscribe(_Control):
-    __slots__ = ()
-
-
-class _Flush(_Control):
-    __slots__ = ()
-
-
-class _Compact(_Control):
-    __slots__ = ()
-
-
-class _KillWriter(_Control):
-    __slots__ = ()
-
-
-class _Secrets(_Control):
-    __slots__ = ()
-
-
-class _WriterFailed(_Control):
-    __slots__ = ()
 
 
 def _ignore(sub: Subscription) -> None:
@@ -198,18 +181,9 @@ class HubHandle(metaclass=NoPublicConstructor):
             driver=driver, instance_id=instance_id, thread_id="", code=code, message=message, detail=detail,
         )])
 
-    def subscribe(
-        self,
-        thread_id: str | None = None,
-        instance_id: str | None = None,
-        types: Iterable[str] | None = None,
-        from_seq: int | None = None,
-        assistant_delivery: Literal["streaming", "buffered"] = "streaming",
-        *,
-        max_buffered: int | None = None,
-        timeout: float = 10.0,
-    ) -> Subscription:
-        """Subscribe to the events matching every given filter (``types``: event type names).
+    def subscribe(self, *, timeout: float = 10.0, **options: Unpack[SubscribeOptions]) -> Subscription:
+        """Subscribe to the events matching every given filter (``options``: the keywords of
+        :meth:`paddock.Runtime.subscribe`; ``types``: event type names).
 
         Without ``from_seq`` the subscription sees events published after this call returns.
         With it, it first replays the logged events with ``seq >= from_seq``, then continues
@@ -217,19 +191,18 @@ class HubHandle(metaclass=NoPublicConstructor):
         needs the event log (:class:`ValidationError` otherwise). Raises
         :class:`OperationTimeout`, or :class:`PaddockError` if the hub is not running.
         """
+        from_seq = options.pop("from_seq", None)
         if from_seq is not None and self._state.log_path is None:
             raise ValidationError("subscribe", "from_seq needs the event log (log_path is None)")
+        max_buffered = options.pop("max_buffered", None)
         sub = Subscription._create(
-            thread_id=thread_id,
-            instance_id=instance_id,
-            types=types,
-            assistant_delivery=assistant_delivery,
+            **options,
             log_path=self._state.log_path,
             max_buffered=self._max_buffered if max_buffered is None else max_buffered,
             on_close=_ignore,
         )
         try:
-            self._ask(_Subscribe((sub, from_seq)), "EventHub.subscribe", timeout)
+            self._ask(_Control("subscribe", (sub, from_seq)), "EventHub.subscribe", timeout)
         except BaseException:
             sub.close()  # if the hub registers it later, it drops a closed subscription
             raise
@@ -239,12 +212,12 @@ class HubHandle(metaclass=NoPublicConstructor):
         """Return once every batch told before this call is committed and published; returns
         :attr:`last_seq`. Raises :class:`OperationTimeout` or :class:`PaddockError` (hub not
         running)."""
-        return self._ask(_Flush(), "EventHub.flush", timeout)
+        return self._ask(_Control("flush"), "EventHub.flush", timeout)
 
     def compact(self, before_seq: int, *, timeout: float = 30.0) -> int:
         """Delete logged events with ``seq < before_seq`` (the newest is always kept); returns
         how many were deleted. Subscribers replaying that range will not see them."""
-        return self._ask(_Compact(before_seq), "EventHub.compact", timeout)
+        return self._ask(_Control("compact", before_seq), "EventHub.compact", timeout)
 
     def add_secrets(self, instance_id: str, secrets: Iterable[str], *, timeout: float = 10.0) -> None:
         """Mask ``secrets`` (values shorter than 6 characters are ignored) in every event that
@@ -253,12 +226,12 @@ class HubHandle(metaclass=NoPublicConstructor):
         :meth:`close` they are masked in ``paddock`` log records too (:data:`LOG_MASK`)."""
         secrets = tuple(secrets)
         LOG_MASK.add(self, secrets)
-        self._ask(_Secrets((instance_id, secrets)), "EventHub.add_secrets", timeout)
+        self._ask(_Control("secrets", (instance_id, secrets)), "EventHub.add_secrets", timeout)
 
     def kill_writer_mid_batch(self, after_rows: int = 1, *, timeout: float = 10.0) -> None:
         """Test hook: the next log append inserts ``after_rows`` chunks (rows) then fails before its
         commit, as if the writer were killed; the hub then fails without publishing that batch."""
-        self._ask(_KillWriter(after_rows), "EventHub.kill_writer_mid_batch", timeout)
+        self._ask(_Control("kill_writer", after_rows), "EventHub.kill_writer_mid_batch", timeout)
 
     def close(self, *, timeout: float = 10.0) -> None:
         """Process what is already queued, stop the hub, end every subscription (each still
@@ -450,7 +423,7 @@ class _Writer:
                     item.error = exc
                     item.done.set()
             try:
-                self.hub.tell(_WriterFailed(exc))
+                self.hub.tell(_Control("writer_failed", exc))
             except pykka.ActorDeadError:
                 pass
         finally:
@@ -564,31 +537,31 @@ class EventHub(pykka.ThreadingActor):
                         count += len(head.message[1])
             self._process(batch)
             return None
-        kind = type(message)
-        if kind is _Flush:
+        if type(message) is not _Control:
+            return super().on_receive(message)
+        kind, arg = message.kind, message.arg
+        if kind == "flush":
             return self._in_order(lambda: self._state.last_seq)
-        if kind is _Subscribe:
-            sub, from_seq = message.arg  # type: ignore[attr-defined]
+        if kind == "subscribe":
+            sub, from_seq = arg
             log = self._log
             return self._in_order(
                 lambda: self._publisher.register(sub, from_seq, log.last_seq if log else self._seq)
             )
-        if kind is _Compact:
+        if kind == "compact":
             if self._log is None:
                 raise ValidationError("compact", "the event log is disabled")
-            return self._in_order(self._log.compact, message.arg)  # type: ignore[attr-defined]
-        if kind is _KillWriter:
+            return self._in_order(self._log.compact, arg)
+        if kind == "kill_writer":
             if self._log is None:
                 raise ValidationError("kill_writer_mid_batch", "the event log is disabled")
-            return self._in_order(setattr, self._log, "fail_after_rows", message.arg)  # type: ignore[attr-defined]
-        if kind is _Secrets:
-            instance_id, values = message.arg  # type: ignore[attr-defined]
+            return self._in_order(setattr, self._log, "fail_after_rows", arg)
+        if kind == "secrets":
+            instance_id, values = arg
             known = self._redactors.get(instance_id)
             self._redactors[instance_id] = Redactor((*values, *(known.secrets if known else ())))
             return None
-        if kind is _WriterFailed:
-            raise message.arg  # type: ignore[attr-defined]  # the hub fails with its writer
-        return super().on_receive(message)
+        raise arg  # "writer_failed": the hub fails with its writer
 
     def _process(self, batch: list[tuple[tuple[str, str, str], tuple[EventBase, ...]]]) -> None:
         now = time.time()

@@ -12,7 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, cast
 
 import msgspec
 
@@ -31,7 +31,7 @@ from paddock.contract._construct import NoPublicConstructor
 
 from ._event_log import LogReader
 
-__all__ = ["BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "Subscription"]
+__all__ = ["BUFFERED_TEXT_LIMIT", "END", "NEEDS_IO", "SubscribeOptions", "Subscription", "type_filter"]
 
 BUFFERED_TEXT_LIMIT = 24_000
 """Buffered assistant delivery coalesces at most this many characters into one delta."""
@@ -52,6 +52,31 @@ _decoder = msgspec.json.Decoder(Event)
 # Never dropped, also past the bound with the log off: how each turn and session ended (at most
 # one per turn or session, so they cannot grow memory the way deltas can).
 _ENDINGS = (TurnCompleted, SessionExited)
+
+
+class SubscribeOptions(TypedDict, total=False):
+    """The filters and bounds of a subscription by keyword, as :meth:`paddock.Runtime.subscribe`
+    documents them; an absent key takes that method's default."""
+
+    thread_id: str | None
+    instance_id: str | None
+    types: Iterable[str] | None
+    from_seq: int | None
+    assistant_delivery: Literal["streaming", "buffered"]
+    max_buffered: int | None
+
+
+def type_filter(types: Iterable[str] | None) -> frozenset[str] | None:
+    """The ``types`` filter of a subscription as a set of event type names (one name may be
+    given as a plain string); ``None`` keeps every type. Raises :class:`ValidationError` naming
+    the unknown types."""
+    if types is None:
+        return None
+    names = frozenset([types] if isinstance(types, str) else types)
+    unknown = sorted(names - EVENT_TYPES.keys())
+    if unknown:
+        raise ValidationError("subscribe", f"unknown event types {unknown}")
+    return names
 
 
 class _Gap:
@@ -100,10 +125,10 @@ class Subscription(metaclass=NoPublicConstructor):
     def __init__(
         self,
         *,
-        thread_id: str | None,
-        instance_id: str | None,
-        types: Iterable[str] | None,
-        assistant_delivery: Literal["streaming", "buffered"],
+        thread_id: str | None = None,
+        instance_id: str | None = None,
+        types: Iterable[str] | None = None,
+        assistant_delivery: Literal["streaming", "buffered"] = "streaming",
         log_path: str | None,
         max_buffered: int,
         on_close: Callable[[Subscription], None],
@@ -112,12 +137,7 @@ class Subscription(metaclass=NoPublicConstructor):
             raise ValidationError(
                 "subscribe", f"assistant_delivery must be 'streaming' or 'buffered', got {assistant_delivery!r}"
             )
-        type_names = None
-        if types is not None:
-            type_names = frozenset([types] if isinstance(types, str) else types)
-            unknown = sorted(type_names - EVENT_TYPES.keys())
-            if unknown:
-                raise ValidationError("subscribe", f"unknown event types {unknown}")
+        type_names = type_filter(types)
         self.thread_id = thread_id
         self.instance_id = instance_id
         self.types = type_names
@@ -462,15 +482,8 @@ class Subscription(metaclass=NoPublicConstructor):
         return self
 
     def __next__(self) -> Event:
-        if self._streaming and not self._closed:
-            cur = self._cur
-            if cur is not None:
-                pos = self._pos
-                if pos < len(cur):  # fast path: the next event of the batch in hand
-                    self._pos = pos + 1
-                    return cur[pos]
-        ev = self._get(None)
-        if ev is END:
+        ev = self.get()
+        if ev is None:  # without a timeout, only the end
             raise StopIteration
         return ev
 

@@ -21,6 +21,7 @@ from ._jsonrpc import (
 from ._process import (
     ExitInfo as ExitInfo,
     ProcessActor as ProcessActor,
+    ProcessCallbacks as ProcessCallbacks,
     ProcessHandle as ProcessHandle,
     ProcessSpec as ProcessSpec,
     WarningSink as WarningSink,
@@ -29,6 +30,7 @@ from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
 
 __all__ = [
     "HTTP_EXTRA_HINT", "INTERNAL_ERROR", "INVALID_PARAMS", "METHOD_NOT_FOUND", "ExitInfo", "HttpTransport",
-    "JsonRpcConnection", "JsonRpcNotification", "JsonRpcRequest", "LineTap", "ProcessActor", "ProcessHandle",
-    "ProcessSpec", "SseStatus", "SseStream", "Terminal", "TerminalExit", "WarningSink", "http_available",
+    "JsonRpcConnection", "JsonRpcNotification", "JsonRpcRequest", "LineTap", "ProcessActor", "ProcessCallbacks",
+    "ProcessHandle", "ProcessSpec", "SseStatus", "SseStream", "Terminal", "TerminalExit", "WarningSink",
+    "http_available",
 ]

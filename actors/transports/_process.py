@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import msgspec
 import pykka
@@ -34,7 +34,7 @@ from paddock.supervisors import (
 
 from ._lines import LineSplitter, StderrRing, StdinWriter, read_stderr, read_stdout_lines
 
-__all__ = ["ExitInfo", "ProcessActor", "ProcessHandle", "ProcessSpec", "WarningSink"]
+__all__ = ["ExitInfo", "ProcessActor", "ProcessCallbacks", "ProcessHandle", "ProcessSpec", "WarningSink"]
 
 log = logging.getLogger("paddock.actors")
 
@@ -203,11 +203,19 @@ class ProcessHandle:
         return self._writer
 
 
-class _ProcessExited:
-    __slots__ = ("info",)
+class ProcessCallbacks(TypedDict):
+    """The callbacks of a :class:`ProcessActor`, by keyword (their threads: see the class)."""
 
-    def __init__(self, info: ExitInfo) -> None:
-        self.info = info
+    on_lines: Callable[[list[bytes]], None]
+    on_exit: NotRequired[Callable[[ExitInfo], None] | None]
+    on_warning: NotRequired[WarningSink | None]
+    on_outbound_line: NotRequired[Callable[[bytes], None] | None]
+    on_stderr: NotRequired[Callable[[bytes], None] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _ProcessExited:
+    info: ExitInfo
 
 
 class ProcessActor(SupervisedActor):
@@ -236,26 +244,18 @@ class ProcessActor(SupervisedActor):
     """
 
     def __init__(
-        self,
-        spec: ProcessSpec,
-        *,
-        on_lines: Callable[[list[bytes]], None],
-        on_exit: Callable[[ExitInfo], None] | None = None,
-        on_warning: WarningSink | None = None,
-        on_outbound_line: Callable[[bytes], None] | None = None,
-        on_stderr: Callable[[bytes], None] | None = None,
-        context: ChildContext | None = None,
+        self, spec: ProcessSpec, *, context: ChildContext | None = None, **callbacks: Unpack[ProcessCallbacks]
     ) -> None:
         super().__init__(context=context)
         if not spec.argv:
             raise ProcessError("Cannot start an empty command")
         self.spec = spec
         self.handle = ProcessHandle(spec, self.actor_ref)
-        self._on_lines = on_lines
-        self._on_exit = on_exit
-        self._on_warning = on_warning
-        self._on_outbound_line = on_outbound_line
-        self._on_stderr = on_stderr
+        self._on_lines = callbacks["on_lines"]
+        self._on_exit = callbacks.get("on_exit")
+        self._on_warning = callbacks.get("on_warning")
+        self._on_outbound_line = callbacks.get("on_outbound_line")
+        self._on_stderr = callbacks.get("on_stderr")
         self._started = threading.Event()
         self._leases = LeaseStore(spec.lease_dir) if spec.lease_dir else None
         if context is not None:
@@ -266,26 +266,14 @@ class ProcessActor(SupervisedActor):
         cls,
         spec: ProcessSpec,
         *,
-        on_lines: Callable[[list[bytes]], None],
-        on_exit: Callable[[ExitInfo], None] | None = None,
-        on_warning: WarningSink | None = None,
-        on_outbound_line: Callable[[bytes], None] | None = None,
-        on_stderr: Callable[[bytes], None] | None = None,
         context: ChildContext | None = None,
         timeout: float = 30.0,
+        **callbacks: Unpack[ProcessCallbacks],
     ) -> ProcessHandle:
         """Start the actor, wait for the child to be running and return its handle
         (thread: caller). Raises the start error (ProcessError) if it failed."""
         own = context or ChildContext(spec.label)
-        ref = cls.start(
-            spec,
-            on_lines=on_lines,
-            on_exit=on_exit,
-            on_warning=on_warning,
-            on_outbound_line=on_outbound_line,
-            on_stderr=on_stderr,
-            context=own,
-        )
+        ref = cls.start(spec, context=own, **callbacks)
         try:
             reason = own.wait_started(timeout)
         except TimeoutError:

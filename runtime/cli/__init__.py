@@ -15,25 +15,13 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "main"]
 
 COMMANDS: dict[str, str] = {
-    "demo": "paddock.cli._demo",
-    "run": "paddock.cli._run",
-    "events": "paddock.cli._events",
-    "doctor": "paddock.cli._doctor",
-    "init": "paddock.cli._init",
-    "config": "paddock.cli._config_cmd",
-    "sessions": "paddock.cli._sessions",
-    "stop": "paddock.cli._stop",
-    "version": "paddock.cli._version",
-    "bench": "paddock.cli._bench",
-    "mock-model": "paddock.cli._mock_model",
-    "peers": "paddock.cli._peers",
-    "record": "paddock.cli._record",
-    "serve": "paddock.cli._serve",
-    "chat": "paddock.cli._chat",
-    "requests": "paddock.cli._requests",
-    "approve": "paddock.cli._approve",
+    name: f"paddock.cli._{name.replace('-', '_')}"
+    for name in (
+        "demo", "run", "events", "doctor", "init", "config", "sessions", "stop", "version", "bench",
+        "mock-model", "peers", "record", "serve", "chat", "requests", "approve",
+    )
 }
-"""Subcommand name -> module path."""
+"""Subcommand name -> module path (``paddock.cli._<name>``, ``-`` as ``_``), in help order."""
 
 
 def _available() -> dict[str, object]:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from paddock.cli._answers import describe_request
 from paddock.cli._common import event_json, write
 from paddock.cli._connect import connect
-from paddock.cli._errors import explain
 
 if TYPE_CHECKING:
     from paddock._pending import PendingRequest
@@ -32,14 +31,9 @@ def describe(event: PendingRequest) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paddock.contract import PaddockError
-
     rt, remote = connect(args, "requests")
-    try:
+    try:  # a PaddockError reaches main(), which prints it explained and returns 1
         pending = rt.pending_requests(args.thread)
-    except PaddockError as exc:
-        write(f"paddock requests: {explain(exc)}\n", err=True)
-        return 1
     finally:
         rt.close()
     if args.json:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from paddock.cli._common import write
-from paddock.cli._errors import explain
 from paddock.cli._places import announce, state_dir_of
 
 HELP = "stop a thread's live session (through the server that owns the state dir), or mark it stopped"
@@ -26,13 +25,9 @@ def run(args: argparse.Namespace) -> int:
     remote = server_of(args)
     if remote is not None:
         announce("stop", server_note(args))
-        try:
-            with remote:
-                live = remote.has_session(args.thread)
-                remote.stop_session(args.thread)
-        except PaddockError as exc:
-            write(f"paddock stop: {explain(exc)}\n", err=True)
-            return 1
+        with remote:  # a PaddockError reaches main(), which prints it explained and returns 1
+            live = remote.has_session(args.thread)
+            remote.stop_session(args.thread)
         write(f"thread {args.thread} stopped" + (" (its live session ended)" if live else "") + "\n")
         return 0
     db = state_dir_of(args) / "paddock.db"
