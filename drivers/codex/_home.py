@@ -16,7 +16,7 @@ from pathlib import Path
 
 from paddock.contract import ConfigError, JsonObject, JsonValue, deep_merge
 
-from ._toml import dumps
+from paddock.drivers._toml import dumps
 
 __all__ = [
     "API_KEY_VAR",

@@ -10,6 +10,8 @@ from typing import Any
 
 import msgspec
 
+from paddock.drivers._toml import toml_value
+
 HELP = "write a commented paddock.toml for one driver (check it with `paddock config check`)"
 
 # Example model endpoints per API dialect (from the pins); each driver appends its own version
@@ -31,17 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items()) + "}"
-    return json.dumps(str(value))
+    try:
+        return toml_value(value)
+    except TypeError:  # a default TOML cannot hold (e.g. a path object): written as its text
+        return json.dumps(str(value))
 
 
 def template(kind: str, instance: str | None = None) -> str:

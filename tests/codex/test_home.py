@@ -18,7 +18,7 @@ from paddock.drivers.codex._home import (
     prepare_home,
     write_config,
 )
-from paddock.drivers.codex._toml import dumps
+from paddock.drivers._toml import dumps
 
 
 def test_private_home_is_0700(tmp_path):

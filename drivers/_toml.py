@@ -1,5 +1,6 @@
-"""A minimal TOML writer for the generated ``config.toml`` (tables of strings, numbers, booleans
-and lists; the standard library reads TOML but cannot write it)."""
+"""A minimal TOML writer (tables of strings, numbers, booleans and lists; the standard library
+reads TOML but cannot write it): Codex's generated ``config.toml`` and ``paddock init``'s
+templates."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 
 from paddock.contract import JsonValue
 
-__all__ = ["dumps"]
+__all__ = ["dumps", "toml_value"]
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -18,7 +19,9 @@ def _key(key: str) -> str:
     return key if _BARE_KEY.match(key) else json.dumps(key)
 
 
-def _value(value: JsonValue) -> str:
+def toml_value(value: JsonValue) -> str:
+    """``value`` as a TOML value (inline tables for mappings); :class:`TypeError` for what TOML
+    cannot hold."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -26,9 +29,9 @@ def _value(value: JsonValue) -> str:
     if isinstance(value, str):
         return json.dumps(value)  # a JSON string literal is a valid TOML basic string
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_key(str(k))} = {_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_key(str(k))} = {toml_value(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
@@ -44,7 +47,7 @@ def dumps(data: Mapping[str, JsonValue]) -> str:
             lines.append("[" + ".".join(_key(p) for p in prefix) + "]")
         for k, v in plain:
             if v is not None:
-                lines.append(f"{_key(str(k))} = {_value(v)}")
+                lines.append(f"{_key(str(k))} = {toml_value(v)}")
         for k, table_body in nested:
             table((*prefix, str(k)), table_body)
 
