@@ -14,6 +14,7 @@ from paddock.contract import (
     Event,
     PersistenceError,
     RequestResolved,
+    TO_BE_STAMPED,
     TurnCompleted,
     UserInputResolved,
     decode_event,
@@ -95,10 +96,10 @@ def end_turns_left_open(hub: HubHandle, store: BindingStore) -> None:
         for rid, (tid, user_input) in requests.get(binding.thread_id, {}).items():
             if live or tid in open_turns:
                 kind = UserInputResolved if user_input else RequestResolved
-                out.append(kind(driver="", instance_id="", thread_id="", turn_id=tid, request_id=rid,
+                out.append(kind(**TO_BE_STAMPED, turn_id=tid, request_id=rid,
                                 resolution="expired"))
         for tid in open_turns:
-            out.append(TurnCompleted(driver="", instance_id="", thread_id="", turn_id=tid, state="failed", error=why))
+            out.append(TurnCompleted(**TO_BE_STAMPED, turn_id=tid, state="failed", error=why))
         if out:
             hub.emitter(binding.driver, binding.instance_id, binding.thread_id).emit(out)
         if live:

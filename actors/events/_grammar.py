@@ -58,6 +58,7 @@ from paddock.contract import (
     RequestResolved,
     RuntimeWarningEvent,
     SessionExited,
+    TO_BE_STAMPED,
     StreamKind,
     ThreadTokenUsageUpdated,
     TokenUsage,
@@ -108,9 +109,7 @@ def warning(code: str, message: str, *, rule: int | None = None, source: EventBa
         item_id = item_id or source.item_id
         request_id = request_id or source.request_id
     return RuntimeWarningEvent(
-        driver="",
-        instance_id="",
-        thread_id="",
+        **TO_BE_STAMPED,
         turn_id=turn_id,
         item_id=item_id,
         request_id=request_id,
@@ -227,7 +226,7 @@ class ThreadGrammar:
             kind = UserInputResolved if user_input else RequestResolved
             out.append(warning(code, f"request {rid!r} was never resolved; {why}", rule=3,
                                resolution=resolution, request_id=rid, turn_id=rtid))
-            out.append(kind(driver="", instance_id="", thread_id="", turn_id=rtid,
+            out.append(kind(**TO_BE_STAMPED, turn_id=rtid,
                             request_id=rid, resolution=resolution))
 
     def _remember_resolved(self, rid: str) -> None:
@@ -365,7 +364,7 @@ class ThreadGrammar:
                     out.append(warning("grammar.turn_not_completed",
                                        f"turn {otid!r} had not completed when the session exited; a failed completion was synthesized",
                                        rule=1, turn_id=otid, reason=ev.reason))
-                    out.append(TurnCompleted(driver="", instance_id="", thread_id="", turn_id=otid,
+                    out.append(TurnCompleted(**TO_BE_STAMPED, turn_id=otid,
                                              state="failed", error=f"session exited: {ev.reason}"))
                     self._close_turn(otid)
                 if self.requests:
@@ -392,7 +391,7 @@ class ThreadGrammar:
                                f"item {ev.item_id!r} completed with text its deltas did not carry; the missing suffix was emitted as a delta",
                                rule=5, source=ev, streamed_chars=length, text_chars=len(text),
                                repair="suffix_delta"))
-            out.append(ContentDelta(driver="", instance_id="", thread_id="", turn_id=ev.turn_id,
+            out.append(ContentDelta(**TO_BE_STAMPED, turn_id=ev.turn_id,
                                     item_id=ev.item_id, stream=stream, delta=text[length:]))
             return
         head = streamed.head

@@ -39,6 +39,7 @@ from ._events import (
     Event as Event,
     EventBase as EventBase,
     EventIdentity as EventIdentity,
+    TO_BE_STAMPED as TO_BE_STAMPED,
     FilesPersisted as FilesPersisted,
     HookCompleted as HookCompleted,
     HookProgress as HookProgress,

@@ -25,6 +25,7 @@ __all__ = [
     "Event",
     "EventBase",
     "EventIdentity",
+    "TO_BE_STAMPED",
     "FilesPersisted",
     "HookCompleted",
     "HookProgress",
@@ -170,6 +171,11 @@ class EventIdentity(TypedDict):
     driver: str
     instance_id: str
     thread_id: str
+
+
+TO_BE_STAMPED = EventIdentity(driver="", instance_id="", thread_id="")
+"""The identity of an event built outside a session (grammar repairs, recovery at open): the hub
+stamps the emitter's identity over it."""
 
 
 class EventBase(
