@@ -174,17 +174,25 @@ def _wait_for(sub, predicate, timeout=20.0):
     raise AssertionError(f"not seen within {timeout} s; got {[e.type for e in seen]}")
 
 
+ONE_LOCAL = {"instances": {"local": {"driver": "local"}}}
+
+
+def _crash_mid_turn(rt, workspace):
+    """Thread t1 on ``local`` has one turn, then its agent exits mid-turn; returns once the session
+    actor is back with the restarted agent."""
+    rt.start_session("t1", instance="local", cwd=str(workspace))
+    run_turn(rt, "t1", "@reply before")
+    with rt.subscribe(thread_id="t1") as sub:
+        rt.send_turn("t1", "@reply boom\n@crash 3")
+        _wait_for(sub, lambda e: e.type == "session.exited")
+        _wait_for(sub, lambda e: e.type == "session.state.changed" and e.state == "ready")
+
+
 def test_a_crash_is_one_session_exited_also_after_close(tmp_path, workspace):
     state = tmp_path / "state"
-    with Runtime.open({"instances": {"local": {"driver": "local"}}}, state_dir=state) as rt:
-        rt.start_session("t1", instance="local", cwd=str(workspace))
-        run_turn(rt, "t1", "@reply before")
-        with rt.subscribe(thread_id="t1") as sub:
-            rt.send_turn("t1", "@reply boom\n@crash 3")
-            _wait_for(sub, lambda e: e.type == "session.exited")
-            # the session actor comes back with the restarted agent before the runtime closes
-            _wait_for(sub, lambda e: e.type == "session.state.changed" and e.state == "ready")
-    with Runtime.open({"instances": {"local": {"driver": "local"}}}, state_dir=state) as rt:
+    with Runtime.open(ONE_LOCAL, state_dir=state) as rt:
+        _crash_mid_turn(rt, workspace)
+    with Runtime.open(ONE_LOCAL, state_dir=state) as rt:
         with rt.subscribe(thread_id="t1", from_seq=0) as sub:
             events = []
             while (event := sub.get(timeout=1.0)) is not None:
@@ -196,13 +204,8 @@ def test_a_crash_is_one_session_exited_also_after_close(tmp_path, workspace):
 
 def test_the_first_send_turn_after_a_crash_that_cannot_reload_starts_fresh_in_one_call(tmp_path, workspace):
     state = tmp_path / "state"
-    with Runtime.open({"instances": {"local": {"driver": "local"}}}, state_dir=state) as rt:
-        rt.start_session("t1", instance="local", cwd=str(workspace))
-        run_turn(rt, "t1", "@reply before")
-        with rt.subscribe(thread_id="t1") as sub:
-            rt.send_turn("t1", "@reply boom\n@crash 3")
-            _wait_for(sub, lambda e: e.type == "session.exited")
-            _wait_for(sub, lambda e: e.type == "session.state.changed" and e.state == "ready")
+    with Runtime.open(ONE_LOCAL, state_dir=state) as rt:
+        _crash_mid_turn(rt, workspace)
         # The agent's own record of the session is gone: the new process cannot session/load it.
         histories = list((state / "instances").rglob("sessions/*.jsonl"))
         assert histories, "the local agent keeps its sessions under the instance home"

@@ -2,64 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import pty
 import re
 import signal
 import subprocess
-import sys
 
 import pytest
 
+from tests.cli.conftest import Pty
 from tests.server.conftest import PADDOCK, ROOT, env, read_until
 
 pytestmark = pytest.mark.timeout(120)
-
-
-class Pty:
-    """A CLI command on a pty that is its controlling terminal (so Ctrl-C is a real SIGINT)."""
-
-    def __init__(self, *argv: str) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.chdir(ROOT)
-            os.execve(sys.executable, [*PADDOCK, *argv], env(TERM="xterm"))
-        self.out = b""
-        self._seen = 0
-
-    def expect(self, marker: bytes, timeout: float = 30.0) -> bytes:
-        """Wait for ``marker`` after what the last expect matched; returns the output between."""
-        start = self._seen
-        if marker not in self.out[start:]:
-            self.out = self.out[:start] + read_until(self.fd, marker, timeout, self.out[start:])
-        end = self.out.index(marker, start) + len(marker)
-        self._seen = end
-        return self.out[start:end]
-
-    def send(self, data: bytes) -> None:
-        os.write(self.fd, data)
-
-    def wait(self, timeout: float = 30.0) -> int:
-        import time
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return os.waitstatus_to_exitcode(status)
-            try:
-                os.read(self.fd, 65536)  # drain, so the child never blocks on a full pty
-            except OSError:
-                pass
-        raise AssertionError("the command did not exit")
-
-    def close(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(self.fd)
 
 
 def cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
