@@ -18,10 +18,11 @@ Thread: every public method is thread-safe and blocks the caller at most ``timeo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
@@ -110,7 +111,7 @@ class SessionAdapter(Generic[S]):
         self._stopped = StoppedSnapshots()
         self._where: dict[str, str] = {"driver": driver, "instance_id": instance_id}
         self._lock = threading.RLock()
-        self._start_locks: dict[str, threading.Lock] = {}
+        self._start_locks: dict[str, tuple[threading.Lock, list[int]]] = {}  # lock, users
         self._closed = False
 
     # hooks ---------------------------------------------------------------------------------------
@@ -193,11 +194,22 @@ class SessionAdapter(Generic[S]):
             raise SessionNotFoundError(thread_id, **self._where)
         return record
 
-    def _thread_start_lock(self, thread_id: str) -> threading.Lock:
+    @contextlib.contextmanager
+    def _thread_start_lock(self, thread_id: str) -> Iterator[None]:
         # Two concurrent starts of one thread must not start two sessions: the second waits,
-        # then returns the session the first one started.
+        # then returns the session the first one started. The lock lives while a start holds or
+        # waits for it, so the table does not grow with every thread an instance ever started.
         with self._lock:
-            return self._start_locks.setdefault(thread_id, threading.Lock())
+            entry = self._start_locks.setdefault(thread_id, (threading.Lock(), [0]))
+            entry[1][0] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1][0] -= 1
+                if not entry[1][0]:
+                    del self._start_locks[thread_id]
 
     @staticmethod
     def _terminate_scope_child(scope: Scope | None, child_id: str, timeout: float) -> None:

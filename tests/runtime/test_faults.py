@@ -115,7 +115,7 @@ def test_a_turn_the_log_shows_open_ends_at_the_next_open_whatever_the_binding_sa
             rt.send_turn("t1", "@chunks 400\n@delay 0.05\n@reply streaming")
             assert sub.get(timeout=20) is not None  # turn.started is in the log
         rt._hub.kill_writer_mid_batch()  # the disk fails: nothing of the turn's end is logged
-        time.sleep(0.5)
+        assert rt._hub.join(timeout=20) and rt._hub.failure  # the next append failed; the hub stopped
     finally:
         rt.close()
     [binding] = [b for b in BindingStore(state / "paddock.db").list() if b.thread_id == "t1"]
@@ -218,3 +218,13 @@ def test_the_first_send_turn_after_a_crash_that_cannot_reload_starts_fresh_in_on
         assert any(e.type == "runtime.warning" for e in events)
         exits = [e for e in events if e.type == "session.exited"]
         assert exits == [], [(e.reason, e.recoverable) for e in exits]
+
+
+def test_the_start_lock_table_holds_only_starts_under_way(tmp_path, workspace):
+    with Runtime.open(ONE_LOCAL, state_dir=tmp_path / "state") as rt:
+        for n in range(5):
+            rt.start_session(f"t{n}", instance="local", cwd=str(workspace))
+        rt.stop_session("t0")
+        rt.start_session("t0", instance="local", cwd=str(workspace))
+        adapter = rt._instances.adapter("local")
+        assert len(rt.list_sessions()) == 5 and adapter._start_locks == {}
