@@ -37,7 +37,7 @@ NATIVE_CAPABILITIES = Capabilities(
                             token_usage=True),
     # The CLI runs commands and file edits itself; MCP servers are not configured by the driver.
     tools=ToolsCaps(commands=True, file_changes=True, mcp=False, web_search=True, client_fs=False,
-                    client_terminal=False),
+                    client_terminal=False, mcp_transports=(), mcp_scope="session"),
     approvals=ApprovalsCaps(commands=True, file_changes=True, accept_for_session=True, user_input=True),
     planning=PlanningCaps(plan_updates=False, plan_mode=False),
     subagents=SubagentsCaps(tasks=False),

@@ -4,7 +4,7 @@ input types. Pure: msgspec and the standard library only; every other layer buil
 Each private module lists its public names once, in its own ``__all__``; the package
 re-exports them by name and its ``__all__`` is theirs joined."""
 
-from . import _adapter, _capabilities, _cursor, _errors, _events, _ids, _json, _snapshot
+from . import _adapter, _capabilities, _cursor, _errors, _events, _ids, _json, _mcp, _snapshot
 from ._ids import (
     DriverKind as DriverKind,
     InstanceId as InstanceId,
@@ -133,6 +133,17 @@ from ._adapter import (
     INTERACTION_MODES as INTERACTION_MODES,
     RUNTIME_MODES as RUNTIME_MODES,
 )
+from ._mcp import (
+    MCP_SERVER_NAME as MCP_SERVER_NAME,
+    McpHttpServer as McpHttpServer,
+    McpServer as McpServer,
+    McpStatus as McpStatus,
+    McpStdioServer as McpStdioServer,
+    McpTransport as McpTransport,
+    mcp_secrets as mcp_secrets,
+    mcp_servers_from_json as mcp_servers_from_json,
+    merge_mcp_servers as merge_mcp_servers,
+)
 from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
 from ._json import (
     JsonObject as JsonObject,
@@ -144,5 +155,5 @@ from ._json import (
 
 __all__ = sorted(
     _ids.__all__ + _errors.__all__ + _events.__all__ + _capabilities.__all__ + _cursor.__all__
-    + _adapter.__all__ + _snapshot.__all__ + _json.__all__
+    + _adapter.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__
 )

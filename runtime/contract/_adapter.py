@@ -9,6 +9,7 @@ import msgspec
 from ._capabilities import Capabilities
 from ._cursor import ResumeCursor
 from ._events import Decision, ItemKind, ItemStatus, TurnState
+from ._mcp import McpServer
 
 __all__ = [
     "MAX_PROMPT_CHARS",
@@ -57,6 +58,14 @@ class StartSessionInput(_Input, frozen=True):
     model: str | None = None
     resume_cursor: ResumeCursor | None = None
     workspace_roots: tuple[str, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()
+    """The merged servers (instance, then session; see ``merge_mcp_servers``) the driver passes
+    natively or through the MCP relay; never dropped silently."""
+    preamble: str | None = None
+    """Grounding text the session base puts before the user's text of the first turn of each live
+    session incarnation, delimited; already bounded by the runtime."""
+    preamble_reminder: str | None = None
+    """One line put before the user's text of every later turn."""
 
 
 class SendTurnInput(_Input, frozen=True):

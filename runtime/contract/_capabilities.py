@@ -81,7 +81,10 @@ class StreamingCaps(_Group, frozen=True):
 
 class ToolsCaps(_Group, frozen=True):
     """``client_fs`` and ``client_terminal``: the agent asks the host to read and write files and
-    run commands, confined by the runtime to the workspace roots."""
+    run commands, confined by the runtime to the workspace roots. ``mcp``: the session's MCP
+    servers reach the agent; ``mcp_transports`` are the transports it takes natively (others are
+    bridged by the MCP relay); ``mcp_scope`` says whether servers belong to one session or are
+    shared by every session of the instance (OpenCode's are per server process)."""
 
     commands: bool
     file_changes: bool
@@ -89,6 +92,8 @@ class ToolsCaps(_Group, frozen=True):
     web_search: bool
     client_fs: bool
     client_terminal: bool
+    mcp_transports: tuple[Literal["stdio", "http", "sse"], ...]
+    mcp_scope: Literal["session", "instance"]
 
 
 class ApprovalsCaps(_Group, frozen=True):
@@ -162,8 +167,10 @@ ACP_DEFAULT_CAPABILITIES = Capabilities(
     # usage_update is not in every agent; agents that send it turn token_usage on.
     streaming=StreamingCaps(assistant_text=True, reasoning=True, plan_text=False, command_output=True,
                             token_usage=False),
-    tools=ToolsCaps(commands=True, file_changes=True, mcp=True, web_search=False, client_fs=False,
-                    client_terminal=False),
+    # mcpServers on session/new is in the base protocol (stdio must be supported), but no agent
+    # reports what it loaded: the driver turns mcp on only where it passes servers and verifies them.
+    tools=ToolsCaps(commands=True, file_changes=True, mcp=False, web_search=False, client_fs=False,
+                    client_terminal=False, mcp_transports=(), mcp_scope="session"),
     # session/request_permission options carry allow_always.
     approvals=ApprovalsCaps(commands=True, file_changes=True, accept_for_session=True, user_input=False),
     planning=PlanningCaps(plan_updates=True, plan_mode=False),

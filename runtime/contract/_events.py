@@ -293,6 +293,9 @@ class TurnStarted(EventBase, frozen=True, tag="turn.started"):
     input_text: str | None = None
     model: str | None = None
     interaction_mode: str | None = None
+    preamble: bool = False
+    """The turn carried the session's first-turn preamble (``input_text`` is the user's text
+    without it)."""
 
 
 class TurnCompleted(EventBase, frozen=True, tag="turn.completed"):
@@ -479,10 +482,15 @@ class AccountRateLimitsUpdated(EventBase, frozen=True, tag="account.rate-limits.
 
 
 class McpStatusUpdated(EventBase, frozen=True, tag="mcp.status.updated"):
+    """What the agent really loaded for one MCP server: ``connected`` (with ``tools``, its tool
+    count), ``failed`` (``detail`` says why) or ``not_connected``; read back from the agent or
+    seen by the MCP relay, never assumed."""
+
     type: ClassVar[Literal["mcp.status.updated"]]
     server: str
     status: str
     detail: str | None = None
+    tools: int | None = None
 
 
 class McpOauthCompleted(EventBase, frozen=True, tag="mcp.oauth.completed"):

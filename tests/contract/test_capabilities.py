@@ -18,7 +18,7 @@ SHAPE = {
     "threads": ["read", "rollback", "metadata"],
     "turns": ["interrupt", "steer", "queue"],
     "streaming": ["assistant_text", "reasoning", "plan_text", "command_output", "token_usage"],
-    "tools": ["commands", "file_changes", "mcp", "web_search", "client_fs", "client_terminal"],
+    "tools": ["commands", "file_changes", "mcp", "web_search", "client_fs", "client_terminal", "mcp_transports", "mcp_scope"],
     "approvals": ["commands", "file_changes", "accept_for_session", "user_input"],
     "planning": ["plan_updates", "plan_mode"],
     "subagents": ["tasks"],
