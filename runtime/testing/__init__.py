@@ -3,12 +3,14 @@ and their offline environments, and the transcript recorder and replayer (``repl
 
 - :class:`ModelServer`: OpenAI Responses, Chat Completions, Anthropic Messages and Gemini on
   127.0.0.1, answering from the scenario language (:class:`Script`, :class:`Text`,
-  :class:`Shell`, :class:`Write`, :class:`Patch`, :class:`Fail`);
+  :class:`Shell`, :class:`Write`, :class:`Patch`, :class:`McpCall`, :class:`Fail`);
 - peers: :func:`load_pins` (the pins shipped with the package), :func:`install_peer`, :func:`peer_argv`;
 - :func:`build_offline_env`: private homes, config files and switches that keep a CLI offline;
 - transcripts: :class:`Recorder` (a line tap for our transports), :func:`load_transcript`,
   :func:`record` (``paddock record``), ``python -m paddock.testing.replay`` (the fake process),
-  and the minimal scripted sessions in :data:`SESSIONS`.
+  and the minimal scripted sessions in :data:`SESSIONS`;
+- ``python -m paddock.testing.mcp_server``: a test MCP server (the ``mcp`` extra) that records
+  every tool call to a file.
 """
 
 from ._offline import MOCK_KEY as MOCK_KEY
@@ -32,6 +34,7 @@ from ._record import RecordResult as RecordResult
 from ._record import record as record
 from ._scenario import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS
 from ._scenario import Fail as Fail
+from ._scenario import McpCall as McpCall
 from ._scenario import Patch as Patch
 from ._scenario import Script as Script
 from ._scenario import Shell as Shell
@@ -57,6 +60,7 @@ __all__ = [
     "Fail",
     "FlavorTurn",
     "InstallResult",
+    "McpCall",
     "ModelServer",
     "OfflineEnv",
     "Patch",

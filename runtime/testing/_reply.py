@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ._scenario import DEFAULT_FINAL_TEXT, TOOL_STEPS, Fail, Patch, Script, Shell, Text, Write, find_marker
+from ._scenario import DEFAULT_FINAL_TEXT, TOOL_STEPS, Fail, McpCall, Patch, Script, Shell, Text, Write, find_marker
 
 __all__ = ["Call", "ErrorOut", "Ids", "Reply", "TextOut", "ToolOut", "ToolSpec", "plan_reply", "split_text"]
 
@@ -137,10 +137,25 @@ def _patch_text(path: str, content: str) -> str:
     return f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch\n"
 
 
+def _mcp_tool(tools: tuple[ToolSpec, ...], step: McpCall) -> ToolSpec | None:
+    for tool in tools:
+        name = tool.name
+        if name != step.tool and not re.search(rf"[_\-.:/]{re.escape(step.tool)}$", name):
+            continue
+        if step.server is None or step.server in name or step.server.replace("-", "_") in name:
+            return tool
+    return None
+
+
 def _tool_call(step, call: Call, ids: Ids, workspace: str | None) -> ToolOut | str:
     """The call for a tool step, or a note explaining why no offered tool fits."""
     offered = ", ".join(t.name for t in call.tools) or "none"
     call_id = ids.next("call_")
+    if isinstance(step, McpCall):
+        tool = _mcp_tool(call.tools, step)
+        if tool is None:
+            return f"mock: no MCP tool {step.tool!r} offered (tools: {offered})"
+        return ToolOut(call_id=call_id, name=tool.name, arguments=dict(step.arguments))
     if isinstance(step, Patch):
         tool = _pick(call.tools, PATCH_TOOLS)
         if tool is not None:

@@ -17,7 +17,8 @@ Script files are JSON or TOML::
 A file that is just a list of steps is the default scenario. The scenario of a call is named by
 the marker ``SCENARIO:<name>`` in the last user text, else the script's default. Built-in
 scenarios (a script may override them): ``text``, ``tool_shell``, ``tool_shell_escalated``,
-``tool_write``, ``patch``, ``slow``, ``http400``, ``http500``.
+``tool_write``, ``patch``, ``slow``, ``http400``, ``http500``, and ``mcp_echo`` (calls the
+``echo`` tool of the test MCP server, :mod:`paddock.testing.mcp_server`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "BUILTIN_SCENARIOS",
     "DEFAULT_FINAL_TEXT",
     "Fail",
+    "McpCall",
     "Patch",
     "Script",
     "Shell",
@@ -78,6 +80,17 @@ class Patch(msgspec.Struct, frozen=True, kw_only=True, tag="patch", tag_field="t
     content: str
 
 
+class McpCall(msgspec.Struct, frozen=True, kw_only=True, tag="mcp", tag_field="type"):
+    """Call the MCP tool ``tool`` (of ``server``, when given) that the request offers, in the
+    agent's own naming: an offered tool matches when its name is ``tool`` or ends with ``tool``
+    after a separator (``mcp__srv__echo``, ``srv__echo``, ``srv_echo``, ``srv-echo``) and, with
+    ``server``, also contains the server name."""
+
+    tool: str
+    arguments: dict[str, object] = {}
+    server: str | None = None
+
+
 class Fail(msgspec.Struct, frozen=True, kw_only=True, tag="error", tag_field="type"):
     """Answer the call with HTTP ``status`` and the dialect's error body."""
 
@@ -85,8 +98,8 @@ class Fail(msgspec.Struct, frozen=True, kw_only=True, tag="error", tag_field="ty
     message: str | None = None
 
 
-Step = Union[Text, Shell, Write, Patch, Fail]
-TOOL_STEPS = (Shell, Write, Patch)
+Step = Union[Text, Shell, Write, Patch, McpCall, Fail]
+TOOL_STEPS = (Shell, Write, Patch, McpCall)
 DEFAULT_FINAL_TEXT = "Tool finished: {output}"
 
 
@@ -116,6 +129,7 @@ BUILTIN_SCENARIOS: dict[str, tuple[Step, ...]] = {
     "slow": (Text(text=_SLOW_TEXT, chunks=100, delay=0.2),),
     "http400": (Fail(status=400),),
     "http500": (Fail(status=500),),
+    "mcp_echo": (McpCall(tool="echo", arguments={"text": "ping from the model"}),),
 }
 
 _MARKER = re.compile(r"SCENARIO:([A-Za-z0-9_.\-]+)")
