@@ -117,3 +117,33 @@ def test_generate_text_returns_the_scripted_text_and_leaves_nothing(driver, tmp_
             assert not left, [" ".join(p.cmdline())[:200] for p in left.values()]
         assert server.wait_for(lambda r: r.kind == "turn", timeout=5)
     assert os.listdir(tmp_path / "state" / "generate") == []
+
+
+def _agents() -> list:
+    """The agent processes: the direct children of each orphan-guard shim of this test."""
+    shims = [p for p in _living_descendants().values() if any(a.endswith("_shim.py") for a in p.cmdline()[:4])]
+    return [child for shim in shims for child in shim.children()]
+
+
+@pytest.mark.parametrize("driver", ["claude", "codex", "gemini"])
+def test_after_kill_9_and_the_resume_the_model_sees_one_full_copy_again(driver, tmp_path, proxied):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+            rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required",
+                             preamble=PREAMBLE, timeout=120)
+            _, first = turn_text(rt, "t1", "FIRST-PROMPT remember OSPREY SCENARIO:text", timeout=120)
+            [agent] = _agents()
+            with rt.subscribe(thread_id="t1", types=["session.exited"]) as exits:
+                agent.kill()
+                exited = exits.get(timeout=30)
+            _, after = turn_text(rt, "t1", "AFTER-PROMPT what was it? SCENARIO:text", timeout=120)
+        turns = [r for r in server.requests if r.kind == "turn"]
+    assert exited is not None and exited.recoverable and first.state == "completed" and after.state == "completed"
+    last = next(r for r in reversed(turns) if "AFTER-PROMPT" in json.dumps(r.body))
+    # The new incarnation's prompt carries one full copy; a history the agent restored holds the
+    # first one too (its message has OSPREY). Whether it restored it is the driver's resume.
+    restored = "OSPREY" in json.dumps(last.body)
+    assert MARK in (last.prompt_text or "") and _marks(last) == 1 + restored, json.dumps(last.body)[:3000]
