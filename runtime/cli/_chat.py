@@ -33,7 +33,7 @@ from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_polic
 from paddock.cli._common import format_event, write
 from paddock.cli._connect import connect
 from paddock.cli._errors import explain
-from paddock.cli._handoff import add_handoff_options, handoff_arguments
+from paddock.cli._handoff import Handoff, add_handoff_options, handoff_arguments
 from paddock.cli._input import LineInput
 from paddock.cli._places import CONFIG_HELP
 from paddock.cli._target import resume_hint, thread_target
@@ -133,7 +133,7 @@ class _Chat:
     """The chat's state; every method runs in the main thread."""
 
     def __init__(self, rt: Runtime | RemoteRuntime, remote: bool, args: argparse.Namespace, thread_id: str,
-                 view: _View, inp: LineInput, interactive: bool, handoff: dict[str, object]) -> None:
+                 view: _View, inp: LineInput, interactive: bool, handoff: Handoff) -> None:
         self.rt = rt
         self.remote = remote
         self.args = args

@@ -6,9 +6,20 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
-__all__ = ["add_handoff_options", "handoff_arguments"]
+if TYPE_CHECKING:
+    from paddock.contract import McpServer
+
+__all__ = ["Handoff", "add_handoff_options", "handoff_arguments"]
+
+
+class Handoff(TypedDict, total=False):
+    """The ``start_session`` keywords the options gave."""
+
+    mcp_servers: list[McpServer]
+    preamble: str
+    preamble_reminder: str
 
 
 def add_handoff_options(parser: argparse.ArgumentParser) -> None:
@@ -21,13 +32,13 @@ def add_handoff_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preamble-reminder", metavar="TEXT", help="one line put before every later prompt")
 
 
-def handoff_arguments(args: argparse.Namespace) -> dict[str, Any]:
+def handoff_arguments(args: argparse.Namespace) -> Handoff:
     """``start_session`` keywords from the options (only those given). Raises
     :class:`ConfigError` naming the file for one that cannot be read or is malformed (its
     message never quotes a value: ``env`` and ``headers`` hold secrets)."""
     from paddock.contract import ConfigError, ValidationError, mcp_servers_from_json
 
-    out: dict[str, Any] = {}
+    out: Handoff = {}
     if args.mcp_config:
         try:
             with open(args.mcp_config, encoding="utf-8") as fh:
