@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from paddock._config import InstanceEntry, RuntimeConfig, issue_from
-from paddock._handoff import InstanceHandoff, ThreadHandoffFiles
+from paddock._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._isolation import build_env, instance_home, secret_values
 from paddock._recovery import kill_leased_processes
 from paddock.actors import HubHandle, Redactor
@@ -163,6 +163,13 @@ class InstanceTable:
 
     def driver(self, instance_id: str) -> str:
         return self._by_id[instance_id].driver
+
+    def thread_handoff(self, instance_id: str, thread_id: str) -> ThreadHandoff | None:
+        """The persisted hand-off of ``thread_id`` on ``instance_id``, or ``None`` (an instance
+        no longer configured, no file, or an unreadable one)."""
+        inst = self._by_id.get(instance_id)
+        loaded = inst.threads.load(thread_id) if inst is not None and inst.threads is not None else None
+        return loaded if isinstance(loaded, ThreadHandoff) else None
 
     def handoff(self, instance_id: str) -> tuple[InstanceHandoff, ThreadHandoffFiles]:
         """The instance's own hand-off (config) and its threads' persisted ones."""

@@ -308,6 +308,8 @@ def check_text(name: str, value: object) -> None:
             todo.extend(item.values())
         elif isinstance(item, (list, tuple)):
             todo.extend(item)
+        elif isinstance(item, msgspec.Struct):  # an MCP server: its command, args, env, headers
+            todo.extend(msgspec.structs.astuple(item))
 
 
 def body_error(operation: str, issue: str, thread_id: str | None = None) -> ValidationError:

@@ -185,6 +185,15 @@ class ThreadDirectory:
                      f"the MCP servers and preamble this thread was started with could not be restored "
                      f"({loaded}); it starts with the instance's own servers ({', '.join(names) or 'none'}) "
                      "and preamble", {"reason": loaded, "servers": names, "file": str(files.path(a.thread_id))})
+            elif binding is not None and a.mcp_servers is None:
+                # It moves here from another instance: what it had there stays there; say so.
+                before = self._instances.thread_handoff(binding.instance_id, a.thread_id)
+                if before is not None and before.mcp_servers:
+                    names = [s.name for s in before.mcp_servers]
+                    warn("handoff.not_carried",
+                         f"the thread moves from instance {binding.instance_id!r}: the MCP servers it had there "
+                         f"({', '.join(names)}) are not carried over; pass mcp_servers to give them here",
+                         {"from_instance": binding.instance_id, "servers": names})
         given = a.mcp_servers if a.mcp_servers is not None else (saved.mcp_servers if saved is not None else ())
         servers = merge_mcp_servers(config.mcp_servers, given)
         own_preamble = a.preamble if a.preamble is not None else (saved.preamble if saved is not None else None)

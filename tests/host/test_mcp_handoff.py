@@ -180,3 +180,21 @@ def test_generate_and_handoff_dirs_are_private(tmp_path, workspace):
     folder = state / "instances" / "local" / "paddock-threads"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in folder.iterdir())
+
+
+def test_a_thread_moving_to_another_instance_is_told_its_servers_stay_behind(tmp_path, workspace):
+    config = {"instances": {"local": {"driver": "local"}, "other": {"driver": "local"}}}
+    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+        rt.start_session("t1", instance="local", cwd=workspace, mcp_servers=[FS])
+        with rt.subscribe(thread_id="t1", types=["runtime.warning"]) as warnings:
+            rt.start_session("t1", instance="other", cwd=workspace)
+            warning = warnings.get(timeout=10)
+        assert _handed(rt, "t1", "other").mcp_servers == ()
+    assert warning.code == "handoff.not_carried" and warning.detail == {"from_instance": "local", "servers": ["fs"]}
+
+
+def test_text_that_is_not_unicode_inside_a_server_is_refused(tmp_path, workspace):
+    with Runtime.open(None, state_dir=tmp_path / "state") as rt:
+        with pytest.raises(ValidationError, match="not valid text"):
+            rt.start_session("t1", instance="local", cwd=workspace,
+                             mcp_servers=[McpStdioServer(name="x", command="c", env={"K": "\ud800"})])
