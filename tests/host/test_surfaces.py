@@ -83,3 +83,20 @@ def test_the_init_template_uncommented_loads(tmp_path):
     handoff = load_config(config).instances[0].handoff
     assert [s.name for s in handoff.mcp_servers] == ["files", "docs"]
     assert handoff.preamble == "..." and handoff.preamble_max_chars == 70_000 and handoff.preamble_reminder == "..."
+
+
+def test_config_check_names_the_servers_and_never_their_secrets(tmp_path):
+    config = tmp_path / "paddock.toml"
+    config.write_text('[instances.local]\ndriver = "local"\npreamble = "Grounding."\n'
+                      '[[instances.local.mcp_servers]]\nname = "files"\ncommand = "mcp-files"\n'
+                      'env = { FILES_TOKEN = "files-secret-0123456789" }\n'
+                      '[[instances.local.mcp_servers]]\nname = "docs"\nurl = "http://127.0.0.1:9/mcp"\n'
+                      'headers = { X-Key = "docs-secret-0123456789" }\n')
+    env = {**os.environ}
+    env.pop("PADDOCK_STATE_DIR", None)
+    done = subprocess.run([sys.executable, "-m", "paddock.cli", "config", "check", "--config", str(config),
+                           "--state-dir", str(tmp_path / "state")], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "mcp:     files (stdio), docs (http)" in done.stdout and "preamble: 10 characters" in done.stdout
+    assert "secret" not in done.stdout + done.stderr
