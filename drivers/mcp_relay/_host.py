@@ -76,6 +76,8 @@ class _Call:
 
 
 def _private_folder(home: str) -> str:
+    if not home:
+        return tempfile.mkdtemp(prefix="paddock-mcp-")
     parent = os.path.join(home, "mcp-relay")
     os.makedirs(parent, mode=0o700, exist_ok=True)
     folder = tempfile.mkdtemp(prefix="s-", dir=parent)
@@ -88,7 +90,8 @@ def _private_folder(home: str) -> str:
 
 class McpRelays:
     """The relays of one session incarnation. ``home``: the instance home (a 0700 folder is made
-    in it for the spec files and the socket); ``deliver``: called on the listener's thread with
+    in it for the spec files and the socket; without one, or when the socket path would be too
+    long, a private folder under the temporary directory); ``deliver``: called on the listener's thread with
     each batch of reports. :meth:`close` removes the folder (spec files hold secrets)."""
 
     def __init__(self, servers: tuple[McpServer, ...], home: str, identity: EventIdentity,

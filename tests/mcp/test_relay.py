@@ -17,10 +17,11 @@ from paddock.contract import ItemCompleted, ItemStarted, McpHttpServer, McpStatu
 from paddock.drivers.mcp_relay import McpRelays, McpReports
 from paddock.testing.mcp_server import read_record
 
+from .conftest import SECRET
+
 pytest.importorskip("mcp", reason="the test MCP server needs the mcp SDK: pip install -e '.[test]'")
 
 IDENTITY = {"driver": "local", "instance_id": "i", "thread_id": "t"}
-SECRET = "s3cr3t-relay-value-93"
 
 
 def _relays(tmp_path: Path, *servers) -> tuple[McpRelays, "queue.Queue[McpReports]"]:
@@ -130,25 +131,9 @@ def test_a_server_the_agent_never_started_is_not_connected_with_a_warning(tmp_pa
     assert warning.code == "mcp.not_connected" and "'tools'" in warning.message
 
 
-@pytest.fixture
-def http_server(tmp_path, request):
-    transport = getattr(request, "param", "http")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "paddock.testing.mcp_server", "--record", str(tmp_path / "calls.jsonl"),
-         f"--{transport}", "--require-header", f"X-Api-Key={SECRET}"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    try:
-        yield proc.stdout.readline().strip(), transport
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        proc.stdout.close()
-
-
 @pytest.mark.parametrize("http_server", ["http", "sse"], indirect=True)
 def test_an_http_server_is_bridged_to_stdio_with_its_headers(tmp_path, http_server):
-    url, transport = http_server
+    url, transport, _ = http_server
     server = McpHttpServer(name="remote", url=url, transport=transport, headers={"X-Api-Key": SECRET})
     relays, inbox = _relays(tmp_path, server)
     try:
@@ -164,7 +149,7 @@ def test_an_http_server_is_bridged_to_stdio_with_its_headers(tmp_path, http_serv
 
 
 def test_an_http_server_refusing_the_headers_is_failed_and_the_agent_gets_an_error(tmp_path, http_server):
-    url, _ = http_server
+    url, _, _ = http_server
     relays, inbox = _relays(tmp_path, McpHttpServer(name="remote", url=url, headers={"X-Api-Key": "wrong"}))
     try:
         [handed] = relays.handed()
