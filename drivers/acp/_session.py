@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Interrupt, Open, Respond, SendTurn, SessionRecord, SharedSessionActor
+from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Interrupt, Open, Respond, SendTurn, SessionRecord, SharedSessionActor, blocking
 from paddock.contract import (
     EventBase,
     PaddockError,
@@ -215,9 +215,17 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
     def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> msgspec.Raw:
         return link.call(method, params, timeout=timeout or self.settings.request_timeout, thread_id=self.thread_id)
 
-    def _mcp_servers(self) -> list[dict[str, Any]]:
-        """``mcpServers``: every server as its relay (see :mod:`._mcp`)."""
-        return [wire_mcp_server(s) for s in self._mcp.handed()] if self._mcp is not None else []
+    def _mcp_servers(self, link: AgentLink) -> list[dict[str, Any]]:
+        """``mcpServers``: every server as its relay (see :mod:`._mcp`): a stdio relay the agent
+        starts, or, for an agent that takes only HTTP, an HTTP-serving relay this session starts
+        (waiting, inside ``blocking()``, until it listens)."""
+        if self._mcp is None:
+            return []
+        if self.settings.mcp_stdio or not link.init.agentCapabilities.mcpCapabilities.http:
+            return [wire_mcp_server(s) for s in self._mcp.handed()]
+        with blocking():
+            served = self._mcp.served(self.settings.env, self.settings.request_timeout)
+        return [wire_mcp_server(s) for s in served]
 
     def _cursor(self) -> ResumeCursor | None:
         sid = self.tr.native_session_id
@@ -269,7 +277,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
         self._opening = True
         try:
-            link.request_async("session/new", {"cwd": inp.cwd, "mcpServers": self._mcp_servers()}, answered,
+            link.request_async("session/new", {"cwd": inp.cwd, "mcpServers": self._mcp_servers(link)}, answered,
                                timeout=self.settings.request_timeout)
         except BaseException:
             self._opening = False
@@ -321,10 +329,10 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         caps = link.init.agentCapabilities
         if caps.loadSession:
             method = "session/load"
-            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": self._mcp_servers()}
+            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": self._mcp_servers(link)}
         elif caps.sessionCapabilities.resume is not None:
             method = "session/resume"
-            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": self._mcp_servers()}
+            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": self._mcp_servers(link)}
         else:
             raise RequestError("session/load", None, "the agent supports neither session/load nor session/resume", **self.where())
         # Register before asking: the replay arrives before the answer.

@@ -14,24 +14,39 @@ import secrets
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import msgspec
 
-from paddock.actors import UnixLineListener
+from paddock.actors import Terminal, UnixLineListener
 from paddock.contract import (
     EventBase,
     EventIdentity,
     ItemCompleted,
     ItemStarted,
+    McpHttpServer,
     McpServer,
     McpStatusUpdated,
     McpStdioServer,
     RuntimeWarningEvent,
 )
 
-from ._protocol import CallEnded, CallStarted, Exited, Failed, Hello, Initialized, RelaySpec, Report, ToolsListed, decode_report
+from ._protocol import (
+    CallEnded,
+    CallStarted,
+    Exited,
+    Failed,
+    Hello,
+    Initialized,
+    Listening,
+    RelaySpec,
+    Report,
+    ToolsListed,
+    decode_report,
+)
 
 __all__ = ["McpRelays", "McpReports", "relay_command"]
 
@@ -66,6 +81,11 @@ class _Server:
     status: str | None = None  # the last status published
     tools: int | None = None
     reason: str | None = None
+    # an HTTP-serving relay (the session's child): its process, bearer token and URL once listening
+    terminal: Terminal | None = None
+    serve: str = ""
+    url: str | None = None
+    dead: bool = False  # it reported failed before listening
 
 
 @dataclass(slots=True)
@@ -104,6 +124,7 @@ class McpRelays:
         self._calls: dict[tuple[str, int, int], _Call] = {}
         self._nonce = secrets.token_hex(3)
         self._checked = False
+        self._listening = threading.Condition()
         self.folder = _private_folder(home)
         self._listener = UnixLineListener(os.path.join(self.folder, "r.sock"), self._lines, self._closed)
 
@@ -117,16 +138,52 @@ class McpRelays:
         out: list[McpStdioServer] = []
         for name, entry in self._servers.items():
             if not entry.spec:
-                entry.spec = os.path.join(self.folder, f"{entry.token}.json")
-                spec = RelaySpec(server=entry.server, socket=self._listener.path, token=entry.token)
-                fd = os.open(entry.spec, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(msgspec.json.encode(spec))
+                self._write_spec(entry)
             command, args = relay_command(entry.spec)
             out.append(McpStdioServer(name=name, command=command, args=args))
         return tuple(out)
 
+    def served(self, env: Mapping[str, str], timeout: float) -> tuple[McpHttpServer, ...]:
+        """For an agent that takes only HTTP MCP: each server as an HTTP-serving relay this
+        session starts itself (once; under the orphan guard, in its own process group, killed by
+        :meth:`close`) with ``env``. Waits up to ``timeout`` s for each to listen; a server whose
+        relay could not start it is left out (its ``failed`` report says why). The bearer token
+        each relay asks for travels to the agent in ``headers``, never on argv."""
+        for entry in self._servers.values():
+            if entry.terminal is None and not entry.dead:
+                entry.serve = secrets.token_urlsafe(24)
+                self._write_spec(entry)
+                command, args = relay_command(entry.spec)
+                entry.terminal = Terminal([command, *args], env=env, cwd=self.folder, output_limit=64 * 1024)
+                entry.terminal.on_exit(self._wake)
+        deadline = time.monotonic() + timeout
+        with self._listening:
+            self._listening.wait_for(
+                lambda: all(e.url or e.dead or self._exited(e) for e in self._servers.values()),
+                max(0.0, deadline - time.monotonic()))
+        return tuple(McpHttpServer(name=e.server.name, url=e.url, headers={"Authorization": f"Bearer {e.serve}"})
+                     for e in self._servers.values() if e.url)
+
+    def _wake(self, _exit: object) -> None:
+        # A relay's watcher thread: an exited relay will never listen.
+        with self._listening:
+            self._listening.notify_all()
+
+    @staticmethod
+    def _exited(entry: _Server) -> bool:
+        return entry.terminal is not None and entry.terminal.output()[2] is not None
+
+    def _write_spec(self, entry: _Server) -> None:
+        entry.spec = os.path.join(self.folder, f"{entry.token}.json")
+        spec = RelaySpec(server=entry.server, socket=self._listener.path, token=entry.token, serve=entry.serve or None)
+        fd = os.open(entry.spec, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(msgspec.json.encode(spec))
+
     def close(self) -> None:
+        for entry in self._servers.values():
+            if entry.terminal is not None:
+                entry.terminal.kill()
         self._listener.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -145,6 +202,13 @@ class McpRelays:
                 entry = self._by_token.get(report.token)
                 if entry is not None:
                     self._conns[conn] = entry
+            elif entry is not None and isinstance(report, (Listening, Failed)) and entry.url is None:
+                with self._listening:
+                    if isinstance(report, Listening):
+                        entry.url = report.url
+                    else:
+                        entry.dead = True
+                    self._listening.notify_all()
             if entry is not None:
                 reports.append(report)
         if entry is not None and reports:

@@ -20,6 +20,7 @@ __all__ = [
     "Failed",
     "Hello",
     "Initialized",
+    "Listening",
     "RelaySpec",
     "Report",
     "ToolsListed",
@@ -37,6 +38,10 @@ class RelaySpec(msgspec.Struct, frozen=True, kw_only=True):
     """The session's report socket (0600)."""
     token: str
     """Names this relay in its reports (the host maps it to the server)."""
+    serve: str | None = None
+    """Set for an agent that takes only HTTP MCP: the relay serves streamable HTTP on 127.0.0.1
+    (reported with :class:`Listening`) and asks every request for ``Authorization: Bearer
+    <serve>``; unset, it speaks stdio on its own stdin and stdout."""
 
 
 class _R(msgspec.Struct, frozen=True, kw_only=True, tag_field="t"):
@@ -48,6 +53,12 @@ class Hello(_R, frozen=True, tag="hello"):
 
     token: str
     pid: int
+
+
+class Listening(_R, frozen=True, tag="listening"):
+    """A relay serving HTTP is ready at ``url``."""
+
+    url: str
 
 
 class Initialized(_R, frozen=True, tag="initialized"):
@@ -96,7 +107,7 @@ class Exited(_R, frozen=True, tag="exited"):
     reason: str
 
 
-Report = Union[Hello, Initialized, ToolsListed, CallStarted, CallEnded, Failed, Exited]
+Report = Union[Hello, Listening, Initialized, ToolsListed, CallStarted, CallEnded, Failed, Exited]
 
 _decoder = msgspec.json.Decoder(Report)
 _encoder = msgspec.json.Encoder()

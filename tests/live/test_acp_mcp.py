@@ -69,7 +69,7 @@ def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  
                 adapter.start_session(StartSessionInput(thread_id="m1", cwd=str(workspace), runtime_mode="full-access",
                                                         mcp_servers=(tools, ghost)), timeout=90)
                 caps = adapter.capabilities().tools
-                assert caps.mcp and caps.mcp_transports[0] == "stdio"
+                assert caps.mcp and caps.mcp_transports == (("http", "sse") if flavor == "copilot" else ("stdio", "http", "sse"))
                 turn = adapter.send_turn(SendTurnInput(thread_id="m1", text="use the echo tool SCENARIO:mcp_echo"),
                                          timeout=60)
                 events, leaked = [], False
