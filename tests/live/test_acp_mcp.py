@@ -69,7 +69,8 @@ def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  
                 adapter.start_session(StartSessionInput(thread_id="m1", cwd=str(workspace), runtime_mode="full-access",
                                                         mcp_servers=(tools, ghost)), timeout=90)
                 caps = adapter.capabilities().tools
-                assert caps.mcp and caps.mcp_transports == (("http", "sse") if flavor == "copilot" else ("stdio", "http", "sse"))
+                # copilot rejects stdio servers from the client: it gets HTTP-serving relays
+                assert caps.mcp and ("stdio" in caps.mcp_transports) == (flavor != "copilot"), caps
                 turn = adapter.send_turn(SendTurnInput(thread_id="m1", text="use the echo tool SCENARIO:mcp_echo"),
                                          timeout=60)
                 events, leaked = [], False
@@ -85,11 +86,6 @@ def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  
         finally:
             adapter.close(timeout=20)
     types = [e.type for e in events]
-    if os.environ.get("MCP_DEBUG"):
-        for e in events:
-            print(e.type, getattr(e, "kind", ""), getattr(e, "status", ""), getattr(e, "title", ""), getattr(e, "text", "")[:200] if isinstance(getattr(e, "text", None), str) else "", getattr(e, "detail", ""), getattr(e, "delta", "")[:100] if hasattr(e, "delta") else "")
-        for c in server.model_calls():
-            print("CALL", c.kind, str(c.body)[:3000])
     assert events[-1].state == "completed", events[-1]
     statuses = {e.server: e for e in events if e.type == "mcp.status.updated"}
     assert statuses["tools"].status == "connected" and statuses["tools"].tools == 3, statuses
