@@ -15,6 +15,7 @@ from paddock.contract import McpHttpServer, McpStdioServer
 from paddock.testing.mcp_server import read_record
 
 from ..acp.conftest import etype
+from ..acp.test_generic_sdk import echo_agent  # noqa: F401  (a fixture)
 from .conftest import SECRET
 
 pytest.importorskip("mcp", reason="the test MCP server needs the mcp SDK: pip install -e '.[test]'")
@@ -110,3 +111,17 @@ def test_servers_come_back_after_the_agent_is_killed_and_the_session_reloads(mak
     assert [c["arguments"]["text"] for c in read_record(tmp_path / "calls.jsonl")] == ["one", "two"]
     psutil.wait_procs(relays, timeout=10)
     assert not any(p.is_running() for p in relays)
+
+
+def test_an_agent_that_drops_the_servers_gets_a_warning_naming_them(make, tmp_path, echo_agent):
+    """The ACP SDK's example echo agent takes ``mcpServers`` and starts none of them (the failure
+    Kiro shows): nothing is assumed, the first turn ends with ``not_connected`` and a warning."""
+    h = make(driver="acp", binary=sys.executable, args=[str(echo_agent)])
+    h.start(mcp_servers=(_server(tmp_path),))
+    res, events = h.turn("Say hello.")
+    assert events[-1].state == "completed"
+    [status] = [e for e in events if etype(e) == "mcp.status.updated"]
+    assert (status.server, status.status) == ("tools", "not_connected") and "never started" in status.detail
+    [warning] = [e for e in events if etype(e) == "runtime.warning"]
+    assert warning.code == "mcp.not_connected" and "'tools'" in warning.message and warning.turn_id == res.turn_id
+    assert read_record(tmp_path / "calls.jsonl") == []

@@ -166,3 +166,39 @@ def test_an_http_server_refusing_the_headers_is_failed_and_the_agent_gets_an_err
     finally:
         relays.close()
     assert status.status == "failed" and "HTTP 401" in status.detail
+
+
+def test_an_http_serving_relay_fronts_a_stdio_server_for_http_only_agents(tmp_path):
+    import anyio
+    import httpx
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    relays, inbox = _relays(tmp_path, _stdio_server(tmp_path, env={"PADDOCK_TEST_SECRET": SECRET}),
+                            McpStdioServer(name="ghost", command="/nonexistent/mcp-server-xyz"))
+    try:
+        served = relays.served(dict(os.environ), timeout=20)
+        [front] = served  # the ghost's relay could not start its server: left out, reported failed
+        assert front.name == "tools" and front.url.startswith("http://127.0.0.1:")
+        token = front.headers["Authorization"]
+        assert SECRET not in front.url and SECRET not in token
+        assert httpx.post(front.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 401
+
+        async def run():
+            async with httpx.AsyncClient(headers=dict(front.headers)) as client:
+                async with streamable_http_client(front.url, http_client=client) as (read, write, *_):
+                    async with ClientSession(read, write) as s:
+                        await s.initialize()
+                        names = [t.name for t in (await s.list_tools()).tools]
+                        result = await s.call_tool("echo", {"text": "over the front"})
+                        return names, result.content[0].text
+
+        names, text = anyio.run(run)
+        assert names == ["echo", "add", "env_has"] and text == "echo: over the front"
+        events = _drain(relays, inbox, lambda ev: any(isinstance(e, ItemCompleted) for e in ev)
+                        and sum(isinstance(e, McpStatusUpdated) for e in ev) == 2)
+    finally:
+        relays.close()
+    statuses = {e.server: e for e in events if isinstance(e, McpStatusUpdated)}
+    assert statuses["tools"].status == "connected" and statuses["ghost"].status == "failed"
+    assert [c["arguments"] for c in read_record(tmp_path / "calls.jsonl")] == [{"text": "over the front"}]
