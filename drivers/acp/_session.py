@@ -199,7 +199,9 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
             self._new_session_done(message)
             return None
         if isinstance(message, McpReports):
-            if self._mcp is not None:
+            if self._opening:
+                self.stash()  # the agent starts its servers during session/new: after session.started
+            elif self._mcp is not None:
                 self.emit(self._mcp.handle(message, self.tr.turn_id))
             return None
         if self._opening and type(message) in _HOST_OPERATIONS:

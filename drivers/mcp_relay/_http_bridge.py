@@ -43,7 +43,7 @@ _head = msgspec.json.Decoder(_Head)
 
 def _sse_events(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
     """``(event, data)`` for each event of an SSE stream (``event`` defaults to ``message``)."""
-    event, data = "message", []
+    event, data = "message", list[str]()
     for line in lines:
         if not line:
             if data:

@@ -106,8 +106,7 @@ class HttpFront:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        host, port = self._server.server_address[:2]
-        self.url = f"http://{host}:{port}/mcp"
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/mcp"
         threading.Thread(target=self._server.serve_forever, name="http-front", daemon=True).start()
 
     def _pass(self, message: object) -> bytes | None:

@@ -3,7 +3,7 @@ the agent's ``@mcp`` directive calls a tool, and the session publishes what real
 
 from __future__ import annotations
 
-import os
+import logging
 import sys
 from pathlib import Path
 
@@ -36,7 +36,8 @@ def _cmdlines(*skip: int) -> str:
     return "\n".join(out)
 
 
-def test_local_agent_calls_an_mcp_tool_through_the_relay(make, tmp_path):
+def test_local_agent_calls_an_mcp_tool_through_the_relay(make, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
     h = make()
     h.start(mcp_servers=(_server(tmp_path),), runtime_mode="full-access")
     caps = h.adapter.capabilities().tools
@@ -59,6 +60,8 @@ def test_local_agent_calls_an_mcp_tool_through_the_relay(make, tmp_path):
         ("echo", {"text": "hello relay"}), ("env_has", {"name": "PADDOCK_TEST_SECRET"})]
     assert not [e for e in events if etype(e) == "runtime.warning"]
     assert SECRET not in msgspec.json.encode(events).decode()
+    assert SECRET not in caplog.text
+    assert types.index("session.started") < types.index("mcp.status.updated")  # reports wait for the open
 
 
 def test_a_server_whose_command_does_not_exist_fails_with_the_reason(make, tmp_path):
@@ -79,7 +82,8 @@ def test_a_server_whose_command_does_not_exist_fails_with_the_reason(make, tmp_p
     assert not [e for e in again if etype(e) == "runtime.warning"]
 
 
-def test_an_http_server_reaches_an_agent_without_http_mcp_through_the_relay(make, tmp_path, http_server):
+def test_an_http_server_reaches_an_agent_without_http_mcp_through_the_relay(make, tmp_path, http_server, caplog):
+    caplog.set_level(logging.DEBUG)
     url, _, server_pid = http_server
     h = make()
     h.start(mcp_servers=(McpHttpServer(name="remote", url=url, headers={"X-Api-Key": SECRET}),),
@@ -91,7 +95,7 @@ def test_an_http_server_reaches_an_agent_without_http_mcp_through_the_relay(make
     assert item.text == "echo: over http" and item.status == "completed"
     assert [e.status for e in events if etype(e) == "mcp.status.updated"] == ["connected"]
     assert read_record(tmp_path / "calls.jsonl")[0]["arguments"] == {"text": "over http"}
-    assert SECRET not in msgspec.json.encode(events).decode()
+    assert SECRET not in msgspec.json.encode(events).decode() and SECRET not in caplog.text
 
 
 def test_servers_come_back_after_the_agent_is_killed_and_the_session_reloads(make, tmp_path):

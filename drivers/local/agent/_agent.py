@@ -731,7 +731,7 @@ class Agent:
             self._failed(session, tool_call_id, f"no connected MCP server {action.arg!r} (connected: {known})")
             return
         try:
-            call = client.begin("tools/call", {"name": action.text, "arguments": dict(action.arguments)})  # type: ignore[dict-item]
+            call = client.begin("tools/call", {"name": action.text, "arguments": dict(action.arguments)})  # type: ignore[arg-type]
         except McpError as exc:
             self._failed(session, tool_call_id, str(exc))
             return
@@ -749,8 +749,9 @@ class Agent:
             return
         result = call.result if isinstance(call.result, dict) else {}
         blocks = result.get("content")
-        text = "".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)) \
-            if isinstance(blocks, list) else ""
+        texts = [t for b in blocks if isinstance(b, dict) and isinstance(t := b.get("text"), str)] \
+            if isinstance(blocks, list) else []
+        text = "".join(texts)
         if result.get("isError") is True:
             self._failed(session, tool_call_id, text or "the tool failed", result)
             return

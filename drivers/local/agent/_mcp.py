@@ -101,7 +101,10 @@ class McpClient:
             client._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             listed = client.request("tools/list", {}, timeout)
             tools = listed.get("tools") if isinstance(listed, dict) else None
-            client.tools = [t["name"] for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+            for tool in tools if isinstance(tools, list) else []:
+                name = tool.get("name") if isinstance(tool, dict) else None
+                if isinstance(name, str):
+                    client.tools.append(name)
         except McpError:
             client.close()
             raise
