@@ -1,7 +1,8 @@
 """Live: MCP through every pinned ACP flavor (gemini, qwen, claude-acp, copilot, codex-acp)
 against the scripted model server. The session is given the test MCP server (stdio, with a
-secret in its env) and a server whose command does not exist; each is handed to the agent as an
-MCP relay. The model asks for the ``echo`` tool in the agent's own naming (``SCENARIO:mcp_echo``).
+secret in its env), the test server over streamable HTTP (answering 401 without a secret
+header: bridged by the relay whatever the agent takes) and a server whose command does not
+exist; each is handed to the agent as an MCP relay. The model asks for the ``echo`` tool in the agent's own naming (``SCENARIO:mcp_echo``).
 
 Until ``start_session(mcp_servers=...)`` reaches the facade, the adapter is built here the way
 the instance table builds it (its home, environment and model keys) and driven directly.
@@ -10,6 +11,7 @@ the instance table builds it (its home, environment and model keys) and driven d
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 
@@ -18,7 +20,7 @@ import psutil
 import pytest
 
 from paddock._isolation import build_env, instance_home
-from paddock.contract import McpStdioServer, SendTurnInput, StartSessionInput
+from paddock.contract import McpHttpServer, McpStdioServer, SendTurnInput, StartSessionInput
 from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext, model_access
 from paddock.testing import McpCall, ModelServer
 from paddock.testing.mcp_server import read_record
@@ -32,7 +34,7 @@ pytest.importorskip("mcp", reason="the test MCP server needs the mcp SDK: pip in
 
 SECRET = "s3cr3t-live-mcp-4711"
 EXPECTED = "echo: ping from the model"
-ECHO = McpCall(tool="echo", arguments={"text": "ping from the model"})
+ECHO = McpCall(tool="echo", server="tools", arguments={"text": "ping from the model"})
 # Qwen Code defers MCP tools: the system prompt lists them by name ("Deferred Tools") and the
 # model first fetches one with tool_search ("select:<name>"), then calls it.
 SCRIPTS = {
@@ -41,13 +43,37 @@ SCRIPTS = {
 }
 
 
-def _cmdlines() -> str:
-    return "\n".join(" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"]))
+def _script(flavor: str) -> dict:
+    return SCRIPTS.get(flavor, {"scenarios": {"mcp_echo": [ECHO]}})
+
+
+def _cmdlines(*skip: int) -> str:
+    """Every process's command line on the machine, but ``skip`` (the test server's own argv
+    carries the header it requires)."""
+    return "\n".join(" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["pid", "cmdline"])
+                     if p.info["pid"] not in skip)
+
+
+@pytest.fixture
+def remote(tmp_path):
+    """The test MCP server over streamable HTTP, answering 401 without ``X-Api-Key: SECRET``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paddock.testing.mcp_server", "--record", str(tmp_path / "remote.jsonl"), "--http",
+         "--require-header", f"X-Api-Key={SECRET}"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        yield McpHttpServer(name="remote", url=proc.stdout.readline().strip(), headers={"X-Api-Key": SECRET}), proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
 
 
 @pytest.mark.parametrize("flavor", sorted(MODELS))
-def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  # noqa: F811
+def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub, remote):  # noqa: F811
     require_peer(flavor)
+    http_server, http_pid = remote
     spec = BUILT_IN_DRIVERS[flavor]
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -56,7 +82,7 @@ def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  
                            args=("-m", "paddock.testing.mcp_server", "--record", str(record)),
                            env={"PADDOCK_TEST_SECRET": SECRET})
     ghost = McpStdioServer(name="ghost", command=str(tmp_path / "no-such-mcp-server"))
-    with ModelServer(SCRIPTS.get(flavor, {}), workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+    with ModelServer(_script(flavor), workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
         config = msgspec.convert({"driver": flavor, "endpoint": server.url, "api_key": KEY, "model": MODELS[flavor]},
                                  spec.config_type)
         home = instance_home(tmp_path / "state", "agent", None)
@@ -67,7 +93,7 @@ def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  
         try:
             with hub.subscribe(thread_id="m1") as sub:
                 adapter.start_session(StartSessionInput(thread_id="m1", cwd=str(workspace), runtime_mode="full-access",
-                                                        mcp_servers=(tools, ghost)), timeout=90)
+                                                        mcp_servers=(tools, http_server, ghost)), timeout=90)
                 caps = adapter.capabilities().tools
                 # copilot rejects stdio servers from the client: it gets HTTP-serving relays
                 assert caps.mcp and ("stdio" in caps.mcp_transports) == (flavor != "copilot"), caps
@@ -80,7 +106,7 @@ def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  
                     assert event is not None, f"no turn.completed; saw {[e.type for e in events]}"
                     events.append(event)
                     if event.type == "item.started" and event.kind == "mcp_tool_call":
-                        leaked = SECRET in _cmdlines()  # mid-turn: agent, relay and server all alive
+                        leaked = SECRET in _cmdlines(http_pid)  # mid-turn: agent, relays and servers alive
                     if event.type == "turn.completed" and event.turn_id == turn.turn_id:
                         break
         finally:
@@ -90,6 +116,7 @@ def test_the_model_calls_an_mcp_tool_through_the_relay(flavor, tmp_path, hub):  
     statuses = {e.server: e for e in events if e.type == "mcp.status.updated"}
     assert statuses["tools"].status == "connected" and statuses["tools"].tools == 3, statuses
     assert types.index("mcp.status.updated") < types.index("turn.completed")
+    assert statuses["remote"].status == "connected" and statuses["remote"].tools == 3, statuses  # its header got there
     assert statuses["ghost"].status in ("failed", "not_connected"), statuses
     assert any(e.type == "runtime.warning" and e.code == "mcp.not_connected" and "'ghost'" in e.message for e in events)
     items = [e for e in events if e.type == "item.completed" and e.kind == "mcp_tool_call"]
