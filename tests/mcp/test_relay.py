@@ -202,3 +202,10 @@ def test_an_http_serving_relay_fronts_a_stdio_server_for_http_only_agents(tmp_pa
     statuses = {e.server: e for e in events if isinstance(e, McpStatusUpdated)}
     assert statuses["tools"].status == "connected" and statuses["ghost"].status == "failed"
     assert [c["arguments"] for c in read_record(tmp_path / "calls.jsonl")] == [{"text": "over the front"}]
+
+
+def test_the_stdio_relay_needs_only_the_core_dependencies():
+    code = ("import sys, paddock.drivers.mcp_relay._relay; "
+            "print(sorted(m for m in ('pykka', 'psutil', 'httpx', 'mcp', 'paddock.actors') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert out.strip() == "[]"
