@@ -10,7 +10,8 @@ Rules (docs/architecture.md, "Layout, import names and the one-way rule"):
 - ``paddock.contract`` imports only the standard library and msgspec;
 - inside ``paddock.actors`` the four rooms import one way: ``execution`` <- ``events``,
   ``transports`` <- ``sessions`` (``events`` and ``transports`` never import each other);
-- a driver never imports another driver, except that ACP flavors import ``paddock.drivers.acp``;
+- a driver never imports another driver, except that ACP flavors import ``paddock.drivers.acp`` and
+  any driver may use the MCP relay (``paddock.drivers.mcp_relay``);
 - process spawning (``subprocess``, ``pty``, ``multiprocessing``, ``os.fork``, ``os.exec*``,
   ``os.spawn*``, ``os.posix_spawn*``, ``os.system``, ``os.popen``) happens only in
   ``paddock.supervisors`` and ``paddock.actors``.
@@ -32,9 +33,11 @@ SPAWN_MODULES = {"subprocess", "pty", "multiprocessing", "_posixsubprocess"}
 SPAWN_OS_PREFIXES = ("fork", "exec", "spawn", "posix_spawn", "system", "popen", "forkpty")
 SPAWN_ALLOWED_LAYERS = {"paddock.supervisors", "paddock.actors"}
 # Separate programs that the runtime starts as children, not runtime code: they may spawn
-# (the local agent runs `@run` commands and `@spawn` grandchildren like any real agent does).
-SPAWN_EXEMPT_PACKAGES = ("paddock.drivers.local.agent",)
-SHARED_DRIVER_PACKAGES = {"paddock.drivers.acp"}
+# (the local agent runs `@run` commands and `@spawn` grandchildren like any real agent does; the
+# MCP relay, run by the agent in place of a server, starts the real server).
+SPAWN_EXEMPT_PACKAGES = ("paddock.drivers.local.agent", "paddock.drivers.mcp_relay._relay")
+# Shared by drivers, not drivers themselves: the ACP adapter (its flavors) and the MCP relay.
+SHARED_DRIVER_PACKAGES = {"paddock.drivers.acp", "paddock.drivers.mcp_relay"}
 # The rooms of paddock.actors, and which other rooms each may import.
 ACTOR_ROOMS = {
     "paddock.actors.execution": frozenset(),

@@ -27,10 +27,11 @@ from ._process import (
     WarningSink as WarningSink,
 )
 from ._terminal import Terminal as Terminal, TerminalExit as TerminalExit
+from ._unix import UnixLineListener as UnixLineListener
 
 __all__ = [
     "HTTP_EXTRA_HINT", "INTERNAL_ERROR", "INVALID_PARAMS", "METHOD_NOT_FOUND", "ExitInfo", "HttpTransport",
     "JsonRpcConnection", "JsonRpcNotification", "JsonRpcRequest", "LineTap", "ProcessActor", "ProcessCallbacks",
-    "ProcessHandle", "ProcessSpec", "SseStatus", "SseStream", "Terminal", "TerminalExit", "WarningSink",
+    "ProcessHandle", "ProcessSpec", "SseStatus", "SseStream", "Terminal", "TerminalExit", "UnixLineListener", "WarningSink",
     "http_available",
 ]

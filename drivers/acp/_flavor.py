@@ -109,7 +109,10 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
       known limit (``age``: seconds since the session was created, when the cursor says);
     - ``version_args``: arguments before ``--version`` that make the agent print its version
       (``doctor``, for a binary found on ``PATH`` or configured);
-    - ``client_fs`` / ``client_terminal``: whether to advertise them by default.
+    - ``client_fs`` / ``client_terminal``: whether to advertise them by default;
+    - ``mcp_stdio``: the agent takes stdio MCP servers from the client (the base protocol says
+      every agent must); when off, each server reaches it as an HTTP-serving MCP relay the
+      session starts (the agent's ``mcpCapabilities.http`` must be on).
     """
 
     kind: str
@@ -138,6 +141,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     version_args: tuple[str, ...] = ()
     client_fs: bool = False
     client_terminal: bool = False
+    mcp_stdio: bool = True
     config_type: type[AcpConfig] = AcpConfig
 
     # spawn ---------------------------------------------------------------------------------------

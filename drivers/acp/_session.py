@@ -14,6 +14,11 @@ Lifecycle of the native session:
   ``session/set_config_option`` wait for the agent inside ``blocking()`` (the pool compensates);
 - after the agent process restarted (new link generation), the next ``SendTurn`` first reloads the
   native session (``session/load``, else ``session/resume``), transparently;
+- MCP: every server of the session is handed to the agent as an MCP relay (stdio) on
+  ``session/new``, ``session/load`` and ``session/resume``; the relays' reports arrive as
+  :class:`~paddock.drivers.mcp_relay.McpReports` (told by the relay listener's thread) and
+  become ``mcp.status.updated`` and ``mcp_tool_call`` items; a server not connected by the end of
+  the first turn of an incarnation is warned about (docs/architecture.md, "MCP relay");
 - ``on_shutdown``: when the agent died, the running turn fails, open requests expire and
   ``session.exited(recoverable=<agent can load>)`` is emitted; on a normal stop the turn is
   cancelled, open requests are answered ``cancelled`` and ``session.exited(reason="stopped")``.
@@ -29,7 +34,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Interrupt, Open, Respond, SendTurn, SessionRecord, SharedSessionActor
+from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Interrupt, Open, Respond, SendTurn, SessionRecord, SharedSessionActor, blocking
 from paddock.contract import (
     EventBase,
     PaddockError,
@@ -48,6 +53,7 @@ from paddock.contract import (
     TurnStartResult,
     TurnState,
 )
+from paddock.drivers.mcp_relay import McpRelays, McpReports
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
@@ -55,6 +61,7 @@ from ._agent import AgentLink, Item
 from ._capabilities import plan_mode_id
 from ._messages import Incoming, NewSessionDone, PromptDone, ReplayDone, Req
 from ._settings import AcpState, SessionSettings, created_at_of, cursor_for, session_id_of
+from ._mcp import wire_mcp_server
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
@@ -122,6 +129,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         self._replaying = False
         self._opening = False  # a session/new is out: host operations wait (stashed) until it answers
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
+        self._mcp: McpRelays | None = None
 
     # lifecycle (the shared-process base's hooks) -------------------------------------------------
 
@@ -133,6 +141,18 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         super().on_start()
         if self.settings.client_terminal:
             self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit)
+        if self.start_input.mcp_servers:
+            ref = self.actor_ref
+
+            def deliver(reports: McpReports) -> None:
+                # The relay listener's thread: only tell.
+                try:
+                    ref.tell(reports)
+                except pykka.ActorDeadError:
+                    pass
+
+            self._mcp = McpRelays(self.start_input.mcp_servers, self.settings.home,
+                                  self.identity, deliver)
 
     def recoverable(self, link: AgentLink | None) -> bool:
         return bool(link is not None and link.init.agentCapabilities.loadSession) or self._can_resume(link)
@@ -156,6 +176,8 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
     def on_ended(self, deadline: float) -> None:
         if self._terminals is not None:
             self._terminals.close(deadline)
+        if self._mcp is not None:
+            self._mcp.close()
 
     def persist(self) -> None:
         super().persist()
@@ -176,6 +198,12 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         if isinstance(message, NewSessionDone):
             self._new_session_done(message)
             return None
+        if isinstance(message, McpReports):
+            if self._opening:
+                self.stash()  # the agent starts its servers during session/new: after session.started
+            elif self._mcp is not None:
+                self.emit(self._mcp.handle(message, self.tr.turn_id))
+            return None
         if self._opening and type(message) in _HOST_OPERATIONS:
             self.stash()  # handled, in order, once the session is open (or failed to)
             return None
@@ -188,6 +216,18 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
     def _call(self, link: AgentLink, method: str, params: dict[str, Any], timeout: float | None = None) -> msgspec.Raw:
         return link.call(method, params, timeout=timeout or self.settings.request_timeout, thread_id=self.thread_id)
+
+    def _mcp_servers(self, link: AgentLink) -> list[dict[str, Any]]:
+        """``mcpServers``: every server as its relay (see :mod:`._mcp`): a stdio relay the agent
+        starts, or, for an agent that takes only HTTP, an HTTP-serving relay this session starts
+        (waiting, inside ``blocking()``, until it listens)."""
+        if self._mcp is None:
+            return []
+        if self.settings.mcp_stdio or not link.init.agentCapabilities.mcpCapabilities.http:
+            return [wire_mcp_server(s) for s in self._mcp.handed()]
+        with blocking():
+            served = self._mcp.served(self.settings.env, self.settings.request_timeout)
+        return [wire_mcp_server(s) for s in served]
 
     def _cursor(self) -> ResumeCursor | None:
         sid = self.tr.native_session_id
@@ -239,7 +279,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
         self._opening = True
         try:
-            link.request_async("session/new", {"cwd": inp.cwd, "mcpServers": []}, answered,
+            link.request_async("session/new", {"cwd": inp.cwd, "mcpServers": self._mcp_servers(link)}, answered,
                                timeout=self.settings.request_timeout)
         except BaseException:
             self._opening = False
@@ -291,10 +331,10 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         caps = link.init.agentCapabilities
         if caps.loadSession:
             method = "session/load"
-            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": []}
+            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": self._mcp_servers(link)}
         elif caps.sessionCapabilities.resume is not None:
             method = "session/resume"
-            params = {"sessionId": sid, "cwd": self.start_input.cwd}
+            params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": self._mcp_servers(link)}
         else:
             raise RequestError("session/load", None, "the agent supports neither session/load nor session/resume", **self.where())
         # Register before asking: the replay arrives before the answer.
@@ -448,7 +488,11 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
     def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
-        """Hook: the translator closes the turn's items (``usage``: the prompt's PromptUsage)."""
+        """Hook: the MCP relays close their calls (and, after the first turn, warn about servers
+        that never connected), then the translator closes the turn's items (``usage``: the
+        prompt's PromptUsage)."""
+        if self._mcp is not None:
+            events += self._mcp.turn_ended(self.tr.turn_id)
         return self.tr.close_turn(state, events, usage if isinstance(usage, w.PromptUsage) else None)
 
     def _prompt_done(self, msg: PromptDone) -> None:

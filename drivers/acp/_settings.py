@@ -40,6 +40,10 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """``_meta`` sent with every ``session/cancel`` (grok: ``cancelTrigger``)."""
     set_model: bool = False
     """The agent chooses models with ``session/set_model`` (when its session has ``models``)."""
+    home: str = ""
+    """The instance home: each session's MCP relay folder (spec files, report socket) lives in it."""
+    mcp_stdio: bool = True
+    """The flavor's ``mcp_stdio``: the agent takes stdio MCP servers from the client."""
 
 
 @dataclass(slots=True)

@@ -207,10 +207,18 @@ class PromptCapabilities(_W, frozen=True):
     embeddedContext: bool = False
 
 
+class McpCapabilities(_W, frozen=True):
+    """The MCP transports the agent takes besides stdio (which every agent must take)."""
+
+    http: bool = False
+    sse: bool = False
+
+
 class AgentCapabilities(_W, frozen=True):
     loadSession: bool = False
     promptCapabilities: PromptCapabilities = PromptCapabilities()
     sessionCapabilities: SessionCapabilities = SessionCapabilities()
+    mcpCapabilities: McpCapabilities = McpCapabilities()
 
 
 class AuthMethod(_W, frozen=True):

@@ -10,6 +10,22 @@ __all__ = ["Responses"]
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
+# A Responses `namespace` tool groups functions (Codex offers each MCP server's tools as one,
+# `mcp__<server>`); its functions are offered to scenarios as `<namespace>/<name>` and called back
+# with `name` and `namespace`.
+_NS = "/"
+
+
+def _flat_tools(tools: list) -> list[dict]:
+    out: list[dict] = []
+    for t in tools:
+        if isinstance(t, dict) and t.get("type") == "namespace" and isinstance(t.get("tools"), list):
+            out += [{**f, "name": f"{t.get('name')}{_NS}{f.get('name')}"} for f in t["tools"] if isinstance(f, dict)]
+        elif isinstance(t, dict):
+            out.append(t)
+    return out
+
+
 class Responses:
     name = "responses"
 
@@ -33,7 +49,7 @@ class Responses:
         tools = (
             function_tool(t.get("name"), None, kind="custom") if t.get("type") == "custom"
             else function_tool(t.get("name"), t.get("parameters"))
-            for t in body.get("tools") or [] if isinstance(t, dict)
+            for t in _flat_tools(body.get("tools") or [])
         )
         return body_call(body, prompt, rounds, output, tools)
 
@@ -58,6 +74,9 @@ class Responses:
             else:
                 added = {"type": "function_call", "id": ids.next("fc_"), "call_id": part.call_id,
                          "name": part.name, "arguments": "", "status": "in_progress"}
+                namespace, _, name = part.name.rpartition(_NS)
+                if namespace:
+                    added.update(name=name, namespace=namespace)
                 done = {**added, "arguments": part.arguments_json, "status": "completed"}
             out.append((part, added, done))
         return out

@@ -41,7 +41,10 @@ CLAUDE_ACP_FLAVOR = AcpFlavor(
     kind="claude-acp",
     peer="claude-acp",
     access_env=claude_code_env,
-    quiet_env=CLAUDE_CODE_QUIET,
+    # Claude Code connects the session's MCP servers in the background when the SDK asks for
+    # non-blocking connection, so the first model request could go out before their tools exist;
+    # MCP_CONNECTION_NONBLOCKING=false makes it wait for them (its own variable).
+    quiet_env={**CLAUDE_CODE_QUIET, "MCP_CONNECTION_NONBLOCKING": "false"},
     root_env={"IS_SANDBOX": "1"},
     capability_overrides=_capabilities,
     native_modes={"approval-required": "default", "auto-accept-edits": "acceptEdits", "full-access": "bypassPermissions",

@@ -18,7 +18,9 @@ GitHub auth off). No ``authenticate`` call.
 Traps (acp.md): a model HTTP error ends the prompt ``end_turn`` with the error as assistant text
 (``"Error: 400 mock bad request"``, or after 5 retries ``"Error: Failed to get response from the
 AI model; …"``): :func:`failed_text` turns that into a ``failed`` turn; ``session_info_update``
-carries the first prompt as title; ``config_option_update`` arrives at the first prompt.
+carries the first prompt as title; ``config_option_update`` arrives at the first prompt; stdio
+MCP servers from the client are rejected (only HTTP/SSE are taken), so the session hands each
+server as an HTTP-serving MCP relay of its own.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import re
 
 from paddock.contract import Capabilities
 from paddock.drivers._access import ModelAccess
+from paddock.drivers._capabilities import override
 from paddock.drivers.acp import AcpFlavor
 
 from ._common import loads_sessions, reports_usage
@@ -61,7 +64,11 @@ def _access_env(access: ModelAccess) -> dict[str, str]:
 
 def _capabilities(caps: Capabilities) -> Capabilities:
     # loadSession: true at initialize; usage_update + PromptResponse.usage on every turn.
-    return reports_usage(loads_sessions(caps))
+    caps = reports_usage(loads_sessions(caps))
+    # Copilot rejects stdio MCP servers from the client (its log: "Rejecting non-http/sse MCP
+    # server"): it takes only the HTTP and SSE it advertises in mcpCapabilities.
+    transports = tuple(t for t in caps.tools.mcp_transports if t != "stdio")
+    return override(caps, tools={"mcp_transports": transports, "mcp": caps.tools.mcp and bool(transports)})
 
 
 COPILOT_FLAVOR = AcpFlavor(
@@ -74,4 +81,6 @@ COPILOT_FLAVOR = AcpFlavor(
     native_modes={"approval-required": _MODES + "agent", "auto-accept-edits": _MODES + "agent",
                   "full-access": _MODES + "agent", "plan": _MODES + "plan"},
     failed_text=failed_text,
+    # stdio MCP servers are rejected: each reaches copilot as an HTTP-serving relay
+    mcp_stdio=False,
 )

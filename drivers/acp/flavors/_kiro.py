@@ -26,7 +26,9 @@ Traps:
 
 from __future__ import annotations
 
+from paddock.contract import Capabilities
 from paddock.drivers._binary import BinaryLocation, find_binary
+from paddock.drivers._capabilities import override
 from paddock.drivers._registry import InstanceContext
 from paddock.drivers.acp import AcpFlavor
 
@@ -36,6 +38,12 @@ __all__ = ["KIRO_FLAVOR"]
 def _locate(ctx: InstanceContext) -> BinaryLocation | str:
     where = find_binary(ctx.config.binary, peer=None, command="kiro-cli", env=ctx.env)
     return f"{where}; install Kiro's CLI and set `binary`" if isinstance(where, str) else where
+
+
+def _capabilities(caps: Capabilities) -> Capabilities:
+    # Kiro ignores `mcpServers` on session/new (it loads only its own MCP config): the servers
+    # are still handed over, and their relays, never started, end not_connected with a warning.
+    return override(caps, tools={"mcp": False, "mcp_transports": ()})
 
 
 KIRO_FLAVOR = AcpFlavor(
@@ -48,4 +56,5 @@ KIRO_FLAVOR = AcpFlavor(
     cancel_guard=2.0,
     cancel_retry=0.25,
     native_modes={"plan": "plan"},
+    capability_overrides=_capabilities,
 )

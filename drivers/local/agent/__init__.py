@@ -7,7 +7,7 @@ Directives are prompt lines starting with ``@`` (name up to the first space, arg
 the line); all other lines, joined and stripped, are the prompt. Text blocks of a prompt are
 joined with newlines; other block types are ignored. Unknown directives are dropped; a malformed
 argument fails the prompt with -32602. The last occurrence of a directive wins, except
-``@run``/``@write``, which run in prompt order.
+``@run``/``@write``/``@mcp``, which run in prompt order.
 
 - ``@reply TEXT``: the answer. Precedence: ``@reply`` > ``@reply-history`` (``history: N``,
   N = earlier prompts of the session, cancelled/replayed ones included) > ``@env NAME`` (value or
@@ -31,6 +31,13 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
   with a ``diff`` block, absolute path), permission, then ``fs/write_text_file`` when the client
   advertised ``fs.writeTextFile`` (an error answer fails the call with its message), else a
   direct write.
+- ``@mcp SERVER TOOL [JSON]``: call TOOL of the session's MCP server SERVER (a stdio entry of
+  ``mcpServers`` on ``session/new``/``session/load``; the agent connects them before answering,
+  ``initialize`` + ``tools/list``, and advertises ``mcpCapabilities {http: false, sse: false}``)
+  with the JSON object as arguments (default ``{}``): ``tool_call`` (other, title
+  ``SERVER: TOOL``, ``rawInput`` the arguments) → permission → ``completed`` with the result's
+  text as content and ``rawOutput`` the MCP result, or ``failed`` (unknown server, an error
+  answer, an ``isError`` result, a server that went away).
 - ``@crash CODE`` (default 1): exit right after the first chunk, output flushed.
 - ``@spawn S``: a grandchild ``sleep S`` ignoring SIGTERM, in the agent's process group.
 - ``@ignore-sigterm``: the agent ignores SIGTERM from then on (children inherit it).

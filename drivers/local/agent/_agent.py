@@ -25,6 +25,7 @@ from ._wire import Wire
 if TYPE_CHECKING:  # the agent imports nothing of the runtime at run time
     from paddock.contract import JsonObject, JsonValue
 
+    from ._mcp import McpCall, McpClient
     from ._tools import RunningCommand
 
 __all__ = ["AGENT_NAME", "AGENT_VERSION", "Agent", "split_answer"]
@@ -58,6 +59,8 @@ AVAILABLE_COMMANDS: list[JsonValue] = [
     {"name": "delay", "description": "@delay SECONDS: pause between chunks", "input": {"hint": "SECONDS"}},
     {"name": "run", "description": "@run COMMAND: run a shell command (asks first)", "input": {"hint": "COMMAND"}},
     {"name": "write", "description": "@write PATH TEXT: write a file (asks first)", "input": {"hint": "PATH TEXT"}},
+    {"name": "mcp", "description": "@mcp SERVER TOOL [JSON]: call an MCP tool (asks first)",
+     "input": {"hint": "SERVER TOOL [JSON]"}},
 ]
 
 GARBAGE_LINE = b"this is not JSON (paddock-local @garbage)\n"
@@ -118,7 +121,7 @@ class _TurnState:
         self.done = threading.Event()
         self.cancelled = False
         self.wakeup = threading.Event()
-        self.waiting: _Pending | None = None
+        self.waiting: _Pending | McpCall | None = None
         self.command: RunningCommand | None = None
 
     def cancel(self) -> None:
@@ -133,7 +136,7 @@ class _TurnState:
 
 
 class _Session:
-    __slots__ = ("id", "cwd", "history", "mode", "config", "last_done", "turns", "chunk_prefix", "usage_total")
+    __slots__ = ("id", "cwd", "history", "mode", "config", "last_done", "turns", "chunk_prefix", "usage_total", "mcp")
 
     def __init__(self, session_id: str, cwd: str, history: list[Turn], prefix: bytes) -> None:
         self.id = session_id
@@ -148,6 +151,7 @@ class _Session:
         self.turns: set[_TurnState] = set()
         self.chunk_prefix = prefix
         self.usage_total = sum(a + b for t in history if t.usage for a, b in (t.usage,))
+        self.mcp: dict[str, McpClient] = {}
 
 
 class Agent:
@@ -210,6 +214,8 @@ class Agent:
             turn.cancel()
         for turn in turns:
             turn.done.wait(max(0.0, deadline - time.monotonic()))
+        for session in list(self._sessions.values()):
+            self._close_mcp(session)
         self._wire.flush_and_wait(timeout=max(0.1, deadline - time.monotonic()))
 
     def _respond(self, req_id: JsonValue, result: JsonValue) -> None:
@@ -301,8 +307,33 @@ class Agent:
         except OSError as exc:
             _log(f"cannot persist session {session_id} under {self._store.root}: {exc}")
         session = self._make_session(session_id, cwd, [])
-        self._respond(req_id, {"sessionId": session_id, "modes": self._modes(session)})
-        self._send_commands(session)
+        self._with_mcp(session, params.get("mcpServers"), req_id, {"sessionId": session_id, "modes": self._modes(session)})
+
+    def _with_mcp(self, session: _Session, servers: JsonValue, req_id: JsonValue, result: JsonObject) -> None:
+        """Answer ``session/new``/``session/load`` with ``result`` once the session's MCP servers
+        are connected (on a thread of their own: the reader stays free for other sessions)."""
+        from ._mcp import stdio_entries
+
+        entries = stdio_entries(servers)
+        self._close_mcp(session)
+        if not entries:
+            self._respond(req_id, result)
+            self._send_commands(session)
+            return
+
+        def connect() -> None:
+            from ._mcp import connect_all
+
+            session.mcp = connect_all(entries, session.cwd)
+            self._respond(req_id, result)
+            self._send_commands(session)
+
+        threading.Thread(target=connect, name=f"mcp-{session.id[:8]}", daemon=True).start()
+
+    def _close_mcp(self, session: _Session) -> None:
+        clients, session.mcp = session.mcp, {}
+        for client in clients.values():
+            client.close()
 
     def _send_commands(self, session: _Session) -> None:
         self._update(
@@ -342,8 +373,7 @@ class Agent:
                     {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": turn.agent}},
                     throttle=False,
                 )
-        self._respond(req_id, {"modes": self._modes(session)})
-        self._send_commands(session)
+        self._with_mcp(session, params.get("mcpServers"), req_id, {"modes": self._modes(session)})
 
     def _session_or_error(self, req_id: JsonValue, params: JsonObject) -> _Session | None:
         session_id = params.get("sessionId")
@@ -538,6 +568,8 @@ class Agent:
                 return "cancelled"
             if action.kind == "run":
                 self._do_run(session, turn, f"run-{turn_no}-{index}", action)
+            elif action.kind == "mcp":
+                self._do_mcp(session, turn, f"mcp-{turn_no}-{index}", action)
             else:
                 self._do_write(session, turn, f"write-{turn_no}-{index}", action)
         if turn.cancelled:
@@ -680,6 +712,50 @@ class Agent:
             return
         content: list[JsonValue] = [_text(text)] if text else []
         self._end_tool(session, tool_call_id, "completed", content, {"exitCode": code, "output": text})
+
+    def _do_mcp(self, session: _Session, turn: _TurnState, tool_call_id: str, action: Action) -> None:
+        from ._mcp import McpError
+
+        tool_call: JsonObject = {
+            "toolCallId": tool_call_id,
+            "title": f"{action.arg}: {action.text}",
+            "kind": "other",
+            "status": "pending",
+            "rawInput": dict(action.arguments),  # type: ignore[arg-type]
+        }
+        if not self._permitted(session, turn, tool_call):
+            return
+        client = session.mcp.get(action.arg)
+        if client is None:
+            known = ", ".join(session.mcp) or "none"
+            self._failed(session, tool_call_id, f"no connected MCP server {action.arg!r} (connected: {known})")
+            return
+        try:
+            call = client.begin("tools/call", {"name": action.text, "arguments": dict(action.arguments)})  # type: ignore[arg-type]
+        except McpError as exc:
+            self._failed(session, tool_call_id, str(exc))
+            return
+        turn.waiting = call
+        if turn.cancelled:
+            call.cancel()
+        call.event.wait()
+        turn.waiting = None
+        if call.cancelled:
+            self._failed(session, tool_call_id, "cancelled before the MCP server answered")
+            return
+        if call.error is not None:
+            message = call.error.get("message") if isinstance(call.error, dict) else call.error
+            self._failed(session, tool_call_id, f"tools/call failed: {message}", {"error": call.error})
+            return
+        result = call.result if isinstance(call.result, dict) else {}
+        blocks = result.get("content")
+        texts = [t for b in blocks if isinstance(b, dict) and isinstance(t := b.get("text"), str)] \
+            if isinstance(blocks, list) else []
+        text = "".join(texts)
+        if result.get("isError") is True:
+            self._failed(session, tool_call_id, text or "the tool failed", result)
+            return
+        self._end_tool(session, tool_call_id, "completed", [_text(text)] if text else [], result)
 
     def _do_write(self, session: _Session, turn: _TurnState, tool_call_id: str, action: Action) -> None:
         from ._tools import read_old_text, write_file

@@ -9,6 +9,8 @@ A host's preamble block (and its one-line reminder block) at the start of the te
 host's grounding, not the user's prompt: it is set aside whole and no directive in it is read.
 The tags are the session base's (``paddock.contract.PREAMBLE_OPEN`` and friends); this module
 repeats them so that the agent's process imports nothing of the runtime.
+
+``@run``, ``@write`` and ``@mcp`` are tool steps and run in prompt order.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ class DirectiveError(ValueError):
 
 
 class Action(msgspec.Struct, frozen=True):
-    """A tool step, in prompt order: ``kind`` is ``"run"`` (arg: command) or ``"write"``."""
+    """A tool step, in prompt order: ``kind`` is ``"run"`` (arg: command), ``"write"`` (arg:
+    path, text: content) or ``"mcp"`` (arg: server, text: tool, ``arguments``)."""
 
     kind: str
     arg: str
     text: str = ""
+    arguments: dict[str, object] = {}
 
 
 class Directives(msgspec.Struct, frozen=True, kw_only=True):
@@ -130,6 +134,20 @@ def parse_prompt(text: str) -> Directives:
             if not path:
                 raise DirectiveError("@write needs a path")
             actions.append(Action("write", path, body))
+        elif name == "mcp":
+            server, _, rest = arg.partition(" ")
+            tool, _, raw_json = rest.strip().partition(" ")
+            if not server or not tool:
+                raise DirectiveError("@mcp needs SERVER TOOL [JSON object of arguments]")
+            arguments: object = {}
+            if raw_json.strip():
+                try:
+                    arguments = msgspec.json.decode(raw_json)
+                except msgspec.DecodeError as exc:
+                    raise DirectiveError(f"@mcp arguments must be a JSON object: {exc}") from None
+            if not isinstance(arguments, dict):
+                raise DirectiveError(f"@mcp arguments must be a JSON object, got {raw_json.strip()!r}")
+            actions.append(Action("mcp", server, tool, arguments=arguments))
         elif name == "env":
             if not arg:
                 raise DirectiveError("@env needs a variable name")
