@@ -109,7 +109,9 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
       known limit (``age``: seconds since the session was created, when the cursor says);
     - ``version_args``: arguments before ``--version`` that make the agent print its version
       (``doctor``, for a binary found on ``PATH`` or configured);
-    - ``client_fs`` / ``client_terminal``: whether to advertise them by default.
+    - ``client_fs`` / ``client_terminal``: whether to advertise them by default;
+    - ``title_is_command``: an ``execute`` permission carries no ``rawInput`` and its title is
+      the exact command (the request's subject then takes the title).
     """
 
     kind: str
@@ -138,6 +140,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     version_args: tuple[str, ...] = ()
     client_fs: bool = False
     client_terminal: bool = False
+    title_is_command: bool = False
     config_type: type[AcpConfig] = AcpConfig
 
     # spawn ---------------------------------------------------------------------------------------

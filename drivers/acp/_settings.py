@@ -40,6 +40,8 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """``_meta`` sent with every ``session/cancel`` (grok: ``cancelTrigger``)."""
     set_model: bool = False
     """The agent chooses models with ``session/set_model`` (when its session has ``models``)."""
+    title_is_command: bool = False
+    """An ``execute`` permission's title is its exact command (the flavor's ``title_is_command``)."""
 
 
 @dataclass(slots=True)
