@@ -17,9 +17,11 @@ __all__ = ["permission_subject"]
 def _diffs(content: list[JsonValue] | None) -> list[FileEdit]:
     out = []
     for block in content or ():
-        if isinstance(block, dict) and block.get("type") == "diff" and isinstance(block.get("path"), str):
-            old, new = block.get("oldText"), block.get("newText")
-            out.append(edit(block["path"], old if isinstance(old, str) else None, new if isinstance(new, str) else None))
+        if not isinstance(block, dict) or block.get("type") != "diff":
+            continue
+        path, old, new = block.get("path"), block.get("oldText"), block.get("newText")
+        if isinstance(path, str):
+            out.append(edit(path, old if isinstance(old, str) else None, new if isinstance(new, str) else None))
     return out
 
 

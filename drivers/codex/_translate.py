@@ -128,9 +128,10 @@ def file_edits(changes: tuple[JsonValue, ...]) -> list[FileEdit]:
     (codex-app-server.md, recordings ``codex-transcript-patch-*``)."""
     out = []
     for change in changes:
-        if not isinstance(change, dict) or not isinstance(change.get("path"), str):
+        path = change.get("path") if isinstance(change, dict) else None
+        if not isinstance(change, dict) or not isinstance(path, str):
             continue
-        path, kind, diff = change["path"], change.get("kind"), change.get("diff")
+        kind, diff = change.get("kind"), change.get("diff")
         kind_type = kind.get("type") if isinstance(kind, dict) else kind
         text = diff if isinstance(diff, str) else None
         if kind_type == "add":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from paddock.cli._common import write
 from paddock.cli._places import CONFIG_HELP, announce, find_config
@@ -32,9 +33,20 @@ def run(args: argparse.Namespace) -> int:
     def ready(endpoint) -> None:
         if endpoint.socket:
             write(f"paddock serve: listening on unix:{endpoint.socket} (pid {endpoint.pid})\n")
+            return
+        token_file = os.path.join(state, "server.token")
+        write(f"paddock serve: listening on {endpoint.url} (pid {endpoint.pid}); the bearer token is in {token_file}\n")
+        # The token goes to a terminal only, never to a pipe or a log file: the page moves it
+        # out of the address bar into the tab's session storage.
+        if sys.stdout.isatty():
+            try:
+                with open(token_file, encoding="utf-8") as f:
+                    token = f.read().strip()
+            except OSError:
+                return
+            write(f"paddock serve: dashboard {endpoint.url}/#token={token}\n")
         else:
-            write(f"paddock serve: listening on {endpoint.url} (pid {endpoint.pid}); "
-                  f"dashboard {endpoint.url}/ ; the bearer token is in {os.path.join(state, 'server.token')}\n")
+            write(f"paddock serve: dashboard {endpoint.url}/ (it asks for the token)\n")
 
     state = os.path.abspath(args.state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock")
     found = find_config(args)
