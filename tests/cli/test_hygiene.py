@@ -3,11 +3,12 @@ commands, and every command finds its config the same way and says which one it 
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
 
-from tests.cli.conftest import PADDOCK, ROOT, TWO_LOCAL_TOML, cli, env
+from tests.cli.conftest import PADDOCK, ROOT, TWO_LOCAL_TOML, Pty, cli, env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -146,3 +147,36 @@ def test_a_one_shot_run_through_a_server_stops_its_session_unless_keep(make_serv
         assert not rt.has_session("o1") and rt.has_session("o2")
     r = cli("run", "--state-dir", str(served.state), "--thread", "o1", "@reply-history")
     assert r.returncode == 0 and "history: 1" in r.stdout, r.stderr  # the stopped thread resumes on its instance
+
+
+def test_serve_prints_a_dashboard_url_with_its_token_to_a_terminal_only(short_root):
+    import signal
+    import urllib.request
+
+    state = short_root / "state"
+    served = Pty("serve", "--state-dir", str(state), "--listen", "127.0.0.1:0", cwd=short_root)
+    try:
+        line = served.expect(b"\n", timeout=30) + served.expect(b"#token=", timeout=30) + served.expect(b"\n")
+        url = line.split(b"dashboard ")[1].strip().decode()
+        token = (state / "server.token").read_text().strip()
+        assert url.endswith(f"/#token={token}")
+        with urllib.request.urlopen(url.split("#")[0], timeout=10) as page:  # works as printed
+            assert page.status == 200 and b"<title>paddock</title>" in page.read()
+        os.kill(served.pid, signal.SIGTERM)
+        assert served.wait() == 0
+    finally:
+        served.close()
+    # In a pipe (a log), the token stays in its file.
+    proc = subprocess.Popen([*PADDOCK, "serve", "--state-dir", str(short_root / "piped"), "--listen", "127.0.0.1:0"],
+                            cwd=short_root, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        from tests.helpers.streams import read_until
+
+        out = read_until(proc.stdout, b"asks for the token", 30)
+        token = (short_root / "piped" / "server.token").read_text().strip()
+        assert token.encode() not in out and b"#token=" not in out
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
+        proc.stdout.close()
+        proc.stderr.close()
