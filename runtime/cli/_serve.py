@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve on loopback TCP with a bearer token (written to STATE_DIR/server.token) instead of "
              "the unix socket STATE_DIR/paddock.sock",
     )
+    parser.add_argument("--no-metrics", action="store_true",
+                        help="do not serve Prometheus metrics at /metrics (they are on by default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     found = find_config(args)
     announce("serve", found.describe())
     try:
-        return serve(found.path, state_dir=state, listen=args.listen, on_ready=ready)
+        return serve(found.path, state_dir=state, listen=args.listen, on_ready=ready, metrics=not args.no_metrics)
     except PaddockError as exc:
         write(f"paddock serve: {exc}\n", err=True)
         return 1
