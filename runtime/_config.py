@@ -30,7 +30,9 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     ``"require"`` raises instead. ``event_log``: keep the durable event log (on by default; off only
     for benchmarks). ``event_log_max_bytes``: size-based retention of the log (``None`` keeps
     everything). There is no ``raw_events``: native payloads are never attached to events (the
-    key is refused with a :class:`ConfigError` saying so).
+    key is refused with a :class:`ConfigError` saying so). ``stall_warning``: seconds a running
+    turn may go without any event before a ``runtime.warning`` (``turn.stalled``) says so
+    (``false``: never).
     """
 
     idle_timeout: float = 1800.0
@@ -38,6 +40,7 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log: bool = True
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
+    stall_warning: float | Literal[False] = 120.0
 
 
 class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):

@@ -180,3 +180,16 @@ def test_serve_prints_a_dashboard_url_with_its_token_to_a_terminal_only(short_ro
         assert proc.wait(20) == 0
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_run_shows_a_stalled_turn(short_root):
+    config = short_root / "paddock.toml"
+    config.write_text('[runtime]\nstall_warning = 0.5\n\n[instances.local]\ndriver = "local"\n')
+    r = cli("run", "--config", str(config), "--state-dir", str(short_root / "state"), "--cwd", str(short_root),
+            "@chunks 2\\n@delay 1.2\\n@reply slow answer")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout + r.stderr
+    # shown where the silence is: between the two halves of the answer
+    first, warning, rest = r.stdout.partition("warning: turn.stalled: no sign of life from the agent for")
+    assert warning, out
+    assert "\nslow a\n" in first and "nswer" in rest and "completed" in rest
