@@ -7,7 +7,7 @@ import os
 import sys
 
 from paddock.cli._common import write
-from paddock.cli._places import CONFIG_HELP, announce, find_config
+from paddock.cli._places import CONFIG_HELP, announce_config, find_config
 
 HELP = "own a state directory and serve its Runtime over HTTP (unix socket, or loopback TCP with a token)"
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     state = os.path.abspath(args.state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock")
     found = find_config(args)
-    announce("serve", found.describe())
+    announce_config("serve", found)
     try:
         return serve(found.path, state_dir=state, listen=args.listen, on_ready=ready, metrics=not args.no_metrics)
     except PaddockError as exc:
