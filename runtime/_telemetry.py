@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from paddock.contract import Event
+from paddock.contract import Event, RequestOpened, RequestResolved, TurnCompleted, TurnStarted
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription
@@ -123,19 +123,18 @@ class TurnSpans:
         tracer = _get_tracer()
         if tracer is None or _trace is None:
             return
-        if ev.type == "turn.started":
+        if isinstance(ev, TurnStarted):
             attributes = {
                 "gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": ev.driver,
                 "gen_ai.agent.name": ev.instance_id, "gen_ai.conversation.id": ev.thread_id,
                 "paddock.turn_id": ev.turn_id or "",
             }
-            model = getattr(ev, "model", None)
-            if isinstance(model, str):
-                attributes["gen_ai.request.model"] = model
+            if ev.model:
+                attributes["gen_ai.request.model"] = ev.model
             span = tracer.start_span(f"invoke_agent {ev.instance_id}", kind=_trace.SpanKind.CLIENT,
                                      start_time=_ns(ev.created_at), attributes=attributes)
             self._turns[ev.turn_id or ""] = span
-        elif ev.type == "turn.completed":
+        elif isinstance(ev, TurnCompleted):
             span = self._turns.pop(ev.turn_id or "", None)
             if span is None:
                 return
@@ -149,14 +148,14 @@ class TurnSpans:
             if ev.state == "failed":
                 span.set_status(_trace.Status(_trace.StatusCode.ERROR, ev.error or "the turn failed"))
             span.end(end_time=_ns(ev.created_at))
-        elif ev.type == "request.opened":
+        elif isinstance(ev, RequestOpened):
             parent = self._turns.get(ev.turn_id or "")
             context = _trace.set_span_in_context(parent) if parent is not None else None
             span = tracer.start_span(f"paddock.request {ev.kind}", context=context, start_time=_ns(ev.created_at),
                                      attributes={"paddock.request.kind": ev.kind, "gen_ai.conversation.id": ev.thread_id,
                                                  "gen_ai.agent.name": ev.instance_id})
             self._requests[ev.request_id or ""] = span
-        elif ev.type == "request.resolved":
+        elif isinstance(ev, RequestResolved):
             span = self._requests.pop(ev.request_id or "", None)
             if span is None:
                 return

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from paddock.actors.events import END, NEEDS_IO
-from paddock.contract import PaddockError, RuntimeWarningEvent
+from paddock.contract import PaddockError, RuntimeWarningEvent, SessionExited, TurnCompleted, TurnStarted
 
 if TYPE_CHECKING:
     from paddock.actors import HubHandle, Subscription
@@ -79,12 +79,12 @@ class StallWatchdog:
                 turns = self._turns
                 count = 0
                 while True:
-                    kind = event.type
-                    if kind == "turn.started" and event.turn_id:
-                        turns[event.thread_id] = _Turn(event.driver, event.instance_id, event.turn_id, now)
-                    elif kind == "turn.completed" or kind == "session.exited":
+                    if isinstance(event, TurnStarted):
+                        if event.turn_id:
+                            turns[event.thread_id] = _Turn(event.driver, event.instance_id, event.turn_id, now)
+                    elif isinstance(event, (TurnCompleted, SessionExited)):
                         turns.pop(event.thread_id, None)
-                    elif not (kind == "runtime.warning" and event.code == STALLED):
+                    elif not (isinstance(event, RuntimeWarningEvent) and event.code == STALLED):
                         turn = turns.get(event.thread_id)
                         if turn is not None:
                             turn.heard = now

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -34,7 +33,18 @@ from prometheus_client.registry import Collector
 
 from paddock.actors import Subscription
 from paddock.actors.events import END, NEEDS_IO
-from paddock.contract import Event
+from paddock.contract import (
+    Event,
+    ItemStarted,
+    McpStatusUpdated,
+    RequestOpened,
+    RequestResolved,
+    RuntimeWarningEvent,
+    SessionExited,
+    SessionStarted,
+    TurnCompleted,
+    TurnStarted,
+)
 
 __all__ = ["CONTENT_TYPE", "MetricsCollector", "TYPES"]
 
@@ -144,50 +154,49 @@ class MetricsCollector:
         """Count one batch (the reader thread)."""
         for ev in batch:
             labels = (ev.instance_id, ev.driver)
-            kind = ev.type
-            if kind == "turn.started":
+            if isinstance(ev, TurnStarted):
                 self.turns_started.labels(*labels).inc()
                 if ev.turn_id:
                     self._turns[ev.turn_id] = (ev.created_at, False)
-            elif kind == "item.started":
+            elif isinstance(ev, ItemStarted):
                 turn = self._turns.get(ev.turn_id or "")
-                if turn is not None and not turn[1] and getattr(ev, "kind", None) == "assistant_message":
-                    self._turns[ev.turn_id] = (turn[0], True)  # type: ignore[index]
+                if turn is not None and not turn[1] and ev.kind == "assistant_message" and ev.turn_id:
+                    self._turns[ev.turn_id] = (turn[0], True)
                     self.first_text.labels(*labels).observe(max(0.0, ev.created_at - turn[0]))
-            elif kind == "turn.completed":
-                self.turns_completed.labels(*labels, ev.state).inc()  # type: ignore[union-attr]
-                turn = self._turns.pop(ev.turn_id or "", None)
-                if turn is not None:
-                    self.turn_duration.labels(*labels).observe(max(0.0, ev.created_at - turn[0]))
-            elif kind == "request.opened":
-                self.requests_opened.labels(*labels, ev.kind).inc()  # type: ignore[union-attr]
+            elif isinstance(ev, TurnCompleted):
+                self.turns_completed.labels(*labels, ev.state).inc()
+                began = self._turns.pop(ev.turn_id or "", None)
+                if began is not None:
+                    self.turn_duration.labels(*labels).observe(max(0.0, ev.created_at - began[0]))
+            elif isinstance(ev, RequestOpened):
+                self.requests_opened.labels(*labels, ev.kind).inc()
                 if ev.request_id and ev.request_id not in self._requests:
                     self._requests[ev.request_id] = ev.created_at
                     self.requests_pending.labels(*labels).inc()
-            elif kind == "request.resolved":
-                self.requests_resolved.labels(*labels, ev.resolution, ev.decision or "").inc()  # type: ignore[union-attr]
+            elif isinstance(ev, RequestResolved):
+                self.requests_resolved.labels(*labels, ev.resolution, ev.decision or "").inc()
                 opened = self._requests.pop(ev.request_id or "", None)
                 if opened is not None:
                     self.requests_pending.labels(*labels).dec()
-                    if ev.resolution == "answered":  # type: ignore[union-attr]
+                    if ev.resolution == "answered":
                         self.answer_time.labels(*labels).observe(max(0.0, ev.created_at - opened))
-            elif kind == "session.started":
+            elif isinstance(ev, SessionStarted):
                 if ev.thread_id not in self._live:
                     self._live.add(ev.thread_id)
                     self.sessions_live.labels(*labels).inc()
-            elif kind == "session.exited":
-                self.session_exits.labels(*labels, ev.reason).inc()  # type: ignore[union-attr]
+            elif isinstance(ev, SessionExited):
+                self.session_exits.labels(*labels, ev.reason).inc()
                 if ev.thread_id in self._live:
                     self._live.discard(ev.thread_id)
                     self.sessions_live.labels(*labels).dec()
-            elif kind == "runtime.warning":
-                self.warnings.labels(*labels, ev.code).inc()  # type: ignore[union-attr]
-            elif kind == "mcp.status.updated":
+            elif isinstance(ev, RuntimeWarningEvent):
+                self.warnings.labels(*labels, ev.code).inc()
+            elif isinstance(ev, McpStatusUpdated):
                 self._mcp(labels, ev)
             if ev.seq:
                 self._read_seq = ev.seq
 
-    def _mcp(self, labels: tuple[str, str], ev: Any) -> None:
+    def _mcp(self, labels: tuple[str, str], ev: McpStatusUpdated) -> None:
         key = (*labels, ev.server)
         before = self._mcp_status.get(key)
         if before is not None:
