@@ -8,7 +8,8 @@ reader behind the hub.
 
 | metric | from |
 |---|---|
-| ``paddock_turns_started_total``, ``paddock_turns_completed_total{state}`` | ``turn.started``, ``turn.completed`` |
+| ``paddock_turns_started_total``, ``paddock_turns_completed_total{state}``, ``paddock_turns_running`` | ``turn.started``, ``turn.completed`` |
+| ``paddock_turn_running_seconds`` | how long the oldest running turn has run, when scraped |
 | ``paddock_turn_duration_seconds`` | ``turn.started`` to ``turn.completed`` |
 | ``paddock_turn_first_text_seconds`` | ``turn.started`` to the turn's first assistant message item |
 | ``paddock_requests_opened_total{kind}``, ``paddock_requests_resolved_total{resolution,decision}``, ``paddock_requests_pending`` | ``request.*`` |
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -61,14 +63,26 @@ _ANSWER_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400)
 
 
 class _ScrapeTime(Collector):
-    """Values read when scraped: events published, the log's size, the reader's lag."""
+    """Values read when scraped: events published, the log's size, the reader's lag, how long
+    the running turns have been running."""
 
-    def __init__(self, last_seq: Callable[[], int], log_path: str | None, read_seq: Callable[[], int]) -> None:
+    def __init__(self, last_seq: Callable[[], int], log_path: str | None, read_seq: Callable[[], int],
+                 running: Callable[[], list[tuple[str, str, float]]]) -> None:
         self._last_seq = last_seq
         self._log_path = log_path
         self._read_seq = read_seq
+        self._running = running
 
     def collect(self) -> Iterable[Metric]:
+        oldest = GaugeMetricFamily("paddock_turn_running_seconds", "How long the oldest running turn has run",
+                                   labels=list(_BY))
+        now = time.time()
+        ages: dict[tuple[str, str], float] = {}
+        for instance, driver, started in self._running():
+            ages[(instance, driver)] = max(ages.get((instance, driver), 0.0), now - started)
+        for key, age in ages.items():
+            oldest.add_metric(list(key), max(0.0, age))
+        yield oldest
         last = self._last_seq()
         yield CounterMetricFamily("paddock_events", "Events published by the hub (rate() is events per second)",
                                   value=last)
@@ -110,9 +124,11 @@ class MetricsCollector:
         self.warnings = Counter("paddock_warnings", "runtime.warning events, by code", (*_BY, "code"), registry=r)
         self.mcp = Gauge("paddock_mcp_servers", "MCP servers by their last reported status (1 = current)",
                          (*_BY, "server", "status"), registry=r)
+        self.turns_running = Gauge("paddock_turns_running", "Turns running now", _BY, registry=r)
         self._read_seq = 0
-        r.register(_ScrapeTime(last_seq, log_path, lambda: self._read_seq))
         self._turns: dict[str, tuple[float, bool]] = {}  # turn id -> (started at, first text seen)
+        self._turn_labels: dict[str, tuple[str, str]] = {}  # turn id -> (instance, driver)
+        r.register(_ScrapeTime(last_seq, log_path, lambda: self._read_seq, self._running))
         self._requests: dict[str, float] = {}  # request id -> opened at
         self._live: set[str] = set()  # thread ids
         self._mcp_status: dict[tuple[str, str, str], str] = {}
@@ -156,8 +172,10 @@ class MetricsCollector:
             labels = (ev.instance_id, ev.driver)
             if isinstance(ev, TurnStarted):
                 self.turns_started.labels(*labels).inc()
-                if ev.turn_id:
+                if ev.turn_id and ev.turn_id not in self._turns:
                     self._turns[ev.turn_id] = (ev.created_at, False)
+                    self._turn_labels[ev.turn_id] = labels
+                    self.turns_running.labels(*labels).inc()
             elif isinstance(ev, ItemStarted):
                 turn = self._turns.get(ev.turn_id or "")
                 if turn is not None and not turn[1] and ev.kind == "assistant_message" and ev.turn_id:
@@ -167,6 +185,8 @@ class MetricsCollector:
                 self.turns_completed.labels(*labels, ev.state).inc()
                 began = self._turns.pop(ev.turn_id or "", None)
                 if began is not None:
+                    self._turn_labels.pop(ev.turn_id or "", None)
+                    self.turns_running.labels(*labels).dec()
                     self.turn_duration.labels(*labels).observe(max(0.0, ev.created_at - began[0]))
             elif isinstance(ev, RequestOpened):
                 self.requests_opened.labels(*labels, ev.kind).inc()
@@ -195,6 +215,11 @@ class MetricsCollector:
                 self._mcp(labels, ev)
             if ev.seq:
                 self._read_seq = ev.seq
+
+    def _running(self) -> list[tuple[str, str, float]]:
+        """(instance, driver, started at) of each running turn (the scraping thread: a copy)."""
+        turns, labels = dict(self._turns), dict(self._turn_labels)
+        return [(*labels[t], began) for t, (began, _) in turns.items() if t in labels]
 
     def _mcp(self, labels: tuple[str, str], ev: McpStatusUpdated) -> None:
         key = (*labels, ev.server)

@@ -46,10 +46,13 @@ def test_metrics_show_a_turn_while_it_runs_and_its_duration_after(make_server):
         rt.start_session("m1", instance="local-a", cwd=served.workspace, runtime_mode="approval-required")
         rt.send_turn("m1", "@chunks 40\n@delay 0.05\n@reply " + "slow words " * 20)
         during = _scrape_until(client, lambda s: _value(s, "paddock_turns_started_total") == 1)
-        assert _value(during, "paddock_sessions_live") == 1
+        assert _value(during, "paddock_sessions_live") == 1 and _value(during, "paddock_turns_running") == 1
+        assert 0 <= _value(during, "paddock_turn_running_seconds") < 60  # the turn, with its duration so far
+        growing = _scrape_until(client, lambda s: (_value(s, "paddock_turn_running_seconds") or 0) >= 0.5)
+        assert _value(growing, "paddock_turns_running") == 1
         assert not _value(during, "paddock_turns_completed_total", state="completed")
         after = _scrape_until(client, lambda s: _value(s, "paddock_turns_completed_total", state="completed") == 1)
-        assert _value(after, "paddock_turn_duration_seconds_count") == 1
+        assert _value(after, "paddock_turn_duration_seconds_count") == 1 and _value(after, "paddock_turns_running") == 0
         assert _value(after, "paddock_turn_duration_seconds_sum") >= 1.5  # 39 pauses of 0.05 s
         assert _value(after, "paddock_turn_first_text_seconds_count") == 1
         assert after[("paddock_events_total", ())] > 0
