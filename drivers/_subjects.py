@@ -43,7 +43,6 @@ Change = Literal["add", "update", "delete", "move"]
 # the new content as added lines, marked truncated when it is long).
 _READ_LIMIT = 1 << 20
 
-_COMMAND_KEYS = ("command", "cmd", "commands")
 _PATH_KEYS = ("file_path", "path", "filepath", "fileName", "notebook_path", "filePath")
 
 
@@ -136,6 +135,21 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _command_of(arguments: Mapping[str, JsonValue]) -> str | None:
+    """The command line in a tool's arguments: ``command`` or ``cmd`` (a string, or an argv
+    list), else ``commands`` (the pieces of one line, joined with ``&&``)."""
+    for key in ("command", "cmd"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, list) and value:
+            return command_text([str(part) for part in value])
+    pieces = arguments.get("commands")
+    if isinstance(pieces, list) and pieces and all(isinstance(p, str) for p in pieces):
+        return " && ".join(str(p) for p in pieces)
+    return None
+
+
 def input_subject(kind: str, tool: str, arguments: Mapping[str, JsonValue], cwd: str | None) -> RequestSubject:
     """The subject of a tool call from its name and its arguments, by the argument names the
     agents use: a command (``command``/``cmd``/``commands``, with ``cwd``/``workdir``/``directory``),
@@ -143,16 +157,10 @@ def input_subject(kind: str, tool: str, arguments: Mapping[str, JsonValue], cwd:
     ``new_string``, Claude's MultiEdit ``edits``, whole ``content``, or Codex's ``changes``), else
     the tool and its arguments. ``kind`` is the canonical request kind the agent gave."""
     if kind == "command":
-        for key in _COMMAND_KEYS:
-            value = arguments.get(key)
-            if isinstance(value, str) and value or isinstance(value, list) and value:
-                if key == "commands" and isinstance(value, list) and all(isinstance(v, str) for v in value):
-                    command = value[0] if len(value) == 1 else " && ".join(map(str, value))
-                else:
-                    command = command_text(value)  # type: ignore[arg-type]
-                where = next((arguments[k] for k in ("cwd", "workdir", "directory") if isinstance(arguments.get(k), str)),
-                             cwd)
-                return command_subject(command, where)  # type: ignore[arg-type]
+        command = _command_of(arguments)
+        if command is not None:
+            where = next((v for v in (arguments.get(k) for k in ("cwd", "workdir", "directory")) if isinstance(v, str)), cwd)
+            return command_subject(command, where)
     if kind == "file_change":
         changes = arguments.get("changes")
         if isinstance(changes, dict) and changes:
