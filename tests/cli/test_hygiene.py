@@ -193,3 +193,13 @@ def test_run_shows_a_stalled_turn(short_root):
     first, warning, rest = r.stdout.partition("warning: turn.stalled: no sign of life from the agent for")
     assert warning, out
     assert "\nslow a\n" in first and "nswer" in rest and "completed" in rest
+
+
+def test_chat_shows_a_stalled_turn_and_goes_on(short_root):
+    config = short_root / "paddock.toml"
+    config.write_text('[runtime]\nstall_warning = 0.5\n\n[instances.local]\ndriver = "local"\n')
+    r = cli("chat", "--config", str(config), "--state-dir", str(short_root / "state"), "--cwd", str(short_root),
+            input="@chunks 2\\n@delay 1.2\\n@reply slow answer\n@reply after\n")
+    assert r.returncode == 0, r.stderr
+    assert "warning: turn.stalled: no sign of life from the agent for" in r.stdout, r.stdout
+    assert "after" in r.stdout.split("turn.stalled", 1)[1]  # the next message still ran
