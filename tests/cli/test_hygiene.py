@@ -203,3 +203,14 @@ def test_chat_shows_a_stalled_turn_and_goes_on(short_root):
     assert r.returncode == 0, r.stderr
     assert "warning: turn.stalled: no sign of life from the agent for" in r.stdout, r.stdout
     assert "after" in r.stdout.split("turn.stalled", 1)[1]  # the next message still ran
+
+
+def test_a_turn_line_shows_its_own_usage_apart_from_the_thread_totals():
+    from paddock.cli._common import format_event
+    from paddock.contract import ThreadTokenUsageUpdated, TokenUsage, TurnCompleted
+
+    ident = {"driver": "claude", "instance_id": "c", "thread_id": "t", "turn_id": "u2"}
+    turn = format_event(TurnCompleted(**ident, state="completed", usage=TokenUsage(input_tokens=1200, output_tokens=80)))
+    assert turn == "[t] turn u2 completed (this turn: in 1200, out 80)"
+    totals = format_event(ThreadTokenUsageUpdated(**ident, usage=TokenUsage(input_tokens=212874, context_window=200000)))
+    assert "usage so far in the thread: in 212874" in totals and "context window 200000" in totals
