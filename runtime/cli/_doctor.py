@@ -9,8 +9,7 @@ import json
 from paddock.cli._common import add_runtime_options, write
 from paddock.cli._connect import connect
 
-HELP = ("check every configured instance: binary, version, login, credentials (never their values), whether its "
-        "model endpoint answers (TCP and HTTP), why it is unavailable; exit 1 on any problem")
+HELP = "check each instance: binary, version, login, credentials (names only), model endpoint reachable; exit 1 on a problem"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

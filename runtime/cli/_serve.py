@@ -9,7 +9,8 @@ import sys
 from paddock.cli._common import write
 from paddock.cli._places import CONFIG_HELP, announce_config, find_config
 
-HELP = "own a state directory and serve its Runtime over HTTP (unix socket, or loopback TCP with a token)"
+HELP = ("own a state directory and serve its Runtime over HTTP (unix socket, or loopback TCP with a token), "
+        "with the dashboard at / and Prometheus metrics at /metrics")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
