@@ -16,6 +16,7 @@ from typing import Any, Literal
 import msgspec
 
 from paddock.contract import ConfigError
+from paddock.drivers.ray import RayPlacement
 
 __all__ = ["InstanceEntry", "RuntimeConfig", "RuntimeSettings", "load_config"]
 
@@ -38,6 +39,9 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log: bool = True
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
+    ray: dict[str, Any] = {}
+    """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
+    keys); an instance's own keys win."""
 
 
 class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,6 +50,9 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     instance_id: str
     driver: str
     table: dict[str, Any]
+    """The table without ``placement``."""
+    placement: RayPlacement | None = None
+    """``None``: ``placement = "local"`` (the default), in this process."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,8 +129,25 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         driver = table.get("driver")
         if not isinstance(driver, str) or not driver:
             raise ConfigError(path, f"{where} key 'driver': required, a driver name such as 'local'")
-        entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=dict(table)))
+        table = dict(table)
+        placement = _placement(path, where, table.pop("placement", "local"), settings.ray)
+        entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, placement=placement))
     return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
+
+
+def _placement(path: str | None, where: str, value: Any, default: Mapping[str, Any]) -> RayPlacement | None:
+    """``placement``: ``"local"`` -> ``None``; ``"ray"`` or ``{ ray = {...} }`` -> the
+    :class:`RayPlacement` of ``[runtime] ray`` with the instance's keys on top."""
+    if value == "local":
+        return None
+    if value == "ray":
+        value = {"ray": {}}
+    if not isinstance(value, Mapping) or set(value) != {"ray"} or not isinstance(value["ray"], Mapping):
+        raise ConfigError(path, f"{where} key 'placement': \"local\" (the default), \"ray\" or {{ ray = {{...}} }}")
+    try:
+        return msgspec.convert({**default, **value["ray"]}, RayPlacement)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(path, _issue(exc, f"{where} placement.ray")) from None
 
 
 def issue_from(exc: msgspec.ValidationError, instance_id: str) -> str:
