@@ -1,0 +1,219 @@
+"""Instances placed on a real two-node Ray cluster (tests/ray/conftest.py): the same scenarios as
+local instances (turns, approvals, interrupt, resume), isolation between nodes, and faults
+(the node actor's worker SIGKILLed mid-turn, the second node removed, the host SIGKILLed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from paddock import Runtime
+from tests.runtime.conftest import run_turn, text_of
+
+pytestmark = pytest.mark.slow
+
+
+def _open(two_nodes, tmp_path, instances, **runtime):
+    return Runtime.open({"runtime": runtime, "instances": instances}, state_dir=tmp_path / "state")
+
+
+def _node_of(rt, instance_id):
+    info = next(i for i in rt.instances() if i.id == instance_id)
+    return info
+
+
+def _pid_of(info):
+    return int(info.node.rsplit("pid ", 1)[1].rstrip(")"))
+
+
+@pytest.mark.parametrize("node", ["head", "second"])
+def test_turns_approvals_interrupt_and_resume_on_each_node(two_nodes, tmp_path, node):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    instances = {"placed": {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={node: 0.01})}}
+    with _open(two_nodes, tmp_path, instances) as rt:
+        rt.start_session("t1", instance="placed", cwd=ws, runtime_mode="approval-required")
+        info = _node_of(rt, "placed")
+        expected = (two_nodes.head if node == "head" else two_nodes.second).node_id
+        assert info.placement == "ray" and info.ray == "alive" and info.node.startswith(expected[:12]), info
+        assert str(tmp_path / "nodes") in info.home  # the home was built on the node
+
+        # a turn: the host's subscriber sees the node's events, stamped by the host's hub
+        _, events = run_turn(rt, "t1", "@reply hello from a node")
+        assert text_of(events) == "hello from a node"
+        assert {e.instance_id for e in events} == {"placed"} and all(e.seq > 0 for e in events)
+        assert [e.seq for e in events] == sorted(e.seq for e in events)
+
+        # an approval travels host -> node and back
+        answered = []
+
+        def accept(event):
+            answered.append(event.request_id)
+            rt.respond_to_request("t1", event.request_id, "accept")
+
+        _, events = run_turn(rt, "t1", "@run echo approved-on-node", on_request=accept)
+        assert answered and events[-1].state == "completed"
+        assert "approved-on-node" in "".join(getattr(e, "delta", "") or "" for e in events)
+
+        # interrupt is not queued behind anything: the turn ends interrupted
+        with rt.subscribe(thread_id="t1", types=["turn.completed"]) as sub:
+            turn = rt.send_turn("t1", "@chunks 200\n@delay 0.05")
+            rt.interrupt_turn("t1", turn.turn_id)
+            done = sub.get(timeout=15)
+        assert done.turn_id == turn.turn_id and done.state == "interrupted"
+
+        # stop, then resume from the cursor on the same node
+        rt.stop_session("t1")
+        assert not rt.has_session("t1")
+        session = rt.start_session("t1", instance="placed", cwd=ws, runtime_mode="approval-required")
+        assert session.resumed
+        _, events = run_turn(rt, "t1", "@reply-history")
+        assert "3" in text_of(events) or "4" in text_of(events), text_of(events)
+        assert rt.has_session("t1") and [s.thread_id for s in rt.list_sessions()] == ["t1"]
+
+
+def test_two_instances_of_one_driver_on_two_nodes_are_isolated(two_nodes, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    instances = {
+        "on-head": {"driver": "local", "env": {"ACCOUNT": "head-account"},
+                    "placement": two_nodes.placement(tmp_path, resources={"head": 0.01})},
+        "on-second": {"driver": "local", "env": {"ACCOUNT": "second-account"},
+                      "placement": two_nodes.placement(tmp_path, resources={"second": 0.01})},
+    }
+    with _open(two_nodes, tmp_path, instances) as rt:
+        seen = {}
+        for inst in instances:
+            rt.start_session(inst, instance=inst, cwd=ws)
+            seen[inst] = {name: text_of(run_turn(rt, inst, f"@env {name}")[1]) for name in ("ACCOUNT", "HOME")}
+        infos = {i.id: i for i in rt.instances()}
+    assert seen["on-head"]["ACCOUNT"] == "head-account" and seen["on-second"]["ACCOUNT"] == "second-account"
+    assert seen["on-head"]["HOME"] != seen["on-second"]["HOME"]
+    for inst in instances:
+        assert seen[inst]["HOME"] == infos[inst].home and infos[inst].home.endswith(f"/instances/{inst}")
+    assert infos["on-head"].node[:12] == two_nodes.head.node_id[:12]
+    assert infos["on-second"].node[:12] == two_nodes.second.node_id[:12]
+
+
+def test_kill_9_of_the_node_worker_mid_turn_restarts_the_instance(two_nodes, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    instances = {"placed": {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={"second": 0.01})}}
+    with _open(two_nodes, tmp_path, instances) as rt:
+        rt.start_session("t1", instance="placed", cwd=ws)
+        run_turn(rt, "t1", "@reply before")
+        worker = psutil.Process(_pid_of(_node_of(rt, "placed")))
+        agents = [(p.pid, p.create_time()) for p in worker.children(recursive=True)]
+        assert agents, "the agent runs under the node actor's worker"
+        with rt.subscribe(thread_id="t1") as sub:
+            turn = rt.send_turn("t1", "@chunks 400\n@delay 0.05")
+            assert sub.get(timeout=10) is not None  # the turn is streaming
+            os.kill(worker.pid, signal.SIGKILL)
+            seen = []
+            while not any(e.type == "session.exited" for e in seen):
+                event = sub.get(timeout=20)
+                assert event is not None, [e.type for e in seen]
+                seen.append(event)
+        ended = [e for e in seen if e.type == "turn.completed"]
+        assert [(e.turn_id, e.state) for e in ended] == [(turn.turn_id, "failed")]
+        exited = next(e for e in seen if e.type == "session.exited")
+        assert exited.recoverable and "node actor" in exited.reason
+        # the shim on the node took the agent down with its worker
+        deadline = time.monotonic() + 5
+        while _alive(agents) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(agents)
+        # the instance restarts (a fresh node actor) and the next turn completes
+        _, events = run_turn(rt, "t1", "@reply after", timeout=60)
+        assert text_of(events) == "after" and events[-1].state == "completed"
+        info = _node_of(rt, "placed")
+        assert info.ray == "alive" and _pid_of(info) != worker.pid
+
+
+def _alive(identities):
+    out = []
+    for pid, created in identities:
+        try:
+            proc = psutil.Process(pid)
+            if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+HOST = textwrap.dedent("""
+    import json, os, sys, time
+    import psutil
+    from paddock import Runtime
+    config = json.loads(sys.argv[1])
+    rt = Runtime.open(config, state_dir=sys.argv[2])
+    for inst in config["instances"]:
+        rt.start_session(inst, instance=inst, cwd=sys.argv[3])
+        rt.send_turn(inst, "@run sleep 300")  # full-access: a grandchild of the agent
+    time.sleep(2)
+    out = []
+    for info in rt.instances():
+        worker = psutil.Process(int(info.node.rsplit("pid ", 1)[1].rstrip(")")))
+        for proc in [worker, *worker.children(recursive=True)]:
+            out.append([proc.pid, proc.create_time(), " ".join(proc.cmdline())[:80]])
+    print(json.dumps(out), flush=True)
+    time.sleep(600)
+""")
+
+
+def test_host_sigkill_leaves_no_process_on_any_node(two_nodes, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config = {"instances": {
+        "h": {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={"head": 0.01})},
+        "s": {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={"second": 0.01})},
+    }}
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    host = subprocess.Popen([sys.executable, "-c", HOST, json.dumps(config), str(tmp_path / "state"), str(ws)],
+                            stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        line = host.stdout.readline()
+        assert line, "the host printed no process list"
+        processes = [(pid, created) for pid, created, _cmd in json.loads(line)]
+        cmds = [cmd for _p, _c, cmd in json.loads(line)]
+        assert any("sleep 300" in c for c in cmds) and len(processes) >= 6, cmds
+        os.kill(host.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        host.wait(5)
+        while _alive(processes) and time.monotonic() - killed_at < 5.0:
+            time.sleep(0.05)
+        survivors = _alive(processes)
+        assert not survivors, f"{len(survivors)} processes outlived the host by 5 s: {survivors}"
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait(5)
+        host.stdout.close()
+
+
+def test_second_node_removed_the_instance_is_placed_again_on_the_head(two_nodes, tmp_path):
+    """Last in the module: it removes the second node (and adds a fresh one back)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    placement = two_nodes.placement(tmp_path, label_selector={"paddock-node": "second"},
+                                    fallback_label_selectors=[{"paddock-node": "head"}])
+    with _open(two_nodes, tmp_path, {"placed": {"driver": "local", "placement": placement}}) as rt:
+        rt.start_session("t1", instance="placed", cwd=ws)
+        run_turn(rt, "t1", "@reply on the second node")
+        assert _node_of(rt, "placed").node[:12] == two_nodes.second.node_id[:12]
+        with rt.subscribe(thread_id="t1", types=["session.exited"]) as sub:
+            two_nodes.cluster.remove_node(two_nodes.second)
+            exited = sub.get(timeout=30)
+        assert exited is not None and exited.recoverable
+        _, events = run_turn(rt, "t1", "@reply on the head", timeout=60)
+        assert text_of(events) == "on the head"
+        assert _node_of(rt, "placed").node[:12] == two_nodes.head.node_id[:12]
