@@ -200,7 +200,12 @@ class RayAdapter:
 
         connect(self._placement)
         p = self._placement
-        options: dict[str, Any] = {"max_concurrency": 32, "num_cpus": 0, "max_restarts": 0}
+        # Trap: when a Ray worker exits, its core worker SIGKILLs its direct children. Those are
+        # our shims, which then cannot kill what they adopted (a terminal's `sh -c` and its
+        # children escape). With that off, each shim sees its host (the worker) die through its
+        # watchdog pipe and SIGKILLs its whole tree.
+        options: dict[str, Any] = {"max_concurrency": 32, "num_cpus": 0, "max_restarts": 0, "runtime_env": {
+            "env_vars": {"RAY_kill_child_processes_on_worker_exit": "false"}}}
         if p.resources:
             options["resources"] = dict(p.resources)
         if p.label_selector:

@@ -35,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
             if r.get(key):
                 # api_key is already masked by the driver's report; never print a raw value.
                 write(f"    {key + ':':10}{'***' if key == 'api_key' else r[key]}\n")
+        if r.get("placement", "local") != "local":
+            write(f"    placed:  {r['placement']}, node {r.get('node') or '-'}, status {r.get('ray') or '-'}\n")
         if r["reason"]:
             write(f"    reason:  {r['reason']}\n")
     return 0 if all(r["status"] == "available" for r in reports) else 1

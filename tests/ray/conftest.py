@@ -88,14 +88,18 @@ def two_nodes():
         "node_ip_address": "127.0.0.1", "include_dashboard": False,
     })
     head = cluster.head_node
+    import ray
+
+    # Join now, while the head's raylet is the only one on 127.0.0.1: a driver attached to the
+    # second node's raylet would be killed with it when a test removes that node.
+    ray.init(address=cluster.address, _node_ip_address="127.0.0.1", namespace="paddock",
+             log_to_driver=False, configure_logging=False)
     second = cluster.add_node(num_cpus=1, resources={"second": 1}, labels={"paddock-node": "second"},
                               node_ip_address="127.0.0.1")
     cluster.wait_for_nodes()
     try:
         yield TwoNodes(cluster, head, second)
     finally:
-        import ray
-
         ray.shutdown()
         cluster.shutdown()
         deadline = time.monotonic() + 10.0

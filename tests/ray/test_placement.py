@@ -185,6 +185,7 @@ def test_host_sigkill_leaves_no_process_on_any_node(two_nodes, tmp_path):
         assert line, "the host printed no process list"
         processes = [(pid, created) for pid, created, _cmd in json.loads(line)]
         cmds = [cmd for _p, _c, cmd in json.loads(line)]
+        named = {pid: cmd for pid, _c, cmd in json.loads(line)}
         assert any("sleep 300" in c for c in cmds) and len(processes) >= 6, cmds
         os.kill(host.pid, signal.SIGKILL)
         killed_at = time.monotonic()
@@ -192,7 +193,7 @@ def test_host_sigkill_leaves_no_process_on_any_node(two_nodes, tmp_path):
         while _alive(processes) and time.monotonic() - killed_at < 5.0:
             time.sleep(0.05)
         survivors = _alive(processes)
-        assert not survivors, f"{len(survivors)} processes outlived the host by 5 s: {survivors}"
+        assert not survivors, f"{len(survivors)} processes outlived the host by 5 s: {[named[p] for p in survivors]}"
     finally:
         if host.poll() is None:
             host.kill()
