@@ -133,6 +133,8 @@ class InstanceTable:
         probe = inst.spec.probe if inst.spec is not None else None
         if probe is None:
             return None
+        if inst.placement != "local":
+            return probe(self._context(inst))  # on the host it only checks Ray is installed: no cache
         key = (str(getattr(inst.config, "binary", None) or inst.driver), str(inst.home))
         with _probe_lock:
             hit = _probe_cache.get(key)

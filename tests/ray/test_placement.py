@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from paddock import Runtime
+from paddock.contract import InstanceNotFoundError
 from tests.runtime.conftest import run_turn, text_of
 
 pytestmark = pytest.mark.slow
@@ -154,6 +155,7 @@ HOST = textwrap.dedent("""
     import json, os, sys, time
     import psutil
     from paddock import Runtime
+from paddock.contract import InstanceNotFoundError
     config = json.loads(sys.argv[1])
     rt = Runtime.open(config, state_dir=sys.argv[2])
     for inst in config["instances"]:
@@ -199,6 +201,49 @@ def test_host_sigkill_leaves_no_process_on_any_node(two_nodes, tmp_path):
             host.kill()
             host.wait(5)
         host.stdout.close()
+
+
+def test_close_reaches_every_node_within_its_deadline(two_nodes, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    instances = {node: {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={node: 0.01})}
+                 for node in ("head", "second")}
+    rt = _open(two_nodes, tmp_path, instances)
+    try:
+        agents = []
+        for node in instances:
+            rt.start_session(node, instance=node, cwd=ws)
+            rt.send_turn(node, "@run sleep 300")
+        sub = rt.subscribe(types=["session.exited"])
+        for node in instances:
+            worker = psutil.Process(_pid_of(_node_of(rt, node)))
+            deadline = time.monotonic() + 10
+            while not any("sleep 300" in " ".join(p.cmdline()) for p in worker.children(recursive=True)):
+                assert time.monotonic() < deadline, "the @run command never started"
+                time.sleep(0.05)
+            agents += [(p.pid, p.create_time()) for p in worker.children(recursive=True)]
+    except BaseException:
+        rt.close()
+        raise
+    started = time.monotonic()
+    rt.close(timeout=5.0)
+    took = time.monotonic() - started
+    assert took < 6.0, f"close took {took:.1f} s"
+    assert not _alive(agents)
+    exits = []
+    while (event := sub.get(timeout=1)) is not None:
+        exits.append(event.instance_id)
+    assert sorted(exits) == ["head", "second"]  # each node's last events reached the host's hub
+
+
+def test_a_binary_missing_on_the_node_makes_the_instance_unavailable_with_the_node_s_reason(two_nodes, tmp_path):
+    instances = {"placed": {"driver": "codex", "binary": str(tmp_path / "no-such-codex"),
+                            "placement": two_nodes.placement(tmp_path, resources={"second": 0.01})}}
+    with _open(two_nodes, tmp_path, instances) as rt:
+        with pytest.raises(InstanceNotFoundError, match="on Ray node .*no-such-codex"):
+            rt.start_session("t1", instance="placed", cwd=tmp_path)
+        info = _node_of(rt, "placed")
+        assert info.ray.startswith("unavailable") and "no-such-codex" in info.ray
 
 
 def test_second_node_removed_the_instance_is_placed_again_on_the_head(two_nodes, tmp_path):
