@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pykka
 
@@ -212,9 +212,10 @@ class RayAdapter:
             options["label_selector"] = dict(p.label_selector)
         if p.fallback_label_selectors:
             options["fallback_strategy"] = [{"label_selector": dict(s)} for s in p.fallback_label_selectors]
-        handle = ray.remote(NodeActor).options(**options).remote(self._recipe)
+        # Ray's ActorHandle is untyped: its methods are looked up by name at run time.
+        handle: Any = ray.remote(NodeActor).options(**options).remote(self._recipe)
         try:
-            report: NodeReport = ray.get(handle.setup.remote(), timeout=self._start_timeout)
+            report = cast(NodeReport, ray.get(handle.setup.remote(), timeout=self._start_timeout))
         except BaseException as exc:
             ray.kill(handle, no_restart=True)
             error = _unwrap(exc, "placing the instance", self._start_timeout, self._where)
