@@ -67,7 +67,7 @@ def _cpu(proc: psutil.Process | None) -> float:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="paddock bench ray")
-    parser.add_argument("--chunks", type=int, default=2000, help="content events per session and round")
+    parser.add_argument("--chunks", type=int, default=8000, help="content events per session and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

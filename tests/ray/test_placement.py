@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from paddock import Runtime
-from paddock.contract import InstanceNotFoundError
+from paddock.contract import DriverError, InstanceNotFoundError
 from tests.runtime.conftest import run_turn, text_of
 
 pytestmark = pytest.mark.slow
@@ -135,6 +135,8 @@ def test_kill_9_of_the_node_worker_mid_turn_restarts_the_instance(two_nodes, tmp
         # the instance restarts (a fresh node actor) and the next turn completes
         _, events = run_turn(rt, "t1", "@reply after", timeout=60)
         assert text_of(events) == "after" and events[-1].state == "completed"
+        # same node, same node-local home: the thread resumed from its cursor
+        assert [(e.resumed, e.resume_failed) for e in events if e.type == "session.started"] == [(True, False)]
         info = _node_of(rt, "placed")
         assert info.ray == "alive" and _pid_of(info) != worker.pid
 
@@ -155,7 +157,7 @@ HOST = textwrap.dedent("""
     import json, os, sys, time
     import psutil
     from paddock import Runtime
-from paddock.contract import InstanceNotFoundError
+from paddock.contract import DriverError, InstanceNotFoundError
     config = json.loads(sys.argv[1])
     rt = Runtime.open(config, state_dir=sys.argv[2])
     for inst in config["instances"]:
@@ -246,6 +248,50 @@ def test_a_binary_missing_on_the_node_makes_the_instance_unavailable_with_the_no
         assert info.ray.startswith("unavailable") and "no-such-codex" in info.ray
 
 
+def test_every_ray_process_listens_on_loopback_only_with_usage_stats_off(two_nodes):
+    ray_processes = [p for p in psutil.Process().children(recursive=True) if _is_ray(p)]
+    assert len(ray_processes) >= 4  # gcs, two raylets, their agents
+    listening = []
+    for proc in ray_processes:
+        try:
+            assert proc.environ().get("RAY_USAGE_STATS_ENABLED") == "0", proc.cmdline()[:2]
+            listening += [(c.laddr.ip, proc.name()) for c in proc.net_connections("inet") if c.status == psutil.CONN_LISTEN]
+        except psutil.NoSuchProcess:
+            continue
+    assert listening
+    assert {ip for ip, _ in listening} <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, listening
+
+
+def _is_ray(proc):
+    try:
+        cmd = proc.cmdline()
+    except psutil.Error:
+        return False
+    return bool(cmd) and (cmd[0].startswith("ray::") or "/site-packages/ray/" in " ".join(cmd))
+
+
+def test_past_the_restart_budget_the_placed_instance_gives_up(two_nodes, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    placement = two_nodes.placement(tmp_path, resources={"head": 0.01}, restarts=1, period=60)
+    with _open(two_nodes, tmp_path, {"placed": {"driver": "local", "placement": placement}}) as rt:
+        rt.start_session("t1", instance="placed", cwd=ws)
+        recoverable = []
+        for _ in range(2):
+            worker = _pid_of(_node_of(rt, "placed"))
+            with rt.subscribe(thread_id="t1", types=["session.exited"]) as sub:
+                os.kill(worker, signal.SIGKILL)
+                exited = sub.get(timeout=20)
+            assert exited is not None
+            recoverable.append(exited.recoverable)
+            if len(recoverable) == 1:
+                rt.start_session("t1", instance="placed", cwd=ws, timeout=60)  # placed again
+        assert recoverable == [True, False]
+        with pytest.raises(DriverError, match="restart budget"):
+            rt.start_session("t1", instance="placed", cwd=ws)
+        assert _node_of(rt, "placed").ray.startswith("failed")
+
+
 def test_second_node_removed_the_instance_is_placed_again_on_the_head(two_nodes, tmp_path):
     """Last in the module: it removes the second node (and adds a fresh one back)."""
     ws = tmp_path / "ws"
@@ -262,4 +308,7 @@ def test_second_node_removed_the_instance_is_placed_again_on_the_head(two_nodes,
         assert exited is not None and exited.recoverable
         _, events = run_turn(rt, "t1", "@reply on the head", timeout=60)
         assert text_of(events) == "on the head"
+        # the agent's session data stayed on the removed node: a fresh session, and it says so
+        assert [e.resume_failed for e in events if e.type == "session.started"] == [True]
+        assert any(e.type == "runtime.warning" for e in events), [e.type for e in events]
         assert _node_of(rt, "placed").node[:12] == two_nodes.head.node_id[:12]
