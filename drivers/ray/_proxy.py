@@ -41,14 +41,13 @@ from paddock.contract import (
     SessionClosedError,
     SessionExited,
     SessionNotFoundError,
+    TO_BE_STAMPED,
     StartSessionInput,
     ThreadSnapshot,
     TurnStartResult,
 )
-from paddock.contract._events import TO_BE_STAMPED
-from paddock.supervisors import ChildContext, ChildSpec, ExitReason, Scope, SupervisedActor
-
 from paddock.drivers._registry import InstanceContext
+from paddock.supervisors import ChildContext, ChildSpec, ExitReason, Scope, SupervisedActor
 
 from ._node import NodeActor, NodeRecipe, NodeReport
 from ._placement import RayPlacement
@@ -328,6 +327,7 @@ class RayAdapter:
         with self._cond:
             placed = self._placed
             self._placed = None
+            self._cond.notify_all()
         if placed is None:
             return
         placed.stop.set()
@@ -343,25 +343,39 @@ class RayAdapter:
         import ray
 
         deadline = time.monotonic() + limit + _MARGIN
-        placed = self._ensure_scope(deadline)
         where = {**self._where, "thread_id": thread_id}
         with self._cond:
             if mutates:
                 self._inflight += 1
                 self._epoch += 1
         try:
-            ref = placed.handle.control.remote(method, args, kwargs)
-            return ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
-        except BaseException as exc:
-            error = _unwrap(exc, method, limit, where)
-            if isinstance(error, NodeLost) and thread_id is not None:
-                raise SessionClosedError(thread_id, "its Ray node actor died", **self._where) from None
-            raise error from None
+            while True:
+                placed = self._ensure_scope(deadline)
+                try:
+                    ref = placed.handle.control.remote(method, args, kwargs)
+                    return ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
+                except BaseException as exc:
+                    error = _unwrap(exc, method, limit, where)
+                if isinstance(error, NodeLost) and method == "start_session":
+                    # The node actor died before the pump noticed: a start there never happened,
+                    # so wait for the next placement and start on it (within the same deadline).
+                    self._await_replacement(placed, deadline)
+                    continue
+                if isinstance(error, NodeLost) and thread_id is not None:
+                    raise SessionClosedError(thread_id, "its Ray node actor died", **self._where) from None
+                raise error from None
         finally:
             if mutates:
                 with self._cond:
                     self._inflight -= 1
                     self._epoch += 1
+
+    def _await_replacement(self, placed: _Placed, deadline: float) -> None:
+        with self._cond:
+            while self._placed is placed and self._failed is None and time.monotonic() < deadline:
+                self._cond.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+            if self._placed is placed:
+                raise OperationTimeout("placing the instance on Ray again", deadline - time.monotonic(), **self._where)
 
     def _limit(self, timeout: float | None) -> float:
         return timeout if timeout is not None else self._request_timeout + 5.0
@@ -437,6 +451,22 @@ class RayAdapter:
         snapshot: ThreadSnapshot = self._call("rollback_thread", (thread_id, num_turns), {"timeout": timeout},
                                               self._limit(timeout), thread_id)
         return snapshot
+
+    def fork_thread(self, thread_id: str, new_thread_id: str, *, runtime_mode: str | None = None,
+                    timeout: float | None = None) -> Session:
+        """The node adapter's ``fork_thread`` (``sessions.fork``); the new thread lives on the same node."""
+        session: Session = self._call("fork_thread", (thread_id, new_thread_id),
+                                      {"runtime_mode": runtime_mode, "timeout": timeout}, self._limit(timeout),
+                                      thread_id, mutates=True)
+        with self._cond:
+            self._sessions[session.thread_id] = session
+        return session
+
+    def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> TurnStartResult | None:
+        """The node adapter's ``compact_thread`` (``context.compaction``)."""
+        result: TurnStartResult | None = self._call("compact_thread", (thread_id,), {"timeout": timeout},
+                                                    self._limit(timeout), thread_id)
+        return result
 
     def close(self, *, timeout: float = 10.0) -> None:
         """Close the node's adapter, deliver its last events and remove the node actor, all

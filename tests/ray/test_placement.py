@@ -157,7 +157,6 @@ HOST = textwrap.dedent("""
     import json, os, sys, time
     import psutil
     from paddock import Runtime
-from paddock.contract import DriverError, InstanceNotFoundError
     config = json.loads(sys.argv[1])
     rt = Runtime.open(config, state_dir=sys.argv[2])
     for inst in config["instances"]:
