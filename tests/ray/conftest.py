@@ -3,7 +3,7 @@ machine, each with its own custom resource and ``paddock-node`` label, every Ray
 to 127.0.0.1, usage stats off. Started once for the folder, torn down at its end with every
 Ray daemon it started.
 
-Without Ray (the ``ray`` extra) every module here except ``test_config.py`` is skipped.
+Without Ray (the ``ray`` extra) the modules that need a cluster are skipped; the config and sink tests still run.
 """
 
 from __future__ import annotations
@@ -24,8 +24,11 @@ HINT = "Ray is not installed: pip install 'agent-paddock[ray]'"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
-if importlib.util.find_spec("ray") is None:
-    collect_ignore_glob = ["test_[!c]*.py"]
+
+def require_ray() -> None:
+    """Skip the calling module, naming the extra, when Ray is not installed."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip(HINT, allow_module_level=True)
 
 
 def _ray_process(proc: psutil.Process) -> bool:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.ray.conftest import require_ray
+
+require_ray()
+
 from paddock import Runtime
 from paddock.testing import ModelServer, build_offline_env
 from tests.adapter_harness import runtime_turn

@@ -15,6 +15,10 @@ import time
 import psutil
 import pytest
 
+from tests.ray.conftest import require_ray
+
+require_ray()
+
 from paddock import Runtime
 from paddock.contract import DriverError, InstanceNotFoundError
 from tests.runtime.conftest import run_turn, text_of
