@@ -229,7 +229,10 @@ class InstanceTable:
             }
             hook = inst.spec.diagnose if inst.spec is not None else None
             if info.placement != "local":
-                pass  # its binary and version are the node's: the node's probe checks them at placement
+                # Its binary and version are the node's (the node's probe checks them at
+                # placement); before that, the hook says whether the cluster can place it.
+                if hook is not None and info.status == "available" and inst.adapter is None:
+                    report.update(hook(self._context(inst)))
             elif hook is not None and info.status == "available":
                 try:
                     report.update(hook(self._context(inst)))

@@ -44,5 +44,10 @@ def placed_spec(spec: DriverSpec, placement: RayPlacement, table: dict[str, Any]
         # The driver's own probe (binary, peers dir) runs on the node, at placement.
         return ray_missing()
 
+    def diagnose(ctx: InstanceContext) -> dict[str, Any]:
+        from ._proxy import cluster_status
+
+        return {"ray": cluster_status(placement)}
+
     return DriverSpec(kind=spec.kind, config_type=spec.config_type, create=create, probe=probe,
-                      capabilities=spec.capabilities, command=spec.command)
+                      capabilities=spec.capabilities, diagnose=diagnose, command=spec.command)

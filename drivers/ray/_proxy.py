@@ -53,7 +53,7 @@ from ._node import NodeActor, NodeRecipe, NodeReport
 from ._placement import RayPlacement
 from ._sink import decode_pulled
 
-__all__ = ["RayAdapter", "connect"]
+__all__ = ["RayAdapter", "cluster_status", "connect"]
 
 _MARGIN = 5.0  # seconds a control call may spend in transport on top of its own timeout
 _PULL_EVENTS = 4096
@@ -77,6 +77,22 @@ def connect(placement: RayPlacement) -> None:
             ray.init(**kwargs)
         except Exception as exc:
             raise DriverError("ray", None, f"could not join the Ray cluster at {placement.address!r}: {exc}") from None
+
+
+def cluster_status(placement: RayPlacement) -> str:
+    """For ``paddock doctor`` before anything is placed: whether the cluster answers and how many
+    of its live nodes fit the placement (joins the cluster; places nothing). Never raises."""
+    try:
+        connect(placement)
+        import ray
+
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+    except Exception as exc:
+        return f"unreachable: {exc}"
+    fits = [n for n in alive
+            if all(n.get("Resources", {}).get(k, 0.0) >= v for k, v in placement.resources.items())
+            and all(n.get("Labels", {}).get(k) == v for k, v in placement.label_selector.items())]
+    return f"not placed; cluster reachable, {len(alive)} live node(s), {len(fits)} fit the placement"
 
 
 class _Lost:

@@ -45,7 +45,13 @@ def test_turns_approvals_interrupt_and_resume_on_each_node(two_nodes, tmp_path, 
     ws.mkdir()
     instances = {"placed": {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={node: 0.01})}}
     with _open(two_nodes, tmp_path, instances) as rt:
+        [report] = rt.diagnose()  # before placement: the cluster, seen from the host
+        assert report["placement"] == "ray" and report["node"] is None
+        assert report["ray"] == "not placed; cluster reachable, 2 live node(s), 1 fit the placement", report
         rt.start_session("t1", instance="placed", cwd=ws, runtime_mode="approval-required")
+        [report] = rt.diagnose()
+        assert report["ray"] == "alive" and report["node"].startswith(
+            (two_nodes.head if node == "head" else two_nodes.second).node_id[:12])
         info = _node_of(rt, "placed")
         expected = (two_nodes.head if node == "head" else two_nodes.second).node_id
         assert info.placement == "ray" and info.ray == "alive" and info.node.startswith(expected[:12]), info
