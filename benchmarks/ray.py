@@ -69,21 +69,31 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="paddock bench ray")
     parser.add_argument("--chunks", type=int, default=8000, help="content events per session and round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--address", help="an existing cluster to place on (default: start a one-node "
+                                              "cluster on 127.0.0.1 for the run, and stop it after)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
+    from paddock.drivers.ray import ray_missing
+
+    missing = ray_missing()
+    if missing is not None:
+        print(f"paddock bench ray: {missing}", file=sys.stderr)
+        return 2
     from ray.cluster_utils import Cluster
 
     from paddock import Runtime
 
     tmp = tempfile.mkdtemp(prefix="paddock-bench-ray-")
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "resources": {"bench": 1}, "node_ip_address": "127.0.0.1", "include_dashboard": False})
+    cluster = None
+    if args.address is None:
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False})
     env = {"PADDOCK_LOCAL_BUFFERED": "1"}
     config = {"runtime": {"event_log": True}, "instances": {
         "local": {"driver": "local", "env": env},
         "placed": {"driver": "local", "env": env, "placement": {"ray": {
-            "address": cluster.address, "node_ip_address": "127.0.0.1", "resources": {"bench": 0.01},
+            "address": args.address or cluster.address, "node_ip_address": "127.0.0.1",
             "state_dir": os.path.join(tmp, "nodes")}}},
     }}
     results: dict[str, list[dict]] = {"local": [], "placed": []}
@@ -93,15 +103,19 @@ def main(argv: list[str]) -> int:
                 for n in range(SESSIONS):
                     rt.start_session(f"{instance}-{n}", instance=instance, cwd=tmp)
             info = next(i for i in rt.instances() if i.id == "placed")
-            worker = psutil.Process(int(info.node.rsplit("pid ", 1)[1].rstrip(")")))
+            try:  # the node actor's worker, when the node is this machine (it is, without --address)
+                worker: psutil.Process | None = psutil.Process(int(info.node.rsplit("pid ", 1)[1].rstrip(")")))
+            except psutil.Error:
+                worker = None
             for _ in range(args.rounds):
                 for instance in results:
                     results[instance].append(_round(rt, instance, args.chunks, worker if instance == "placed" else None))
     finally:
-        import ray
+        if cluster is not None:
+            import ray
 
-        ray.shutdown()
-        cluster.shutdown()
+            ray.shutdown()
+            cluster.shutdown()
 
     doc: dict = {"benchmark": "ray", "sessions": SESSIONS, "chunks": args.chunks, "rounds": args.rounds}
     for instance, rounds in results.items():
