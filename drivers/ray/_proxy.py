@@ -23,6 +23,7 @@ transport margin).
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -73,10 +74,17 @@ def connect(placement: RayPlacement) -> None:
                                   "log_to_driver": False, "configure_logging": False}
         if placement.node_ip_address and not placement.address.startswith("ray://"):
             kwargs["_node_ip_address"] = placement.node_ip_address
+        # Trap: ray.init replaces the main thread's SIGTERM handler with its own sys.exit; the
+        # host's own handling (paddock's exit_on_signals, or the host's) is put back.
+        main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             ray.init(**kwargs)
         except Exception as exc:
             raise DriverError("ray", None, f"could not join the Ray cluster at {placement.address!r}: {exc}") from None
+        finally:
+            if main and sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
 
 
 def cluster_status(placement: RayPlacement) -> str:
