@@ -24,6 +24,7 @@ transport margin).
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -60,6 +61,7 @@ _MARGIN = 5.0  # seconds a control call may spend in transport on top of its own
 _PULL_EVENTS = 4096
 _PULL_WAIT = 0.25
 _connect_lock = threading.Lock()
+_joined: str | None = None  # the cluster address this process joined through connect()
 
 
 def connect(placement: RayPlacement) -> None:
@@ -67,9 +69,17 @@ def connect(placement: RayPlacement) -> None:
     :class:`DriverError` when it cannot; a host joins one cluster at a time."""
     import ray
 
+    global _joined
     with _connect_lock:
         if ray.is_initialized():
-            return
+            if _joined is not None and _joined != placement.address:
+                raise DriverError("ray", None, f"this host has joined the Ray cluster at {_joined!r}; "
+                                               f"one host process joins one cluster, not also {placement.address!r}")
+            return  # joined by us for another instance, or by the host application itself
+        # Trap: ray.init retries an address that does not answer for minutes; ask it first.
+        silent = _unreachable(placement.address)
+        if silent is not None:
+            raise DriverError("ray", None, f"could not join the Ray cluster at {placement.address!r}: {silent}")
         kwargs: dict[str, Any] = {"address": placement.address, "namespace": placement.namespace,
                                   "log_to_driver": False, "configure_logging": False}
         if placement.node_ip_address and not placement.address.startswith("ray://"):
@@ -85,6 +95,21 @@ def connect(placement: RayPlacement) -> None:
         finally:
             if main and sigterm is not None:
                 signal.signal(signal.SIGTERM, sigterm)
+        _joined = placement.address
+
+
+def _unreachable(address: str, timeout: float = 3.0) -> str | None:
+    """Why ``host:port`` (or ``ray://host:port``) takes no TCP connection within ``timeout``
+    seconds, or ``None`` (also for ``"auto"``, which Ray resolves itself)."""
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        return f"nothing answers at {host}:{port} ({exc.strerror or exc})"
+    return None
 
 
 def cluster_status(placement: RayPlacement) -> str:

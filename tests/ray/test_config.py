@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -57,3 +60,27 @@ def test_without_ray_a_placed_instance_is_unavailable_saying_how_to_install_it(t
             rt.start_session("t1", instance="placed", cwd=tmp_path)
         [report] = [r for r in rt.diagnose() if r["id"] == "placed"]
         assert report["placement"] == "ray" and report["status"] == "unavailable"
+
+
+UNREACHABLE_HOST = """
+import sys, time
+from paddock import Runtime
+from paddock.contract import DriverError
+config = {"instances": {"placed": {"driver": "local", "placement": {"ray": {"address": "127.0.0.1:1"}}}}}
+with Runtime.open(config, state_dir=sys.argv[1]) as rt:
+    started = time.monotonic()
+    try:
+        rt.start_session("t1", instance="placed", cwd=sys.argv[1])
+    except DriverError as exc:
+        print(f"{time.monotonic() - started:.1f} {exc}")
+"""
+
+
+def test_a_cluster_that_does_not_answer_fails_the_start_at_once_saying_where(tmp_path):
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("Ray is not installed: pip install 'agent-paddock[ray]'")
+    done = subprocess.run([sys.executable, "-c", UNREACHABLE_HOST, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    seconds, _, message = done.stdout.strip().partition(" ")
+    assert "nothing answers at 127.0.0.1:1" in message, done.stdout + done.stderr
+    assert float(seconds) < 10
