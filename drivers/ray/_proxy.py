@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pykka
 
@@ -60,6 +60,7 @@ __all__ = ["RayAdapter", "cluster_status", "connect"]
 _MARGIN = 5.0  # seconds a control call may spend in transport on top of its own timeout
 _PULL_EVENTS = 4096
 _PULL_WAIT = 0.25
+_FLUSH_EVERY = 16_384  # events the pump delivers to the hub before it waits for the hub to catch up
 _connect_lock = threading.Lock()
 _joined: str | None = None  # the cluster address this process joined through connect()
 
@@ -315,7 +316,16 @@ class RayAdapter:
 
         emitters: dict[tuple[str, str], Any] = {}
         limit = self._placement.host_silence + 10.0
+        unflushed = 0
         while not placed.stop.is_set():
+            if unflushed >= _FLUSH_EVERY:
+                # Bound what waits in the hub's mailbox: let it commit and publish first (the
+                # node's queue fills meanwhile, and then its emitters wait).
+                try:
+                    self._hub.flush(timeout=limit)
+                except PaddockError:
+                    pass  # the hub failed or lags past the limit: the runtime reports it
+                unflushed = 0
             with self._cond:
                 epoch = self._epoch
             try:
@@ -327,9 +337,13 @@ class RayAdapter:
                     link.tell(_Lost(NodeLost(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                                              **self._where)))
                 return
-            self._deliver(data, epoch, emitters)
+            unflushed += self._deliver(data, epoch, emitters, count="delivered")
 
-    def _deliver(self, data: bytes, epoch: int, emitters: dict[tuple[str, str], Any]) -> int:
+    def _deliver(self, data: bytes, epoch: int, emitters: dict[tuple[str, str], Any],
+                 count: Literal["delivered", "pending"] = "pending") -> int:
+        """Emit one pull's batches to the host's hub and refresh the session cache (unless a
+        session-changing call ran since the pull was sent). Returns the events it delivered, or
+        those plus what the node still holds (``count="pending"``)."""
         pulled = decode_pulled(data)
         for batch in pulled.batches:
             key = (batch.driver, batch.thread_id)
@@ -340,7 +354,8 @@ class RayAdapter:
         with self._cond:
             if self._epoch == epoch and not self._inflight:
                 self._sessions = {s.thread_id: s for s in pulled.sessions}
-        return pulled.buffered + sum(len(b.events) for b in pulled.batches)
+        delivered = sum(len(b.events) for b in pulled.batches)
+        return delivered if count == "delivered" else delivered + pulled.buffered
 
     def _close_node(self, deadline: float) -> None:
         """Close the node's adapter by ``deadline``, deliver its last events, stop the pump
