@@ -301,6 +301,38 @@ def test_past_the_restart_budget_the_placed_instance_gives_up(two_nodes, tmp_pat
         assert _node_of(rt, "placed").ray.startswith("failed")
 
 
+def test_the_next_node_actor_sweeps_what_a_killed_shim_left_behind(two_nodes, tmp_path):
+    """The worker and the agent's shim SIGKILLed together: the agent's grandchild (a sleeper that
+    ignores SIGTERM) is orphaned. The node actor placed next on that node sweeps the leases and
+    kills it by its recorded identity."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    instances = {"placed": {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={"head": 0.01})}}
+    with _open(two_nodes, tmp_path, instances) as rt:
+        rt.start_session("t1", instance="placed", cwd=ws)
+        _, events = run_turn(rt, "t1", "@spawn 300")
+        sleeper = psutil.Process(int(text_of(events).split()[-1]))
+        sleeper_id = [(sleeper.pid, sleeper.create_time())]
+        worker = psutil.Process(_pid_of(_node_of(rt, "placed")))
+        [shim] = [p for p in worker.children() if "_shim.py" in " ".join(p.cmdline())]
+        leases = tmp_path / "nodes" / two_nodes.head.node_id[:16] / "leases"
+        deadline = time.monotonic() + 10
+        while not any(str(sleeper.pid) in t.read_text().split() for t in leases.glob("*.tree")):
+            assert time.monotonic() < deadline, "the shim never recorded the sleeper in its tree file"
+            time.sleep(0.05)
+        with rt.subscribe(thread_id="t1", types=["session.exited"]) as sub:
+            os.kill(shim.pid, signal.SIGKILL)
+            os.kill(worker.pid, signal.SIGKILL)
+            assert sub.get(timeout=20) is not None
+        assert _alive(sleeper_id)  # orphaned: nobody on the node holds it any more
+        _, events = run_turn(rt, "t1", "@reply placed again", timeout=60)
+        assert text_of(events) == "placed again"
+        deadline = time.monotonic() + 5
+        while _alive(sleeper_id) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(sleeper_id), "the new node actor did not sweep the dead incarnation's leases"
+
+
 def test_second_node_removed_the_instance_is_placed_again_on_the_head(two_nodes, tmp_path):
     """Last in the module: it removes the second node (and adds a fresh one back)."""
     ws = tmp_path / "ws"
