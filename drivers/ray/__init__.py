@@ -45,7 +45,7 @@ def placed_spec(spec: DriverSpec, placement: RayPlacement, table: dict[str, Any]
         return ray_missing()
 
     def diagnose(ctx: InstanceContext) -> dict[str, Any]:
-        from ._proxy import cluster_status
+        from ._cluster import cluster_status
 
         return {"ray": cluster_status(placement)}
 

@@ -23,11 +23,8 @@ transport margin).
 
 from __future__ import annotations
 
-import signal
-import socket
 import threading
 import time
-from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import pykka
@@ -42,7 +39,6 @@ from paddock.contract import (
     Session,
     SessionClosedError,
     SessionExited,
-    SessionNotFoundError,
     TO_BE_STAMPED,
     StartSessionInput,
     ThreadSnapshot,
@@ -51,84 +47,18 @@ from paddock.contract import (
 from paddock.drivers._registry import InstanceContext
 from paddock.supervisors import ChildContext, ChildSpec, ExitReason, Scope, SupervisedActor
 
+from ._cluster import connect
+from ._errors import NodeLost, unwrap
 from ._node import NodeActor, NodeRecipe, NodeReport
 from ._placement import RayPlacement
 from ._sink import decode_pulled
 
-__all__ = ["RayAdapter", "cluster_status", "connect"]
+__all__ = ["RayAdapter"]
 
 _MARGIN = 5.0  # seconds a control call may spend in transport on top of its own timeout
 _PULL_EVENTS = 4096
 _PULL_WAIT = 0.25
 _FLUSH_EVERY = 16_384  # events the pump delivers to the hub before it waits for the hub to catch up
-_connect_lock = threading.Lock()
-_joined: str | None = None  # the cluster address this process joined through connect()
-
-
-def connect(placement: RayPlacement) -> None:
-    """Join the Ray cluster of ``placement`` once per host process (thread: any). Raises
-    :class:`DriverError` when it cannot; a host joins one cluster at a time."""
-    import ray
-
-    global _joined
-    with _connect_lock:
-        if ray.is_initialized():
-            if _joined is not None and _joined != placement.address:
-                raise DriverError("ray", None, f"this host has joined the Ray cluster at {_joined!r}; "
-                                               f"one host process joins one cluster, not also {placement.address!r}")
-            return  # joined by us for another instance, or by the host application itself
-        # Trap: ray.init retries an address that does not answer for minutes; ask it first.
-        silent = _unreachable(placement.address)
-        if silent is not None:
-            raise DriverError("ray", None, f"could not join the Ray cluster at {placement.address!r}: {silent}")
-        kwargs: dict[str, Any] = {"address": placement.address, "namespace": placement.namespace,
-                                  "log_to_driver": False, "configure_logging": False}
-        if placement.node_ip_address and not placement.address.startswith("ray://"):
-            kwargs["_node_ip_address"] = placement.node_ip_address
-        # Trap: ray.init replaces the main thread's SIGTERM handler with its own sys.exit; the
-        # host's own handling (paddock's exit_on_signals, or the host's) is put back.
-        main = threading.current_thread() is threading.main_thread()
-        sigterm = signal.getsignal(signal.SIGTERM) if main else None
-        try:
-            ray.init(**kwargs)
-        except Exception as exc:
-            raise DriverError("ray", None, f"could not join the Ray cluster at {placement.address!r}: {exc}") from None
-        finally:
-            if main and sigterm is not None:
-                signal.signal(signal.SIGTERM, sigterm)
-        _joined = placement.address
-
-
-def _unreachable(address: str, timeout: float = 3.0) -> str | None:
-    """Why ``host:port`` (or ``ray://host:port``) takes no TCP connection within ``timeout``
-    seconds, or ``None`` (also for ``"auto"``, which Ray resolves itself)."""
-    target = address.removeprefix("ray://")
-    host, sep, port = target.rpartition(":")
-    if not sep or not port.isdigit():
-        return None
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-    except OSError as exc:
-        return f"nothing answers at {host}:{port} ({exc.strerror or exc})"
-    return None
-
-
-def cluster_status(placement: RayPlacement) -> str:
-    """For ``paddock doctor`` before anything is placed: whether the cluster answers and how many
-    of its live nodes fit the placement (joins the cluster; places nothing). Never raises."""
-    try:
-        connect(placement)
-        import ray
-
-        alive = [n for n in ray.nodes() if n.get("Alive")]
-    except Exception as exc:
-        return f"unreachable: {exc}"
-    fits = [n for n in alive
-            if all(n.get("Resources", {}).get(k, 0.0) >= v for k, v in placement.resources.items())
-            and all(n.get("Labels", {}).get(k) == v for k, v in placement.label_selector.items())]
-    return f"not placed; cluster reachable, {len(alive)} live node(s), {len(fits)} fit the placement"
-
-
 class _Lost:
     """Told to the link by the pump: the node actor died."""
 
@@ -136,10 +66,6 @@ class _Lost:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
-
-
-class NodeLost(PaddockError):
-    """The node actor of a placed instance died (worker killed, node gone)."""
 
 
 class _Placed:
@@ -267,7 +193,7 @@ class RayAdapter:
             report = cast(NodeReport, ray.get(handle.setup.remote(), timeout=self._start_timeout))
         except BaseException as exc:
             ray.kill(handle, no_restart=True)
-            error = _unwrap(exc, "placing the instance", self._start_timeout, self._where)
+            error = unwrap(exc, "placing the instance", self._start_timeout, self._where)
             with self._cond:
                 self._status = f"unavailable: {error}"
             raise error from None
@@ -419,7 +345,7 @@ class RayAdapter:
                     ref = placed.handle.control.remote(method, args, kwargs)
                     return ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
                 except BaseException as exc:
-                    error = _unwrap(exc, method, limit, where)
+                    error = unwrap(exc, method, limit, where)
                 if isinstance(error, NodeLost) and method == "start_session":
                     # The node actor died before the pump noticed: a start there never happened,
                     # so wait for the next placement and start on it (within the same deadline).
@@ -562,24 +488,3 @@ class RayAdapter:
 
     def __repr__(self) -> str:
         return f"<RayAdapter {self.driver}/{self.instance_id} {self._status}>"
-
-
-def _unwrap(exc: BaseException, operation: str, limit: float, where: dict[str, str | None]) -> PaddockError:
-    """Ray's failure of a call -> the ``PaddockError`` family (never a Ray type)."""
-    import ray
-
-    if isinstance(exc, PaddockError):
-        return exc
-    if isinstance(exc, ray.exceptions.RayTaskError):
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, PaddockError):
-            return cause
-        return DriverError(where.get("driver") or "ray", where.get("instance_id"),
-                           f"{operation} failed on the node: {cause!r}")
-    if isinstance(exc, (ray.exceptions.GetTimeoutError, TimeoutError)):
-        return OperationTimeout(operation, limit, **where)
-    if isinstance(exc, (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
-                        ray.exceptions.NodeDiedError, ray.exceptions.ActorUnschedulableError)):
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return NodeLost(f"the instance's Ray node actor is gone ({first})", **where)
-    return DriverError(where.get("driver") or "ray", where.get("instance_id"), f"{operation} failed: {exc!r}")
