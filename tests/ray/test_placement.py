@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 
+import msgspec
 import psutil
 import pytest
 
@@ -112,6 +113,26 @@ def test_two_instances_of_one_driver_on_two_nodes_are_isolated(two_nodes, tmp_pa
         assert seen[inst]["HOME"] == infos[inst].home and infos[inst].home.endswith(f"/instances/{inst}")
     assert infos["on-head"].node[:12] == two_nodes.head.node_id[:12]
     assert infos["on-second"].node[:12] == two_nodes.second.node_id[:12]
+
+
+def test_a_placed_instance_s_events_match_a_local_one_s_but_for_the_instance(two_nodes, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    instances = {"here": {"driver": "local"},
+                 "there": {"driver": "local", "placement": two_nodes.placement(tmp_path, resources={"second": 0.01})}}
+
+    def shape(events):
+        return [{k: v for k, v in msgspec.structs.asdict(e).items()
+                 if k not in ("instance_id", "thread_id", "seq", "event_id", "created_at", "turn_id", "item_id")}
+                for e in events]
+
+    with _open(two_nodes, tmp_path, instances) as rt:
+        seen = {}
+        for inst in instances:
+            rt.start_session(inst, instance=inst, cwd=ws)
+            seen[inst] = run_turn(rt, inst, "@chunks 5\n@reply the same five pieces")[1]
+    assert shape(seen["here"]) == shape(seen["there"])
+    assert {e.instance_id for e in seen["there"]} == {"there"}
 
 
 def test_kill_9_of_the_node_worker_mid_turn_restarts_the_instance(two_nodes, tmp_path):
