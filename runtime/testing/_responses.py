@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut
+from collections.abc import Iterator
+
+from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolSpec
 from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Responses"]
 
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+def _tools(declared: list, namespace: str | None = None) -> Iterator[ToolSpec | None]:
+    for t in declared:
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "custom":
+            yield function_tool(t.get("name"), None, kind="custom", namespace=namespace)
+        elif t.get("type") == "namespace" and namespace is None and isinstance(t.get("tools"), list):
+            # Codex 0.171 offers each MCP server's tools as one namespace (`mcp__<server>`); the
+            # model calls one with `name` plus `namespace`.
+            yield from _tools(t["tools"], str(t.get("name") or ""))
+        else:
+            yield function_tool(t.get("name"), t.get("parameters"), namespace=namespace)
 
 
 class Responses:
@@ -30,12 +46,7 @@ class Responses:
             elif kind == "message" and item.get("role") == "user":
                 prompt = text_of(item.get("content"), last=True)
                 break
-        tools = (
-            function_tool(t.get("name"), None, kind="custom") if t.get("type") == "custom"
-            else function_tool(t.get("name"), t.get("parameters"))
-            for t in body.get("tools") or [] if isinstance(t, dict)
-        )
-        return body_call(body, prompt, rounds, output, tools)
+        return body_call(body, prompt, rounds, output, _tools(body.get("tools") or []))
 
     @staticmethod
     def side_call(body: dict, path: str) -> tuple[str, str] | None:
@@ -58,6 +69,8 @@ class Responses:
             else:
                 added = {"type": "function_call", "id": ids.next("fc_"), "call_id": part.call_id,
                          "name": part.name, "arguments": "", "status": "in_progress"}
+                if part.namespace:
+                    added["namespace"] = part.namespace
                 done = {**added, "arguments": part.arguments_json, "status": "completed"}
             out.append((part, added, done))
         return out
