@@ -87,11 +87,11 @@ class McpReadback:
     def absent(self, present: Iterable[str], *, turn_id: str | None = None,
                detail: str = "the agent did not load this server") -> list[EventBase]:
         """The agent listed its servers and these (``present``) are all it has: every other
-        server of the session is ``not_connected``."""
+        server of the session is ``not_connected`` (one already ``failed`` keeps its reason)."""
         have = set(present)
         events: list[EventBase] = []
         for name in self.names:
-            if name not in have:
+            if name not in have and self.status.get(name) != "failed":
                 events += self.report(name, "not_connected", detail=detail, turn_id=turn_id)
         return events
 

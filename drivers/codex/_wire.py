@@ -160,6 +160,17 @@ class Item(_In, frozen=True):
     error: JsonValue = None
 
 
+class McpStartupStatus(_In, frozen=True):
+    """``mcpServer/startupStatus/updated``: one MCP server of a thread (``threadId``; ``None``
+    for a server of no thread) is ``starting``, ``ready``, ``failed`` (with ``error``) or
+    ``cancelled``."""
+
+    name: str
+    status: str
+    threadId: str | None = None
+    error: str | None = None
+
+
 class ItemNotification(_In, frozen=True):
     """``item/started`` and ``item/completed``."""
 
