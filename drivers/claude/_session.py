@@ -494,7 +494,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 continue
             is_error = bool(block.get("is_error"))
             status = "declined" if tool_id in self.declined else ("failed" if is_error else "completed")
-            data: dict[str, Any] = {**self.mcp_calls.pop(tool_id, {}), "is_error": is_error}
+            data: dict[str, Any] = {**self.mcp_calls.pop(item.item_id, {}), "is_error": is_error}
             if isinstance(extra, dict):
                 data.update({k: extra[k] for k in ("stdout", "stderr", "interrupted") if k in extra})
             self._complete(events, item, status=status, text=result_text(block.get("content")), data=data)
@@ -591,8 +591,8 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             name = entry["name"]
             count = sum(1 for t in tools if t.startswith(f"mcp__{name}__"))
             pending |= self._mcp_report(name, entry.get("status"), None, count, events)
-        events += self.mcp.absent((s.get("name") for s in servers if isinstance(s, dict)), turn_id=self.turn.turn_id,
-                                  detail="Claude Code did not load this server")
+        listed = [str(s["name"]) for s in servers if isinstance(s, dict) and isinstance(s.get("name"), str)]
+        events += self.mcp.absent(listed, turn_id=self.turn.turn_id, detail="Claude Code did not load this server")
         if pending:
             self._control("mcp_status")
 
