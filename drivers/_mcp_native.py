@@ -69,6 +69,13 @@ class McpReadback:
     def __bool__(self) -> bool:
         return bool(self.names)
 
+    def restarted(self) -> None:
+        """The agent process was replaced: forget what the old one reported, so the new one's
+        reports are published again (the first-turn warning stays given)."""
+        self.status.clear()
+        self.detail.clear()
+        self.tools.clear()
+
     def report(self, name: str, status: McpStatus, *, detail: str | None = None, tools: int | None = None,
                turn_id: str | None = None) -> list[EventBase]:
         """The agent reported ``status`` for ``name``: the event to emit, or none when nothing

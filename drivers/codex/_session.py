@@ -302,6 +302,9 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
             result = self._start_thread(link)
             state.native_turns = []
         self._bind(link, result)
+        if self.mcp:
+            self.mcp.restarted()
+            events += self._mcp_settle(link)
         events.append(SessionStarted(
             **self.identity, cwd=self.start_input.cwd, model=result.model, runtime_mode=self.start_input.runtime_mode,
             interaction_mode=self.start_input.interaction_mode, resumed=resumed, resume_failed=not resumed,

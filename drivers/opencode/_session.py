@@ -503,6 +503,7 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             events.append(SessionStateChanged(**self.identity, state="ready",
                                               reason="the OpenCode server restarted"))
             if self.mcp:
+                self.mcp.restarted()
                 events += self._mcp_add()  # a new server process has none of them
             self.publish(status="running" if self.turn.in_turn else "ready", last_error=None)
         elif self.turn.in_turn:

@@ -49,10 +49,10 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     assert _config_files(h) == []  # the file lives only as long as the session
 
 
-def test_env_secret_reaches_the_server_only(make, model_server, tmp_path):
-    record = tmp_path / "calls.jsonl"
+def test_env_secret_reaches_the_server_only_and_cwd_is_honoured(make, model_server, tmp_path):
+    record = tmp_path / "server-cwd" / "calls.jsonl"  # written relative to the server's cwd
     h = make()
-    h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record),))
+    h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record, in_cwd=True),))
     res, evs = h.turn("is it set? SCENARIO:mcp_env")
     assert m.read_record(record)[0]["arguments"] == {"name": m.SECRET_VAR}
     assert any(r.tool_output and "set" in r.tool_output and "unset" not in r.tool_output

@@ -53,10 +53,10 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     assert _gone(server_pid, 10), "the app-server left its MCP server running"
 
 
-def test_env_secret_reaches_the_server_only(make, model_server, tmp_path):
-    record = tmp_path / "calls.jsonl"
+def test_env_secret_reaches_the_server_only_and_cwd_is_honoured(make, model_server, tmp_path):
+    record = tmp_path / "server-cwd" / "calls.jsonl"  # written relative to the server's cwd
     h = make()
-    h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record),))
+    h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record, in_cwd=True),))
     res, evs = h.turn("is it set? SCENARIO:mcp_env")
     assert m.read_record(record)[0]["arguments"] == {"name": m.SECRET_VAR}
     assert any(r.tool_output and "set" in r.tool_output and "unset" not in r.tool_output
@@ -118,3 +118,27 @@ def test_stopping_a_thread_stops_its_mcp_server(make, model_server, tmp_path):
     h.adapter.stop_session("t1", timeout=15)
     assert _gone(server_pid, 10), "the thread's MCP server outlived the thread"
     h.turn("still here SCENARIO:text", thread_id="t2")
+
+
+def test_servers_come_back_after_the_app_server_restarts(make, model_server, tmp_path):
+    import os
+    import signal
+    import time
+
+    record = tmp_path / "calls.jsonl"
+    h = make()
+    h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record),))
+    h.turn("use the echo tool SCENARIO:mcp_echo")
+    old = h.adapter.link.conn.process.pid
+    os.kill(old, signal.SIGKILL)
+    h.events_until(lambda e: m.etype(e) == "session.exited")
+    deadline = time.monotonic() + 20
+    while (h.adapter.link is None or h.adapter.link.conn.process.pid == old) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    res, evs = h.turn("again SCENARIO:mcp_echo")  # thread/resume carries the servers again
+    assert of_type(evs, "session.started")[-1].resumed
+    # Codex does not hold a turn for starting servers: the resume waited for them (connected).
+    m.assert_connected_before_end(evs, res.turn_id, "paddock-test")
+    calls = m.read_record(record)
+    assert [c["tool"] for c in calls] == ["echo", "echo"] and calls[0]["pid"] != calls[1]["pid"]
+    assert [e.kind for e in of_type(evs, "item.completed") if e.kind == "mcp_tool_call"] == ["mcp_tool_call"]

@@ -35,11 +35,16 @@ SCRIPT = Script(scenarios={
 })
 
 
-def stdio_server(record: Path, name: str = "paddock-test") -> McpStdioServer:
-    """The test MCP server as the agent's stdio child, with the env secret."""
+def stdio_server(record: Path, name: str = "paddock-test", *, in_cwd: bool = False) -> McpStdioServer:
+    """The test MCP server as the agent's stdio child, with the env secret. ``in_cwd``: it runs
+    in the record's folder (``cwd``) and is given the record by its bare name, so the record
+    appears only if the agent honoured ``cwd``."""
+    if in_cwd:
+        record.parent.mkdir(parents=True, exist_ok=True)
     return McpStdioServer(name=name, command=sys.executable,
-                          args=("-m", "paddock.testing.mcp_server", "--record", str(record), "--name", name),
-                          env={SECRET_VAR: SECRET_ENV})
+                          args=("-m", "paddock.testing.mcp_server", "--record", record.name if in_cwd else str(record),
+                                "--name", name),
+                          env={SECRET_VAR: SECRET_ENV}, cwd=str(record.parent) if in_cwd else None)
 
 
 def missing_server() -> McpStdioServer:
