@@ -30,6 +30,7 @@ def write_private_json(path: Path, data: object) -> Path:
     """Write ``data`` as JSON to ``path`` (0600; its folder made 0700), atomically; returns
     ``path``. Thread: the caller's."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)  # also when it existed (mkdir leaves an existing folder as it is)
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
