@@ -40,6 +40,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
                        arguments=m.ECHO_ARGS, result="echo: ping from the model")
     m.assert_connected_before_end(evs, res.turn_id, "paddock-test")
+    m.assert_connected_at_start(evs, res.turn_id, "paddock-test")
     assert not of_type(evs, "runtime.warning")
     # The scan ran while the server lived, and found the secret in no command line.
     server_pid = m.read_record(record)[0]["pid"]
@@ -47,6 +48,21 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     m.assert_no_secret(evs)
     h.adapter.stop_session("t1", timeout=15)
     assert _config_files(h) == []  # the file lives only as long as the session
+
+
+def test_an_mcp_call_asks_in_approval_mode(make, model_server, tmp_path):
+    record = tmp_path / "calls.jsonl"
+    h = make()
+    h.start(runtime_mode="approval-required", mcp_servers=(m.stdio_server(record),))
+    res = h.send("use the echo tool SCENARIO:mcp_echo")
+    evs = h.events_until(lambda e: m.etype(e) in ("request.opened", "turn.completed"))
+    [opened] = of_type(evs, "request.opened")
+    assert opened.data["tool"] == "mcp__paddock-test__echo" and opened.data["input"] == m.ECHO_ARGS
+    assert m.read_record(record) == []  # nothing ran before the answer
+    h.adapter.respond_to_request("t1", opened.request_id, "accept", timeout=10)
+    evs += h.events_until(lambda e: m.etype(e) == "turn.completed" and e.turn_id == res.turn_id)
+    m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
+                       arguments=m.ECHO_ARGS, result="echo: ping from the model")
 
 
 def test_env_secret_reaches_the_server_only_and_cwd_is_honoured(make, model_server, tmp_path):

@@ -40,6 +40,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
                        arguments=m.ECHO_ARGS, result="echo: ping from the model")
     m.assert_connected_before_end(evs, res.turn_id, "paddock-test")
+    m.assert_connected_at_start(evs, res.turn_id, "paddock-test")
     assert not of_type(evs, "runtime.warning")
     server_pid = m.read_record(record)[0]["pid"]
     assert server_pid in scan.seen and not scan.hits

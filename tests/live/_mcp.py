@@ -123,6 +123,14 @@ def status_events(events, server: str) -> list:
     return [e for e in events if etype(e) == "mcp.status.updated" and e.server == server]
 
 
+def assert_connected_at_start(events, turn_id: str, server: str) -> None:
+    """``mcp.status.updated(connected)`` for ``server`` came before the turn started: the
+    session was ready only once its servers had settled."""
+    start = next(i for i, e in enumerate(events) if etype(e) == "turn.started" and e.turn_id == turn_id)
+    assert any(etype(e) == "mcp.status.updated" and e.server == server and e.status == "connected"
+               for e in events[:start]), [(etype(e), getattr(e, "status", None)) for e in events[:start]]
+
+
 def assert_connected_before_end(events, turn_id: str, server: str) -> None:
     """``mcp.status.updated(connected)`` for ``server`` came before the turn's ``turn.completed``."""
     end = next(i for i, e in enumerate(events) if etype(e) == "turn.completed" and e.turn_id == turn_id)

@@ -29,6 +29,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
                        arguments=m.ECHO_ARGS, result="echo: ping from the model")
     m.assert_connected_before_end(evs, res.turn_id, "paddock-test")
+    m.assert_connected_at_start(evs, res.turn_id, "paddock-test")
     assert not of_type(evs, "runtime.warning")
     server_pid = m.read_record(record)[0]["pid"]
     assert server_pid in scan.seen and not scan.hits
@@ -69,7 +70,7 @@ def test_missing_command_is_failed_with_the_reason_and_warned(make, model_server
     res, evs = h.turn("say hi SCENARIO:text")
     assert of_type(evs, "turn.completed")[-1].state == "completed"
     failed = [e for e in m.status_events(evs, "missing") if e.status == "failed"]
-    assert failed and failed[0].detail
+    assert failed and "ENOENT" in failed[0].detail
     [warning] = [e for e in of_type(evs, "runtime.warning") if e.code == "mcp.not_connected"]
     assert warning.detail == {"server": "missing", "status": "failed"} and warning.turn_id == res.turn_id
     m.assert_connected_before_end(evs, res.turn_id, "paddock-test")
