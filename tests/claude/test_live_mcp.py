@@ -48,6 +48,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     m.assert_no_secret(evs)
     h.adapter.stop_session("t1", timeout=15)
     assert _config_files(h) == []  # the file lives only as long as the session
+    m.assert_no_secret_in_files(tmp_path)  # the config file is gone; Claude Code copied it nowhere
 
 
 def test_an_mcp_call_asks_in_approval_mode(make, model_server, tmp_path):
@@ -90,6 +91,7 @@ def test_http_server_with_header_secret(make, model_server, tmp_path, transport)
         assert scan.rounds > 0 and not scan.hits
         m.assert_no_secret(evs)
         h.close()
+        m.assert_no_secret_in_files(tmp_path)
 
 
 def test_missing_command_is_failed_with_the_reason_and_warned(make, model_server, tmp_path):

@@ -45,11 +45,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     server_pid = m.read_record(record)[0]["pid"]
     assert server_pid in scan.seen and not scan.hits
     m.assert_no_secret(evs)
-    # No secret in a file of the Codex home either (the config went over stdin).
-    for path in h.home.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            assert m.SECRET_ENV.encode() not in data, path
+    m.assert_no_secret_in_files(tmp_path)  # the config went over stdin; Codex wrote it nowhere
     h.close()
     assert _gone(server_pid, 10), "the app-server left its MCP server running"
 
@@ -78,6 +74,7 @@ def test_http_server_with_header_secret(make, model_server, tmp_path):
         assert scan.rounds > 0 and not scan.hits
         m.assert_no_secret(evs)
         h.close()
+        m.assert_no_secret_in_files(tmp_path)
 
 
 def test_sse_server_is_refused_as_failed(make, model_server, tmp_path):

@@ -119,6 +119,14 @@ def assert_no_secret(events) -> None:
     assert SECRET_ENV not in text and SECRET_HEADER not in text, "a secret reached an event"
 
 
+def assert_no_secret_in_files(root: Path) -> None:
+    """No file under ``root`` (the test's whole tmp folder: homes, config and data dirs, logs,
+    transcripts, the model's request log) holds a secret."""
+    leaked = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+              and (SECRET_ENV.encode() in (data := p.read_bytes()) or SECRET_HEADER.encode() in data)]
+    assert leaked == [], f"secrets written to {leaked}"
+
+
 def status_events(events, server: str) -> list:
     return [e for e in events if etype(e) == "mcp.status.updated" and e.server == server]
 

@@ -34,6 +34,8 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     server_pid = m.read_record(record)[0]["pid"]
     assert server_pid in scan.seen and not scan.hits
     m.assert_no_secret(evs)
+    h.close()
+    m.assert_no_secret_in_files(tmp_path)  # OpenCode keeps the entries in memory only
 
 
 def test_env_secret_reaches_the_server_only_and_cwd_is_honoured(make, model_server, tmp_path):
@@ -61,6 +63,7 @@ def test_http_server_with_header_secret(make, model_server, tmp_path, transport)
         assert scan.rounds > 0 and not scan.hits
         m.assert_no_secret(evs)
         h.close()
+        m.assert_no_secret_in_files(tmp_path)
 
 
 def test_missing_command_is_failed_with_the_reason_and_warned(make, model_server, tmp_path):
