@@ -140,3 +140,18 @@ def test_servers_come_back_after_the_app_server_restarts(make, model_server, tmp
     calls = m.read_record(record)
     assert [c["tool"] for c in calls] == ["echo", "echo"] and calls[0]["pid"] != calls[1]["pid"]
     assert [e.kind for e in of_type(evs, "item.completed") if e.kind == "mcp_tool_call"] == ["mcp_tool_call"]
+
+
+def test_an_mcp_call_asks_in_approval_mode(make, model_server, tmp_path):
+    record = tmp_path / "calls.jsonl"
+    h = make()
+    h.start(runtime_mode="approval-required", mcp_servers=(m.stdio_server(record),))
+    res = h.send("use the echo tool SCENARIO:mcp_echo")
+    evs = h.events_until(lambda e: m.etype(e) in ("request.opened", "turn.completed"))
+    [opened] = of_type(evs, "request.opened")  # Codex asks with mcpServer/elicitation/request
+    assert opened.data["method"] == "mcpServer/elicitation/request"
+    assert m.read_record(record) == []  # nothing ran before the answer
+    h.adapter.respond_to_request("t1", opened.request_id, "accept", timeout=10)
+    evs += h.events_until(lambda e: m.etype(e) == "turn.completed" and e.turn_id == res.turn_id)
+    m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
+                       arguments=m.ECHO_ARGS, result="echo: ping from the model")

@@ -80,3 +80,17 @@ def test_missing_command_is_failed_with_the_reason_and_warned(make, model_server
     res2, evs2 = h.turn("again SCENARIO:text")
     assert not m.status_events(evs2, "missing") and not of_type(evs2, "runtime.warning")
     m.assert_no_secret(evs + evs2)
+
+
+def test_an_mcp_call_asks_in_approval_mode(make, model_server, tmp_path):
+    record = tmp_path / "calls.jsonl"
+    h = make()
+    h.start(runtime_mode="approval-required", mcp_servers=(m.stdio_server(record),))
+    res = h.send("use the echo tool SCENARIO:mcp_echo")
+    evs = h.events_until(lambda e: m.etype(e) in ("request.opened", "turn.completed"))
+    [opened] = of_type(evs, "request.opened")  # OpenCode's permission.asked for the MCP tool
+    assert m.read_record(record) == []  # nothing ran before the answer
+    h.adapter.respond_to_request("t1", opened.request_id, "accept", timeout=10)
+    evs += h.events_until(lambda e: m.etype(e) == "turn.completed" and e.turn_id == res.turn_id)
+    m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
+                       arguments=m.ECHO_ARGS, result="echo: ping from the model")
