@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from paddock.contract import EventBase, JsonObject, JsonValue, McpServer, McpStdioServer
 from paddock.drivers._mcp_native import McpReadback
 
+from . import _wire as w
+
 __all__ = ["SSE_REFUSED", "mcp_config", "report_list", "report_startup"]
 
 SSE_REFUSED = "Codex takes stdio and streamable HTTP MCP servers, not SSE"
@@ -54,28 +56,23 @@ def report_startup(readback: McpReadback, name: str, status: str, error: str | N
     return []
 
 
-def report_list(readback: McpReadback, data: list[JsonValue], turn_id: str | None) -> tuple[list[EventBase], bool]:
-    """``mcpServerStatus/list`` ``data`` -> events, and whether a server is still starting.
-    ``runtimeStatus`` connected (tools counted) / failed (``toolsError``) / starting; any other
-    state (notStarted, authenticationRequired, cancelled, disabled) is not_connected; a server
-    missing from the list was not loaded."""
+def report_list(readback: McpReadback, data: Iterable[w.McpServerStatus],
+                turn_id: str | None) -> tuple[list[EventBase], bool]:
+    """``mcpServerStatus/list`` entries -> events, and whether a server of the session is still
+    starting. ``runtimeStatus`` connected (tools counted) / failed (``toolsError``) / starting;
+    any other state (notStarted, authenticationRequired, cancelled, disabled) is not_connected;
+    a server missing from the list was not loaded."""
     events: list[EventBase] = []
     starting = False
     names: list[str] = []
     for entry in data:
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            continue
-        name = str(entry["name"])
+        name, status = entry.name, entry.runtimeStatus
         names.append(name)
-        status = entry.get("runtimeStatus")
-        tools = entry.get("tools")
-        error = entry.get("toolsError")
         if status == "connected":
-            events += readback.report(name, "connected", tools=len(tools) if isinstance(tools, dict) else None,
-                                      turn_id=turn_id)
+            events += readback.report(name, "connected", tools=len(entry.tools), turn_id=turn_id)
         elif status == "failed":
-            events += readback.report(name, "failed", detail=error if isinstance(error, str) else
-                                      "Codex could not start it", turn_id=turn_id)
+            events += readback.report(name, "failed", detail=entry.toolsError or "Codex could not start it",
+                                      turn_id=turn_id)
         elif status in ("starting", None):
             starting = starting or name in readback.names
         else:

@@ -78,6 +78,7 @@ _file_change = msgspec.json.Decoder(w.FileChangeApprovalParams)
 _permissions = msgspec.json.Decoder(w.PermissionsApprovalParams)
 _legacy = msgspec.json.Decoder(w.LegacyApprovalParams)
 _user_input = msgspec.json.Decoder(w.UserInputParams)
+_mcp_list = msgspec.json.Decoder(w.McpServerStatusList)
 _NO_TURN = "no turn is running"
 _HOLD_LIMIT = 4096  # events held across queued Incoming batches before an emit regardless
 
@@ -269,9 +270,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         while True:
             raw = self._call(link, "mcpServerStatus/list", {"threadId": self.tr.native_thread_id,
                                                              "detail": "toolsAndAuthOnly"})
-            answer = msgspec.json.decode(raw)
-            data = answer.get("data") if isinstance(answer, dict) else None
-            found, starting = report_list(self.mcp, data if isinstance(data, list) else [], None)
+            found, starting = report_list(self.mcp, _mcp_list.decode(raw).data, None)
             events += found
             if not starting or time.monotonic() >= deadline:
                 return events

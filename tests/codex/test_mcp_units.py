@@ -14,6 +14,7 @@ from paddock.drivers._mcp_native import MCP_NOT_CONNECTED, McpReadback, stdio_co
 from paddock.drivers.claude._command import build_argv, write_mcp_config
 from paddock.drivers.claude._config import ClaudeConfig
 from paddock.drivers.claude._tools import mcp_call_data
+from paddock.drivers.codex import _wire as w
 from paddock.drivers.codex._mcp import SSE_REFUSED, mcp_config, report_list
 from paddock.drivers.opencode._mcp import mcp_entry, mcp_tool_of, tool_counts
 from paddock.testing._responses import Responses
@@ -77,10 +78,11 @@ def test_codex_entries_and_status_list():
     assert entries["web"] == {"url": HTTP.url, "http_headers": {"Authorization": "Bearer h"}}
     assert refused == ["old"]
     r = McpReadback(TO_BE_STAMPED, (STDIO, HTTP))
-    events, starting = report_list(r, [{"name": "a", "runtimeStatus": "starting", "tools": {}},
-                                       {"name": "web", "runtimeStatus": "failed", "toolsError": "refused"}], None)
+    events, starting = report_list(r, [w.McpServerStatus(name="a", runtimeStatus="starting"),
+                                       w.McpServerStatus(name="web", runtimeStatus="failed", toolsError="refused")], None)
     assert starting and _tags(events) == [("mcp.status.updated", "web", "failed")]
-    events, starting = report_list(r, [{"name": "a", "runtimeStatus": "connected", "tools": {"x": {}, "y": {}}}], None)
+    events, starting = report_list(r, [w.McpServerStatus(name="a", runtimeStatus="connected",
+                                                         tools={"x": {}, "y": {}})], None)
     assert not starting and r.tools["a"] == 2
 
 
