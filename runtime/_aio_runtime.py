@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
@@ -24,6 +24,7 @@ from paddock.contract import (
     Decision,
     Event,
     InteractionMode,
+    McpServer,
     RuntimeMode,
     Session,
     ThreadSnapshot,
@@ -62,6 +63,9 @@ class AsyncRuntimeAPI:
         interaction_mode: InteractionMode = "default",
         model: str | None = None,
         resume: Literal["auto", "require", "never"] | None = None,
+        mcp_servers: Sequence[McpServer] | None = None,
+        preamble: str | None = None,
+        preamble_reminder: str | None = None,
         timeout: float | None = None,
     ) -> Session:
         return await self._call(ops.START_SESSION, locals())
@@ -110,6 +114,10 @@ class AsyncRuntimeAPI:
 
     async def list_threads(self) -> list[Binding]:
         return await self._call(ops.LIST_THREADS, locals())
+
+    async def generate_text(self, instance: str, prompt: str, *, model: str | None = None,
+                            timeout: float = 120.0) -> str:
+        return await self._call(ops.GENERATE_TEXT, locals())
 
     async def compact_events(self, before_seq: int) -> int:
         return await self._call(ops.COMPACT_EVENTS, locals())

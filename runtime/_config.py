@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from paddock._handoff import InstanceHandoff, take_handoff
 from paddock.contract import ConfigError
 
 __all__ = ["InstanceEntry", "RuntimeConfig", "RuntimeSettings", "load_config"]
@@ -46,6 +47,8 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     instance_id: str
     driver: str
     table: dict[str, Any]
+    handoff: InstanceHandoff = InstanceHandoff()
+    """The MCP servers and preamble keys, taken out of ``table`` (``paddock._handoff``)."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,7 +125,8 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         driver = table.get("driver")
         if not isinstance(driver, str) or not driver:
             raise ConfigError(path, f"{where} key 'driver': required, a driver name such as 'local'")
-        entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=dict(table)))
+        table, handoff = take_handoff(table, path=path, instance_id=str(instance_id))
+        entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff))
     return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
 
 

@@ -35,6 +35,10 @@ class InstanceCheck(msgspec.Struct, frozen=True, kw_only=True):
     source: str | None = None
     command: list[str] | None = None
     model: dict[str, str] = {}
+    mcp_servers: list[str] = []
+    """Each configured MCP server as ``name (stdio|http|sse)``; never its env or headers."""
+    preamble: int | None = None
+    """The configured preamble's length in characters."""
 
 
 def _home(state_dir: Path, instance_id: str, configured: str | None) -> Path:
@@ -106,5 +110,8 @@ def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.P
                 reason = str(exc)
         out.append(InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=reason is None, reason=reason,
                                  home=str(home), binary=report.get("binary"), source=report.get("source"),
-                                 command=command, model=shown))
+                                 command=command, model=shown,
+                                 mcp_servers=[f"{m.name} ({getattr(m, 'transport', 'stdio')})"
+                                              for m in entry.handoff.mcp_servers],
+                                 preamble=len(entry.handoff.preamble) if entry.handoff.preamble is not None else None))
     return out

@@ -6,16 +6,19 @@ Thread-safe: the table is built by the opener; adapters are created under each i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
 from paddock._config import InstanceEntry, RuntimeConfig, issue_from
+from paddock._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._isolation import build_env, instance_home, secret_values
 from paddock._recovery import kill_leased_processes
 from paddock.actors import HubHandle, Redactor
@@ -27,6 +30,7 @@ from paddock.contract import (
     ModelInfo,
     PaddockError,
     ProviderAdapter,
+    mcp_secrets,
 )
 from paddock.drivers import BUILT_IN_DRIVERS, DriverConfig, DriverSpec, InstanceContext, ModelAccess, model_access
 from paddock.supervisors import run_command
@@ -69,6 +73,9 @@ class _Instance:
         self.adapter: ProviderAdapter | None = None
         self.lock = threading.Lock()
         self.redactor: Redactor | None = None
+        self.secrets: set[str] = set()
+        self.handoff = InstanceHandoff()
+        self.threads: ThreadHandoffFiles | None = None
 
 
 class InstanceTable:
@@ -86,6 +93,7 @@ class InstanceTable:
 
     def _prepare(self, entry: InstanceEntry) -> _Instance:
         inst = _Instance(entry.instance_id, entry.driver)
+        inst.handoff = entry.handoff
         spec = BUILT_IN_DRIVERS.get(entry.driver)
         if spec is None:
             inst.reason = f"unknown driver {entry.driver!r}; known drivers: {', '.join(sorted(BUILT_IN_DRIVERS))}"
@@ -104,8 +112,9 @@ class InstanceTable:
             inst.reason = str(exc)
         secrets = secret_values(inst.env, pass_env=pass_env, args=getattr(inst.config, "args", ()) or ())
         secrets |= set(inst.access.secrets)  # the configured key (api_key / api_key_env)
-        self._hub.add_secrets(inst.id, secrets)
-        inst.redactor = Redactor(secrets)
+        secrets |= set(mcp_secrets(inst.handoff.mcp_servers))  # every env and headers value
+        inst.threads = ThreadHandoffFiles(inst.home)
+        self.add_secrets(inst, secrets)
         if inst.reason is None:
             inst.reason = self._probe(inst)
         return inst
@@ -136,8 +145,37 @@ class InstanceTable:
             env=dict(inst.env), state_dir=str(self._state_dir), hub=self._hub, access=inst.access,
         )
 
+    def add_secrets(self, inst: _Instance | str, values: set[str] | tuple[str, ...]) -> None:
+        """Mask ``values`` from now on in the instance's events (the hub), its errors and every
+        ``paddock`` log record (thread: the caller's). A session's MCP ``env`` and ``headers``
+        values are added before the session starts."""
+        inst = self._by_id[inst] if isinstance(inst, str) else inst
+        new = set(values) - inst.secrets
+        if not new and inst.redactor is not None:
+            return
+        inst.secrets |= new
+        self._hub.add_secrets(inst.id, new)
+        inst.redactor = Redactor(inst.secrets)
+
+    @property
+    def state_dir(self) -> Path:
+        return self._state_dir
+
     def driver(self, instance_id: str) -> str:
         return self._by_id[instance_id].driver
+
+    def thread_handoff(self, instance_id: str, thread_id: str) -> ThreadHandoff | None:
+        """The persisted hand-off of ``thread_id`` on ``instance_id``, or ``None`` (an instance
+        no longer configured, no file, or an unreadable one)."""
+        inst = self._by_id.get(instance_id)
+        loaded = inst.threads.load(thread_id) if inst is not None and inst.threads is not None else None
+        return loaded if isinstance(loaded, ThreadHandoff) else None
+
+    def handoff(self, instance_id: str) -> tuple[InstanceHandoff, ThreadHandoffFiles]:
+        """The instance's own hand-off (config) and its threads' persisted ones."""
+        inst = self._by_id[instance_id]
+        assert inst.threads is not None  # set by _prepare for every instance the table can start
+        return inst.handoff, inst.threads
 
     def adapter(self, instance_id: str) -> ProviderAdapter:
         """The instance's adapter, created on first use (thread: the caller's). Raises
@@ -160,6 +198,32 @@ class InstanceTable:
                     error = DriverError(inst.driver, inst.id, f"could not start: {exc!r}")
                     raise mask_error(error, inst.redactor) from exc
             return inst.adapter
+
+    @contextlib.contextmanager
+    def adapter_once(self, instance_id: str, *, close_timeout: float = 10.0) -> Iterator[ProviderAdapter]:
+        """For a one-shot call: the instance's adapter when it was created already, else a
+        throwaway one (not in the table, closed on exit with every process it started), so the
+        call leaves no process beyond those the instance already ran. Raises like
+        :meth:`adapter` (thread: the caller's)."""
+        existing = self.created(instance_id)
+        if existing is not None:
+            yield existing
+            return
+        inst = self._by_id.get(instance_id)
+        if inst is None or inst.reason:
+            self.adapter(instance_id)  # raises the InstanceNotFoundError that names why
+        assert inst is not None and inst.spec is not None
+        try:
+            adapter = inst.spec.create(self._context(inst))
+        except PaddockError as exc:
+            raise mask_error(exc, inst.redactor)
+        except Exception as exc:  # a driver bug must not escape as a foreign error
+            error = DriverError(inst.driver, inst.id, f"could not start: {exc!r}")
+            raise mask_error(error, inst.redactor) from exc
+        try:
+            yield adapter
+        finally:
+            adapter.close(timeout=close_timeout)
 
     def created(self, instance_id: str) -> ProviderAdapter | None:
         """The instance's adapter if it was created, else ``None`` (creates nothing)."""

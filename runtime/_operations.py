@@ -27,6 +27,7 @@ from paddock.contract import (
     MAX_PROMPT_CHARS,
     Decision,
     InteractionMode,
+    McpServer,
     RuntimeMode,
     Session,
     ThreadSnapshot,
@@ -93,7 +94,25 @@ class StartSessionBody(Body, frozen=True):
     interaction_mode: InteractionMode = "default"
     model: str | None = None
     resume: Literal["auto", "require", "never"] | None = None
+    mcp_servers: tuple[McpServer, ...] | None = None
+    """``None``: the servers the thread had (persisted), else the instance's."""
+    preamble: str | None = None
+    preamble_reminder: str | None = None
     timeout: float | None = None
+
+
+class GenerateTextBody(Body, frozen=True):
+    instance: str
+    prompt: str
+    model: str | None = None
+    timeout: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.prompt.strip():
+            raise ValueError("the prompt is empty")
+        if len(self.prompt) > MAX_PROMPT_CHARS:
+            raise ValueError(f"the prompt has {len(self.prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
 
 
 class SendTurnBody(_Prompt, frozen=True):
@@ -258,13 +277,15 @@ PENDING_REQUESTS = _op("pending_requests", PendingRequestsBody, list[PendingRequ
                        route="requests", summary="open approval and user-input requests")
 LIST_THREADS = _op("list_threads", ListThreadsBody, list[Binding], reads=True, route="threads",
                    summary="every bound thread, as persisted")
+GENERATE_TEXT = _op("generate_text", GenerateTextBody, str, reads=False, wait=None,
+                    summary="one-shot text from an instance (an ephemeral session with no tools approved)")
 COMPACT_EVENTS = _op("compact_events", CompactEventsBody, int, reads=False, needs_open=False,
                      summary="delete logged events before a seq")
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
-    ROLLBACK_THREAD, PENDING_REQUESTS, LIST_THREADS, COMPACT_EVENTS,
+    ROLLBACK_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS,
 )
 """Every operation, in the order the API documents them."""
 BY_NAME: dict[str, Operation[Any]] = {op.name: op for op in OPERATIONS}
@@ -287,6 +308,8 @@ def check_text(name: str, value: object) -> None:
             todo.extend(item.values())
         elif isinstance(item, (list, tuple)):
             todo.extend(item)
+        elif isinstance(item, msgspec.Struct):  # an MCP server: its command, args, env, headers
+            todo.extend(msgspec.structs.astuple(item))
 
 
 def body_error(operation: str, issue: str, thread_id: str | None = None) -> ValidationError:

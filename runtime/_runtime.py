@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -32,6 +32,7 @@ from paddock.actors import EventHub, Subscription
 from paddock.contract import (
     Decision,
     InteractionMode,
+    McpServer,
     PaddockError,
     PersistenceError,
     RuntimeMode,
@@ -85,6 +86,9 @@ class RuntimeAPI:
         interaction_mode: InteractionMode = "default",
         model: str | None = None,
         resume: Literal["auto", "require", "never"] | None = None,
+        mcp_servers: Sequence[McpServer] | None = None,
+        preamble: str | None = None,
+        preamble_reminder: str | None = None,
         timeout: float | None = None,
     ) -> Session:
         """Bind ``thread_id`` to ``instance`` and start its session.
@@ -93,8 +97,18 @@ class RuntimeAPI:
         ``resumed=True``). A failed resume emits ``runtime.warning`` and starts fresh, unless
         ``resume="require"`` (or the config's ``[runtime] resume``) where it raises. A thread live on
         another instance is stopped there first; one live on this instance with the same cwd,
-        modes and model is returned as it is, and restarted from its cursor when they differ.
-        Returns when the session is ready.
+        modes, model and hand-off is returned as it is, and restarted from its cursor when they
+        differ. Returns when the session is ready.
+
+        ``mcp_servers`` join the instance's configured ones (an entry wins by name); ``None``
+        keeps what the thread had, so every resume (also in a new host process) starts with the
+        same servers. Their ``env`` and ``headers`` values are secrets: masked everywhere and
+        written only to a 0600 file in the instance's home. ``preamble`` (else the instance's)
+        rides the first turn of each live session incarnation as a delimited prefix of the
+        user's text; ``preamble_reminder`` (one line) rides every later turn. A preamble over
+        the instance's ``preamble_max_chars`` (default 70,000) is omitted with a
+        ``runtime.warning``, never cut. Raises :class:`ValidationError` for a bad server (a name
+        given twice, an empty command, a non-HTTP url) or a reminder of more than one line.
         """
         return self._call(ops.START_SESSION, locals())
 
@@ -178,6 +192,19 @@ class RuntimeAPI:
     def list_threads(self) -> list[Binding]:
         """Every thread bound in the state directory (live or not), as persisted."""
         return self._call(ops.LIST_THREADS, locals())
+
+    def generate_text(self, instance: str, prompt: str, *, model: str | None = None,
+                      timeout: float = 120.0) -> str:
+        """One-shot text (a title, a commit message, a summary): run ``prompt`` in an ephemeral
+        session of ``instance`` with no tool approved (runtime mode ``approval-required``, every
+        request declined) and return the assistant's text of that turn.
+
+        It leaves no binding, nothing in :meth:`list_sessions` or :meth:`list_threads`, and no
+        process beyond those the instance already ran. Raises :class:`OperationTimeout` after
+        ``timeout`` seconds, :class:`DriverError` when the turn fails or answers no text, and
+        :class:`InstanceNotFoundError` for an unknown or unavailable instance.
+        """
+        return self._call(ops.GENERATE_TEXT, locals())
 
     # events -------------------------------------------------------------------------------------
 
@@ -346,6 +373,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.PENDING_REQUESTS: lambda a: pending.snapshot(
                 a.thread_id, timeout=DEFAULT_TIMEOUT if a.timeout is None else a.timeout),
             ops.LIST_THREADS: lambda a: threads.list_threads(),
+            ops.GENERATE_TEXT: threads.generate_text,
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
         }
 

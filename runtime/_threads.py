@@ -19,8 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from paddock._config import RuntimeSettings
+from paddock._generate import generate_text
+from paddock._handoff import ThreadHandoff
 from paddock._instances import InstanceTable
 from paddock._operations import (
+    GenerateTextBody,
     InterruptTurnBody,
     ReadThreadBody,
     RespondToRequestBody,
@@ -35,9 +38,12 @@ from paddock._operations import (
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
     CapabilityUnsupportedError,
+    McpServer,
     OperationTimeout,
     PaddockError,
+    PersistenceError,
     ProviderAdapter,
+    RuntimeWarningEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
@@ -46,15 +52,23 @@ from paddock.contract import (
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
+    check_preamble,
+    check_preamble_reminder,
     decide_steering,
     decode_event,
     fold_thread,
+    mcp_secrets,
+    merge_mcp_servers,
 )
 from paddock.store import RESUMABLE, Binding, BindingStore
 
 __all__ = ["DEFAULT_TIMEOUT", "ThreadDirectory"]
 
 DEFAULT_TIMEOUT = 30.0
+
+_Handed = tuple[tuple[McpServer, ...], str | None, str | None]
+"""What a live session was handed: its merged MCP servers, its preamble (as bounded) and its
+reminder."""
 
 
 class ThreadDirectory:
@@ -71,6 +85,8 @@ class ThreadDirectory:
         self._live: dict[str, str] = {}  # thread id -> instance id
         self._last_used: dict[str, float] = {}
         self._thread_locks: dict[str, threading.Lock] = {}
+        self._handed: dict[str, _Handed] = {}  # live thread -> what its session was handed
+        self._ephemeral: set[str] = set()  # threads of generate_text calls under way
         self.hub_failed: str | None = None
         """Why the hub stopped under the tracker (the runtime then refuses work), else ``None``."""
         self._stop = threading.Event()
@@ -94,18 +110,21 @@ class ThreadDirectory:
         adapter = self._instances.adapter(a.instance)
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
+            binding = self._store.get(a.thread_id)
+            handed, warnings = self._hand_off(a, binding)
             current = self._live.get(a.thread_id)
             if current is not None and current != a.instance:
                 self._stop_live(a.thread_id, timeout=a.timeout)
             elif current == a.instance and adapter.has_session(a.thread_id):
                 live = _session_of(adapter, a.thread_id)
                 if live is not None and (live.cwd, live.runtime_mode, live.interaction_mode, live.model) == (
-                        cwd, a.runtime_mode, a.interaction_mode, a.model):
+                        cwd, a.runtime_mode, a.interaction_mode, a.model) and self._handed.get(a.thread_id) == handed:
                     return live  # already running as asked: starting it again is a no-op
                 # Other settings: restart it from its cursor with them.
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._live.pop(a.thread_id, None)
-            binding = self._store.get(a.thread_id)
+            if warnings:
+                self._hub.emitter(self._instances.driver(a.instance), a.instance, a.thread_id).emit(warnings)
             cursor = None
             if binding is not None and binding.instance_id == a.instance and resume != "never":
                 cursor = binding.resume_cursor
@@ -117,6 +136,7 @@ class ThreadDirectory:
             request = StartSessionInput(
                 thread_id=a.thread_id, cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor, workspace_roots=(cwd,),
+                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2],
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
@@ -129,10 +149,72 @@ class ThreadDirectory:
                 self._store.update(a.thread_id, status="error", last_error="resume failed")
                 raise SessionClosedError(a.thread_id, "resume was required but the agent could not resume it")
             self._live[a.thread_id] = a.instance
+            self._handed[a.thread_id] = handed
             self._last_used[a.thread_id] = time.monotonic()
             self._store.update(a.thread_id, status="ready", resume_cursor=session.resume_cursor or cursor,
                               last_error=None)
             return session
+
+    def _hand_off(self, a: StartSessionBody, binding: Binding | None) -> tuple[_Handed, list[RuntimeWarningEvent]]:
+        """What the thread's session is handed, and the warnings to publish before it starts:
+        the instance's servers merged with the session's (given now, else persisted with the
+        thread), the preamble (given, persisted, else the instance's; omitted when over the
+        bound) and the reminder. Registers every secret with the hub's masking and persists the
+        thread's hand-off (0600) before anything starts. Caller holds the thread's lock."""
+        if a.preamble is not None:
+            check_preamble(a.preamble, "start_session")
+        if a.preamble_reminder is not None:
+            check_preamble_reminder(a.preamble_reminder, "start_session")
+        config, files = self._instances.handoff(a.instance)
+        driver = self._instances.driver(a.instance)
+        warnings: list[RuntimeWarningEvent] = []
+
+        def warn(code: str, message: str, detail: dict[str, object]) -> None:
+            warnings.append(RuntimeWarningEvent(driver=driver, instance_id=a.instance, thread_id=a.thread_id,
+                                                code=code, message=message, detail=detail))
+
+        saved: ThreadHandoff | None = None
+        if a.mcp_servers is None or a.preamble is None or a.preamble_reminder is None:
+            loaded = files.load(a.thread_id)
+            if isinstance(loaded, ThreadHandoff):
+                saved = loaded
+            elif binding is not None and binding.instance_id == a.instance:
+                # It ran here before, so it had a hand-off: whatever it held is lost; say so.
+                names = [s.name for s in config.mcp_servers]
+                warn("handoff.not_restored",
+                     f"the MCP servers and preamble this thread was started with could not be restored "
+                     f"({loaded}); it starts with the instance's own servers ({', '.join(names) or 'none'}) "
+                     "and preamble", {"reason": loaded, "servers": names, "file": str(files.path(a.thread_id))})
+            elif binding is not None and a.mcp_servers is None:
+                # It moves here from another instance: what it had there stays there; say so.
+                before = self._instances.thread_handoff(binding.instance_id, a.thread_id)
+                if before is not None and before.mcp_servers:
+                    names = [s.name for s in before.mcp_servers]
+                    warn("handoff.not_carried",
+                         f"the thread moves from instance {binding.instance_id!r}: the MCP servers it had there "
+                         f"({', '.join(names)}) are not carried over; pass mcp_servers to give them here",
+                         {"from_instance": binding.instance_id, "servers": names})
+        given = a.mcp_servers if a.mcp_servers is not None else (saved.mcp_servers if saved is not None else ())
+        servers = merge_mcp_servers(config.mcp_servers, given)
+        own_preamble = a.preamble if a.preamble is not None else (saved.preamble if saved is not None else None)
+        own_reminder = a.preamble_reminder if a.preamble_reminder is not None else (
+            saved.preamble_reminder if saved is not None else None)
+        preamble = own_preamble if own_preamble is not None else config.preamble
+        reminder = own_reminder if own_reminder is not None else config.preamble_reminder
+        if preamble is not None and len(preamble) > config.preamble_max_chars:
+            warn("preamble.omitted",
+                 f"the preamble has {len(preamble)} characters, over the instance's preamble_max_chars "
+                 f"({config.preamble_max_chars}): it is omitted (a preamble is never cut)",
+                 {"chars": len(preamble), "limit": config.preamble_max_chars})
+            preamble = None
+        self._instances.add_secrets(a.instance, set(mcp_secrets(servers)))
+        try:
+            files.save(a.thread_id, ThreadHandoff(mcp_servers=servers, preamble=own_preamble,
+                                                  preamble_reminder=own_reminder))
+        except OSError as exc:
+            raise PersistenceError("save the thread's MCP servers", f"{files.path(a.thread_id)}: "
+                                   f"{exc.strerror or exc}", thread_id=a.thread_id) from None
+        return (servers, preamble, reminder), warnings
 
     def send_turn(self, a: SendTurnBody) -> TurnStartResult:
         adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
@@ -226,7 +308,14 @@ class ThreadDirectory:
                 pass
 
     def list_sessions(self) -> list[Session]:
-        return [s for adapter in self._instances.adapters() for s in adapter.list_sessions()]
+        ephemeral = self._ephemeral
+        return [s for adapter in self._instances.adapters() for s in adapter.list_sessions()
+                if s.thread_id not in ephemeral]
+
+    def generate_text(self, a: GenerateTextBody) -> str:
+        """One-shot text in an ephemeral session, hidden from :meth:`list_sessions` while it
+        runs and gone when this returns (``paddock._generate``)."""
+        return generate_text(self._instances, self._hub, self._ephemeral, a)
 
     def has_session(self, thread_id: str) -> bool:
         return self._live_on(thread_id) is not None
@@ -314,6 +403,7 @@ class ThreadDirectory:
 
     def _stop_live(self, thread_id: str, *, timeout: float | None) -> None:
         instance_id = self._live.pop(thread_id, None)
+        self._handed.pop(thread_id, None)
         self._last_used.pop(thread_id, None)
         adapter = self._instances.created(instance_id) if instance_id is not None else None
         if adapter is not None and adapter.has_session(thread_id):

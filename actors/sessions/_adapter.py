@@ -342,7 +342,7 @@ class SessionAdapter(Generic[S]):
     def fork_thread(self, thread_id: str, new_thread_id: str, *, runtime_mode: str | None = None,
                     timeout: float | None = None) -> Session:
         """Copy the thread's native session and start ``new_thread_id`` on the copy (same cwd,
-        modes and model; ``runtime_mode`` overrides) as its own session (``sessions.fork``).
+        modes, model, MCP servers and preamble; ``runtime_mode`` overrides) as its own session (``sessions.fork``).
         Driver-level: the Runtime has no fork operation yet."""
         self._gate("sessions.fork", thread_id)
         record = self._record(thread_id)
@@ -351,7 +351,8 @@ class SessionAdapter(Generic[S]):
         return self.start_session(StartSessionInput(
             thread_id=new_thread_id, cwd=base.cwd, runtime_mode=runtime_mode or base.runtime_mode,  # type: ignore[arg-type]
             interaction_mode=base.interaction_mode, model=base.model, resume_cursor=cursor,
-            workspace_roots=base.workspace_roots), timeout=timeout)
+            workspace_roots=base.workspace_roots, mcp_servers=base.mcp_servers, preamble=base.preamble,
+            preamble_reminder=base.preamble_reminder), timeout=timeout)
 
     def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> TurnStartResult | None:
         """Summarize the thread's native history to free context (``context.compaction``): the

@@ -46,6 +46,8 @@ from paddock.contract import (
     TurnStartResult,
     TurnState,
     ValidationError,
+    with_preamble,
+    with_reminder,
 )
 from paddock.supervisors import ChildContext
 
@@ -200,6 +202,9 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         self.turn = TurnTracker(self.identity)
         self.requests: PendingRequests[N] = PendingRequests()
         self._turn_timers: dict[str, TimerEntry] = {}
+        self._preamble_delivered = False
+        """The mark belongs to this incarnation: a new one (a restart, a resume into a new
+        process) delivers one full copy again. Set only once a turn carrying it was accepted."""
 
     @property
     def thread_id(self) -> str:
@@ -271,8 +276,14 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
                 "send_turn", f"a turn is already running on this thread (turn {self.turn.turn_id!r} is still "
                              "running); wait for its turn.completed or interrupt it", **self.where(),
             )
+        sent, carries_preamble = self._with_prefix(inp)
+        if sent is not inp:
+            self.turn.carry(sent.text, inp.text, carries_preamble)
         try:
-            return self.start_turn(inp, self.turn.new_id(inp.turn_id))
+            result = self.start_turn(sent, self.turn.new_id(inp.turn_id))
+            if carries_preamble:
+                self._preamble_delivered = True  # accepted: only now is it delivered
+            return result
         except Exception as exc:
             # Whatever failed (a foreign error included, e.g. text the wire cannot encode), the
             # turn must not stay marked running: every later send_turn would be refused.
@@ -284,6 +295,25 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
                 raise
             raise DriverError(self.owner["driver"], self.owner["instance_id"], f"send_turn failed: {exc!r}",
                               thread_id=self.thread_id) from exc
+        finally:
+            self.turn.uncarry()
+
+    def _with_prefix(self, inp: SendTurnInput) -> tuple[SendTurnInput, bool]:
+        """``inp`` as sent to the agent, and whether it carries the preamble: the first turn of
+        this incarnation carries the session's preamble block, every later turn its reminder
+        (docs/architecture.md, "Preamble"). The user's text is unchanged inside it; the prompt
+        limit was checked on it alone."""
+        start = self.record.input
+        if start.preamble and not self._preamble_delivered:
+            return msgspec.structs.replace(inp, text=with_preamble(start.preamble, inp.text)), True
+        if start.preamble_reminder and (self._preamble_delivered or not start.preamble):
+            return msgspec.structs.replace(inp, text=with_reminder(start.preamble_reminder, inp.text)), False
+        return inp, False
+
+    def redeliver_preamble(self) -> None:
+        """The agent behind this actor is a new live session (an OpenCode server restarted under
+        a surviving actor): its next turn carries the full preamble again."""
+        self._preamble_delivered = False
 
     def _interrupt(self, turn_id: str | None) -> None:
         current = self.turn.turn_id

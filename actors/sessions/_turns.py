@@ -19,12 +19,23 @@ class TurnTracker:
     host's interrupt and cleared at each start and completion.
     """
 
-    __slots__ = ("identity", "turn_id", "interrupt_requested")
+    __slots__ = ("identity", "turn_id", "interrupt_requested", "_carried")
 
     def __init__(self, identity: EventIdentity) -> None:
         self.identity = identity
         self.turn_id: str | None = None
         self.interrupt_requested = False
+        self._carried: tuple[str, str, bool] | None = None
+
+    def carry(self, sent: str, user: str, preamble: bool) -> None:
+        """The next :meth:`start` is of a turn whose prompt ``sent`` is ``user``'s text with the
+        session base's prefix (the preamble block when ``preamble``, else the reminder): its
+        ``turn.started`` shows ``user`` as ``input_text`` and says whether it carried the
+        preamble. Drivers pass the text they sent; they never see the difference."""
+        self._carried = (sent, user, preamble)
+
+    def uncarry(self) -> None:
+        self._carried = None
 
     @property
     def in_turn(self) -> bool:
@@ -43,6 +54,10 @@ class TurnTracker:
             raise RuntimeError(f"turn {self.turn_id!r} is still running")
         self.turn_id = turn_id
         self.interrupt_requested = False
+        carried, self._carried = self._carried, None
+        if carried is not None and fields.get("input_text") == carried[0]:
+            fields["input_text"] = carried[1]
+            fields["preamble"] = carried[2]
         return TurnStarted(**self.identity, turn_id=turn_id, **fields)
 
     def complete(self, state: TurnState, *, stop_reason: str | None = None, error: str | None = None,

@@ -500,6 +500,7 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             return
         events: list[EventBase] = []
         if message.restarted:
+            self.redeliver_preamble()  # a new server process: the next turn is a new live session's first
             events.append(SessionStateChanged(**self.identity, state="ready",
                                               reason="the OpenCode server restarted"))
             if self.mcp:

@@ -33,6 +33,7 @@ from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_polic
 from paddock.cli._common import format_event, write
 from paddock.cli._connect import connect
 from paddock.cli._errors import explain
+from paddock.cli._handoff import Handoff, add_handoff_options, handoff_arguments
 from paddock.cli._input import LineInput
 from paddock.cli._places import CONFIG_HELP
 from paddock.cli._target import resume_hint, thread_target
@@ -69,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="runtime mode (default: approval-required)")
     parser.add_argument("--model", help="model for the turns (default: the instance's)")
     add_approve_option(parser)
+    add_handoff_options(parser)
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                         help="colour and spinner (auto: when stdout is a terminal)")
 
@@ -131,10 +133,11 @@ class _Chat:
     """The chat's state; every method runs in the main thread."""
 
     def __init__(self, rt: Runtime | RemoteRuntime, remote: bool, args: argparse.Namespace, thread_id: str,
-                 view: _View, inp: LineInput, interactive: bool) -> None:
+                 view: _View, inp: LineInput, interactive: bool, handoff: Handoff) -> None:
         self.rt = rt
         self.remote = remote
         self.args = args
+        self.handoff = handoff
         self.thread_id = thread_id
         self.view = view
         self.inp = inp
@@ -165,7 +168,8 @@ class _Chat:
                     self.view.line(f"paddock chat: {target.note}", "33")
                 self.instance, self.cwd = target.instance, target.cwd
             session = self.rt.start_session(self.thread_id, instance=self.instance, cwd=self.cwd,
-                                            runtime_mode=self.runtime_mode, model=self.model)  # type: ignore[arg-type]
+                                            runtime_mode=self.runtime_mode, model=self.model,  # type: ignore[arg-type]
+                                            **self.handoff)
         except PaddockError as exc:
             self.view.line(f"paddock chat: {explain(exc)}", "31")
             raise _Leave from None
@@ -410,9 +414,10 @@ def run(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     fancy = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and os.environ.get("TERM") != "dumb")
     view = _View(fancy)
+    handoff = handoff_arguments(args)  # a bad file fails before anything starts
     rt, remote = connect(args, "chat")
     thread_id = args.thread or f"chat-{uuid.uuid4().hex[:8]}"
-    chat = _Chat(rt, remote, args, thread_id, view, LineInput(sys.stdin.fileno()), interactive)
+    chat = _Chat(rt, remote, args, thread_id, view, LineInput(sys.stdin.fileno()), interactive, handoff)
     code = 0
     try:
         chat.start()

@@ -50,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
             for key in ("endpoint", "api_key", "model"):
                 if key in c.model:
                     write(f"    {key + ':':9}{c.model[key]}\n")
+            if c.mcp_servers:
+                write(f"    mcp:     {', '.join(c.mcp_servers)}\n")
+            if c.preamble is not None:
+                write(f"    preamble: {c.preamble} characters\n")
             if c.reason:
                 write(f"    reason:  {c.reason}\n")
     return 0 if all(c.ok for c in checks) else 1

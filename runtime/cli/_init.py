@@ -105,7 +105,31 @@ def template(kind: str, instance: str | None = None) -> str:
                 lines.append(f"# {field.name} = ...   # unset: the driver's own default")
             else:
                 lines.append(f"# {field.name} = {_toml(default)}")
+    lines += _handoff_lines(instance)
     return "\n".join(lines) + "\n"
+
+
+def _handoff_lines(instance: str) -> list[str]:
+    """The commented hand-off keys (``paddock._handoff``); last, because an uncommented
+    ``[[...mcp_servers]]`` takes every key below it."""
+    return [
+        "",
+        "# What every session of this instance is handed (a session's own entries win by name).",
+        '# preamble = "..."               # grounding put before the first prompt of each session',
+        '# preamble_file = "grounding.md" # or read from a file (relative to this one)',
+        "# preamble_max_chars = 70000     # a longer preamble is omitted with a warning, never cut",
+        '# preamble_reminder = "..."      # one line put before every later prompt',
+        "# MCP servers; every env and headers value is a secret (masked, kept only in 0600 files):",
+        f"# [[instances.{instance}.mcp_servers]]",
+        '# name = "files"',
+        '# command = "npx"',
+        '# args = ["-y", "@modelcontextprotocol/server-filesystem", "."]',
+        '# env = { FILES_TOKEN = "..." }',
+        f"# [[instances.{instance}.mcp_servers]]",
+        '# name = "docs"',
+        '# url = "https://mcp.example/mcp"   # type = "sse" for an SSE server',
+        '# headers = { Authorization = "Bearer ..." }',
+    ]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_polic
 from paddock.cli._common import add_runtime_options, event_json, format_event, handle_termination, write
 from paddock.cli._connect import connect
 from paddock.cli._errors import explain
+from paddock.cli._handoff import add_handoff_options, handoff_arguments
 from paddock.cli._input import LineInput
 from paddock.cli._target import thread_target
 
@@ -44,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="runtime mode (default: approval-required)",
     )
     add_approve_option(parser)
+    add_handoff_options(parser)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the turn")
     parser.add_argument("--keep", action="store_true",
                         help="through a server: keep the session live after the turn (default: stop it; "
@@ -98,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     handle_termination()
     text = " ".join(args.prompt).replace("\\n", "\n")
     thread_id = args.thread or f"run-{uuid.uuid4().hex[:8]}"
+    handoff = handoff_arguments(args)  # a bad file fails before anything starts
     interactive = sys.stdin.isatty()
     policy = approve_policy(args, interactive)
     rt, remote = connect(args, "run")  # the owning server when one runs, else in-process
@@ -109,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             target = thread_target(rt, args, thread_id)
             if target.note:
                 write(f"paddock run: {target.note}\n", err=True)
-            rt.start_session(thread_id, instance=target.instance, cwd=target.cwd, runtime_mode=args.mode)
+            rt.start_session(thread_id, instance=target.instance, cwd=target.cwd, runtime_mode=args.mode, **handoff)
             turn = rt.send_turn(thread_id, text)
             turn_id = turn.turn_id
             inp = LineInput(sys.stdin.fileno()) if policy == "ask" else None

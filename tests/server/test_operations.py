@@ -113,6 +113,7 @@ def _outcomes(rt, ws) -> dict[str, str]:
     call("read_thread", "t1")
     call("rollback_thread", "t1", 1)
     call("list_threads")
+    call("generate_text", "local-a", "@reply a title")
     call("stop_session", "t1")
     call("stop_all")
     call("compact_events", 1)

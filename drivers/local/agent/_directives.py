@@ -4,6 +4,11 @@ A directive line is a line of the prompt text whose first character is ``@``; it
 the first whitespace and its argument is the rest of the line, stripped. All other lines are the
 prompt proper. Unknown directive names are ignored (the line is still not part of the prompt).
 A directive with a malformed argument makes the prompt fail with JSON-RPC -32602.
+
+A host's preamble block (and its one-line reminder block) at the start of the text is the
+host's grounding, not the user's prompt: it is set aside whole and no directive in it is read.
+The tags are the session base's (``paddock.contract.PREAMBLE_OPEN`` and friends); this module
+repeats them so that the agent's process imports nothing of the runtime.
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ import math
 
 import msgspec
 
-__all__ = ["Action", "DirectiveError", "Directives", "parse_prompt"]
+__all__ = ["Action", "DirectiveError", "Directives", "parse_prompt", "split_host_blocks"]
+
+_PREAMBLE = ("<paddock-preamble>\n", "\n</paddock-preamble>\n\n")
+_REMINDER = ("<paddock-reminder>", "</paddock-reminder>\n\n")
 
 
 class DirectiveError(ValueError):
@@ -31,6 +39,8 @@ class Directives(msgspec.Struct, frozen=True, kw_only=True):
     """What a prompt asks for. ``prompt`` is the text without directive lines, stripped."""
 
     prompt: str
+    preamble: str | None = None
+    """The host's preamble block's text, when the prompt began with one (never parsed)."""
     reply: str | None = None
     reply_history: bool = False
     chunks: int | None = None  # None: up to 3 chunks, never repeating a short answer
@@ -65,10 +75,27 @@ def _seconds(name: str, value: str) -> float:
     return number
 
 
+def split_host_blocks(text: str) -> tuple[str | None, str]:
+    """``(preamble, rest)``: the host's preamble block (or reminder block) at the start of
+    ``text`` set aside, and the user's text after it. The runtime refuses a preamble holding its
+    closing tag, so the first closing tag ends the block."""
+    preamble = None
+    for opening, closing in (_PREAMBLE, _REMINDER):
+        if text.startswith(opening):
+            end = text.find(closing, len(opening))
+            if end >= 0:
+                if opening is _PREAMBLE[0]:
+                    preamble = text[len(opening):end]
+                text = text[end + len(closing):]
+    return preamble, text
+
+
 def parse_prompt(text: str) -> Directives:
-    """Split ``text`` into directives and prompt; raises :class:`DirectiveError`."""
+    """Split ``text`` into directives and prompt, the host's preamble block aside (none of its
+    lines is read as a directive); raises :class:`DirectiveError`."""
+    preamble, text = split_host_blocks(text)
     kept: list[str] = []
-    found: dict[str, object] = {}
+    found: dict[str, object] = {} if preamble is None else {"preamble": preamble}
     actions: list[Action] = []
     for raw in text.split("\n"):
         line = raw.rstrip("\r")

@@ -1,0 +1,38 @@
+"""``paddock generate``: one-shot text from an instance (``Runtime.generate_text``): an
+ephemeral session with no tool approved; prints the assistant's text and leaves nothing behind."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from paddock.cli._common import add_runtime_options, handle_termination, write
+from paddock.cli._connect import connect
+from paddock.cli._errors import explain
+
+HELP = "one-shot text from an instance (a title, a commit message): no tools, nothing left behind"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_runtime_options(parser)
+    parser.add_argument("--instance", default="local", help="instance id (default: local)")
+    parser.add_argument("--model", help="model (default: the instance's)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the text")
+    parser.add_argument("prompt", nargs="+", help="the prompt")
+
+
+def run(args: argparse.Namespace) -> int:
+    from paddock.contract import PaddockError
+
+    handle_termination()
+    prompt = " ".join(args.prompt).replace("\\n", "\n")
+    rt, _ = connect(args, "generate")
+    try:
+        text = rt.generate_text(args.instance, prompt, model=args.model, timeout=args.timeout)
+    except PaddockError as exc:
+        write(f"paddock generate: {explain(exc)}\n", err=True)
+        return 1
+    finally:
+        rt.close()
+    write((json.dumps({"text": text}) if args.json else text) + "\n")
+    return 0
