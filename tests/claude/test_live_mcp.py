@@ -3,6 +3,8 @@ what it loaded is read back (issue 23)."""
 
 from __future__ import annotations
 
+import logging
+
 import os
 import stat
 
@@ -27,7 +29,8 @@ def _config_files(h) -> list:
     return sorted(folder.iterdir()) if folder.exists() else []
 
 
-def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
+def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)  # no masking is registered at this level: the driver logs no secret
     record = tmp_path / "calls.jsonl"
     h = make()
     h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record),))
@@ -46,6 +49,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     server_pid = m.read_record(record)[0]["pid"]
     assert server_pid in scan.seen and not scan.hits
     m.assert_no_secret(evs)
+    assert m.SECRET_ENV not in caplog.text
     h.adapter.stop_session("t1", timeout=15)
     assert _config_files(h) == []  # the file lives only as long as the session
     m.assert_no_secret_in_files(tmp_path)  # the config file is gone; Claude Code copied it nowhere

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import psutil
 import pytest
 
@@ -30,7 +32,8 @@ def _gone(pid: int, timeout: float) -> bool:
     return True
 
 
-def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
+def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)  # no masking is registered at this level: the driver logs no secret
     record = tmp_path / "calls.jsonl"
     h = make()
     h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record),))
@@ -45,6 +48,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     server_pid = m.read_record(record)[0]["pid"]
     assert server_pid in scan.seen and not scan.hits
     m.assert_no_secret(evs)
+    assert m.SECRET_ENV not in caplog.text
     m.assert_no_secret_in_files(tmp_path)  # the config went over stdin; Codex wrote it nowhere
     h.close()
     assert _gone(server_pid, 10), "the app-server left its MCP server running"

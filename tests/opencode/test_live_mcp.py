@@ -3,6 +3,8 @@ the directory, not the session) and what it loaded is read back with ``GET /mcp`
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from paddock.testing import ModelServer
@@ -19,7 +21,8 @@ def model_server(tmp_path, workspace):
         yield server
 
 
-def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
+def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)  # no masking is registered at this level: the driver logs no secret
     record = tmp_path / "calls.jsonl"
     h = make()
     h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record),))
@@ -34,6 +37,7 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path):
     server_pid = m.read_record(record)[0]["pid"]
     assert server_pid in scan.seen and not scan.hits
     m.assert_no_secret(evs)
+    assert m.SECRET_ENV not in caplog.text
     h.close()
     m.assert_no_secret_in_files(tmp_path)  # OpenCode keeps the entries in memory only
 
