@@ -4,7 +4,6 @@ what it loaded is read back (issue 23)."""
 from __future__ import annotations
 
 import logging
-
 import os
 import stat
 
