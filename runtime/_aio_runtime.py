@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
@@ -62,6 +62,7 @@ class AsyncRuntimeAPI:
         interaction_mode: InteractionMode = "default",
         model: str | None = None,
         resume: Literal["auto", "require", "never"] | None = None,
+        require: Sequence[str] = (),
         timeout: float | None = None,
     ) -> Session:
         return await self._call(ops.START_SESSION, locals())

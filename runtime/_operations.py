@@ -93,6 +93,8 @@ class StartSessionBody(Body, frozen=True):
     interaction_mode: InteractionMode = "default"
     model: str | None = None
     resume: Literal["auto", "require", "never"] | None = None
+    require: tuple[str, ...] = ()
+    """Capability paths the host needs (``paddock.contract.require_capabilities``)."""
     timeout: float | None = None
 
 
