@@ -21,13 +21,13 @@ def base_capabilities(*, client_fs: bool, client_terminal: bool) -> Capabilities
 def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
     """Fold the ``initialize`` result in: ``loadSession`` turns on ``sessions.load`` and
     ``sessions.resume`` (a loaded session continues in a fresh process); ``sessionCapabilities``
-    ``resume`` / ``fork`` / ``list`` turn on their flags."""
+    ``resume`` / ``list`` turn on their flags. ``fork`` stays off: the ACP session has no fork
+    hook yet, so an agent's ``sessionCapabilities.fork`` is not something this driver does."""
     agent = init.agentCapabilities
     sc = agent.sessionCapabilities
     return override(caps, sessions={
         "load": agent.loadSession,
         "resume": agent.loadSession or sc.resume is not None,
-        "fork": sc.fork is not None,
         "list": sc.list is not None,
     })
 
