@@ -32,5 +32,9 @@ CODEX_CAPABILITIES = override(
     # request's native id is its approvalId, else its itemId (T3 Code correlates the same way),
     # not the JSON-RPC id, which Codex reuses per process (0, 1, ...).
     identity={"turn": "strong"},
+    # auto-accept-edits maps to approvalPolicy `on-request`, under which Codex runs a sandboxed
+    # command without asking (a prompt comes only when the model asks for escalation): it cannot
+    # ask before every command, so the runtime refuses that mode (never fail open).
+    runtime_policy={"modes": ("approval-required", "full-access")},
 )
 """The capabilities of every ``codex`` instance."""
