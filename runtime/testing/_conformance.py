@@ -16,6 +16,7 @@ secrets, and holds no times or paths, so two runs of the same recordings give th
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import threading
@@ -148,13 +149,18 @@ class Dialect:
         return "say hi SCENARIO:text"
 
 
+_PY_CREATE = "python3 -c \"open('conformance-shell.txt', 'w').close()\""
+
+
 def model_script() -> dict[str, Any]:
     """The scripted model server's scenarios this suite's prompts name."""
     from ._scenario import Patch, Shell
 
     return {"scenarios": {
         "conf_write": [Patch(path="conformance-edit.txt", content="written by the agent\n")],
-        "conf_shell": [Shell(command="touch conformance-shell.txt")],
+        # Not `touch`: Claude Code's acceptEdits mode counts touch, mkdir, mv and cp as file
+        # edits and runs them unasked; this is a command under every agent's rules.
+        "conf_shell": [Shell(command=_PY_CREATE)],
     }}
 
 
@@ -203,12 +209,12 @@ class Probe:
     state_dir: Path
     server: Any = None
     timeout: float = 60.0
-    events: list[EventBase] = field(default_factory=list)
-    _n: int = 0
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    """Thread numbers, shared by every scenario of a run: a thread id is never reused (a reused
+    one would resume the earlier thread, settings and all)."""
 
     def thread(self, runtime_mode: str = "full-access") -> str:
-        self._n += 1
-        thread_id = f"conf-{self._n}"
+        thread_id = f"conf-{next(self.ids)}"
         self.rt.start_session(thread_id, instance=self.instance, cwd=str(self.workspace),
                               runtime_mode=runtime_mode, timeout=self.timeout)  # type: ignore[arg-type]
         return thread_id
@@ -299,7 +305,7 @@ def _simple(p: Probe) -> str:
     prompt, expected = p.dialect.text()
     events = p.turn(p.thread(), prompt)
     assert _end(events).state == "completed", _end(events)
-    assert _text(events).endswith(expected), _text(events)[-200:]
+    assert expected in _text(events), _text(events)[-200:]
     return "completed with the expected text"
 
 
@@ -349,14 +355,14 @@ def _approve(p: Probe, kind: str, decision: str) -> None:
     p.rt.stop_session(thread_id)
 
 
-@scenario("03-approval-file-edit", "approve and decline a file edit, on disk", needs=("approvals.file_changes", "runtime_policy.modes.approval-required"))
+@scenario("03a-approval-file-edit", "approve and decline a file edit, on disk", needs=("approvals.file_changes", "runtime_policy.modes.approval-required"))
 def _approve_edit(p: Probe) -> str:
     _approve(p, "file_change", "accept")
     _approve(p, "file_change", "decline")
     return "accept wrote the file, decline did not"
 
 
-@scenario("03-approval-command", "approve and decline a shell command, on disk", needs=("approvals.commands", "runtime_policy.modes.approval-required"))
+@scenario("03b-approval-command", "approve and decline a shell command, on disk", needs=("approvals.commands", "runtime_policy.modes.approval-required"))
 def _approve_command(p: Probe) -> str:
     _approve(p, "command", "accept")
     _approve(p, "command", "decline")
@@ -413,6 +419,33 @@ def _modes(p: Probe) -> str:
                 assert target.exists(), f"{mode}: the {kind} did not happen"
         said.append(f"{mode}: honoured")
     return "; ".join(said)
+
+
+@scenario("04b-mode-change", "a thread restarted in a stricter mode asks again",
+          needs=("approvals.commands", "runtime_policy.modes.approval-required", "runtime_policy.modes.full-access"))
+def _mode_change(p: Probe) -> str:
+    prompt, expected = p.dialect.text()
+    thread_id = p.thread("full-access")
+    assert _end(p.turn(thread_id, prompt)).state == "completed"
+    p.rt.start_session(thread_id, instance=p.instance, cwd=str(p.workspace), runtime_mode="approval-required",
+                       timeout=p.timeout)
+    shell, path = p.dialect.shell()
+    target = p.workspace / path
+    target.unlink(missing_ok=True)
+    asked: list[str] = []
+
+    def answer(event: EventBase, turn_id: str) -> None:
+        if event.type == "request.opened":
+            try:
+                p.rt.respond_to_request(thread_id, event.request_id or "", "decline")
+            except RequestError:
+                return
+            asked.append(event.kind)  # type: ignore[attr-defined]
+
+    p.turn(thread_id, shell, on_event=answer)
+    assert asked, "after the restart in approval-required a command ran without asking"
+    assert not target.exists(), "the declined command ran"
+    return "asked after the restart"
 
 
 @scenario("05-interrupt", "interrupt mid-stream", needs=("turns.interrupt",))
@@ -579,7 +612,7 @@ def _concurrent(p: Probe) -> str:
     for thread_id in threads:
         got = results.get(thread_id)
         assert isinstance(got, list), f"{thread_id}: {got!r}"
-        assert _end(got).state == "completed" and _text(got).endswith(expected), _end(got)
+        assert _end(got).state == "completed" and expected in _text(got), _end(got)
     return "both completed"
 
 
@@ -674,6 +707,7 @@ def run_target(target: Target, root: Path, *, only: tuple[str, ...] | None = Non
     workspace = root / "workspace"
     workspace.mkdir(exist_ok=True)
     cases: list[Case] = []
+    ids = itertools.count(1)
     with _model_server(target, root, workspace) as server:
         instance = dict(target.config)
         if server is not None:
@@ -696,7 +730,8 @@ def run_target(target: Target, root: Path, *, only: tuple[str, ...] | None = Non
                 if target.scenarios is not None and sc.id not in target.scenarios:
                     case = Case(scenario=sc.id, result="n/a", reason=target.why_skipped)
                 else:
-                    probe = Probe(rt, "agent", workspace, target.dialect, caps, config, state, server, target.timeout)
+                    probe = Probe(rt, "agent", workspace, target.dialect, caps, config, state, server, target.timeout,
+                                  ids)
                     with rt.subscribe() as sub:
                         case = _check(sc, probe)
                         rt.stop_all(timeout=target.timeout)
@@ -722,11 +757,11 @@ def run_target(target: Target, root: Path, *, only: tuple[str, ...] | None = Non
 LIVE_KEY = "sk-paddock-conformance-key"
 """The api key every live target is configured with (masked in every report)."""
 
-LIVE_SELECTION: tuple[str, ...] = ("01-simple-turn", "03-approval-command", "04-runtime-modes",
+LIVE_SELECTION: tuple[str, ...] = ("01-simple-turn", "03b-approval-command", "04-runtime-modes", "04b-mode-change",
                                    "11-model-http-error", "13-unknown-request", "17-token-usage")
 """The scenarios run against each real CLI in CI (the local agent runs them all): the turn, the
 command approval (the one the live tests lacked), the modes, the model's error, the unknown
-request and usage. Each ``n/a`` outside it says so."""
+request and usage, and a thread restarted in a stricter mode. Each ``n/a`` outside it says so."""
 
 _LIVE_MODELS = {
     "claude": "claude-sonnet-4-5",

@@ -35,7 +35,7 @@ def test_local_agent_conforms_on_every_scenario(tmp_path):
     _assert_conforms(report)
     results = {c.scenario: c.result for c in report.cases}
     # The local agent declares what these need: they ran, they did not become n/a.
-    for ran in ("01-simple-turn", "03-approval-command", "04-runtime-modes", "05-interrupt", "07-resume",
+    for ran in ("01-simple-turn", "03b-approval-command", "04-runtime-modes", "05-interrupt", "07-resume",
                 "08-kill-9", "09-sigstop", "12-concurrent-threads", "17-token-usage"):
         assert results[ran] == "pass", ran
     assert {c.scenario: c.reason for c in report.cases}["06-steer"] == "turns.steer is off"
@@ -59,16 +59,16 @@ def test_live_driver_conforms(kind, tmp_path):
 def test_codex_acp_never_runs_a_command_unasked(tmp_path):
     """codex-acp cannot be made to ask before a shell command: approval-required and
     auto-accept-edits are refused with a typed error before its process starts."""
-    target = live_target("codex-acp", scenarios=("04-runtime-modes", "03-approval-command"))
+    target = live_target("codex-acp", scenarios=("04-runtime-modes", "03b-approval-command"))
     if isinstance(target, str):
         if os.environ.get("PADDOCK_REQUIRE_PEERS") == "1":
             pytest.fail(target, pytrace=False)
         pytest.skip(target)
-    report = run_target(target, tmp_path, only=("03-approval-command", "04-runtime-modes"))
+    report = run_target(target, tmp_path, only=("03b-approval-command", "04-runtime-modes"))
     cases = {c.scenario: c for c in report.cases}
     assert cases["04-runtime-modes"].result == "pass", cases["04-runtime-modes"]
     assert "approval-required: refused" in cases["04-runtime-modes"].reason
     assert "auto-accept-edits: refused" in cases["04-runtime-modes"].reason
-    assert cases["03-approval-command"].result == "n/a"
-    assert "runtime_policy.modes.approval-required" in cases["03-approval-command"].reason
+    assert cases["03b-approval-command"].result == "n/a"
+    assert "runtime_policy.modes.approval-required" in cases["03b-approval-command"].reason
     assert not (tmp_path / "workspace" / "conformance-shell.txt").exists() or cases["04-runtime-modes"].result == "pass"
