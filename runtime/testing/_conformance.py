@@ -305,7 +305,7 @@ def _simple(p: Probe) -> str:
     prompt, expected = p.dialect.text()
     events = p.turn(p.thread(), prompt)
     assert _end(events).state == "completed", _end(events)
-    assert expected in _text(events), _text(events)[-200:]
+    assert expected in _text(events), f"expected {expected!r}, got {_text(events)[-200:]!r}"
     return "completed with the expected text"
 
 
