@@ -15,9 +15,12 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NamedTuple
 
 from paddock.cli._common import write
+
+if TYPE_CHECKING:
+    from paddock.testing._conformance import DriverReport, Target
 
 HELP = "run the conformance suite against the local agent, a pinned CLI or a configured instance"
 
@@ -35,36 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-class PlainDialect:
-    """Prompts for a real model: asked in plain language, answers checked loosely."""
-
-    why_not = {"http_error": "a real model cannot be told to answer with an HTTP error"}
-
-    def text(self) -> tuple[str, str]:
-        return "Reply with exactly these words and nothing else: Hello from Paddock", "Hello from Paddock"
-
-    def recall(self) -> tuple[str, str]:
-        return "Repeat the words you replied with last time, exactly.", "Hello from Paddock"
-
-    def slow(self) -> str:
-        return "Count from 1 to 400, one number per line, with nothing else."
-
-    def write(self) -> tuple[str, str, str]:
-        return ("Create the file conformance-edit.txt in the current folder containing exactly the line: "
-                "written by the agent", "conformance-edit.txt", "written by the agent")
-
-    def shell(self) -> tuple[str, str]:
-        return "Run this shell command, and nothing else: touch conformance-shell.txt", "conformance-shell.txt"
-
-    def http_error(self) -> None:
-        return None
-
-    def usage(self) -> str:
-        return self.text()[0]
-
-
-def _targets(args: argparse.Namespace) -> list[Any]:
-    from paddock.testing._conformance import Target, live_target, local_target
+def _targets(args: argparse.Namespace) -> list[tuple[str, Target | str]]:
+    """(label, target or why it cannot run) for each driver or instance asked for."""
+    from paddock.testing._conformance import PlainDialect, Target, live_target, local_target
 
     if args.instance:
         import os
@@ -83,62 +59,65 @@ def _targets(args: argparse.Namespace) -> list[Any]:
         if table is None:
             raise ConfigError(path, f"no instance {args.instance!r}")
         secrets = [table.get("api_key"), os.environ.get(table.get("api_key_env") or "")]
-        return [Target(label=args.instance, config=dict(table), dialect=PlainDialect(),  # type: ignore[arg-type]
-                       model_server=False, corpus="configured-instance", timeout=180.0,
-                       secrets=tuple(s for s in secrets if isinstance(s, str) and s))]
-    out: list[Any] = []
-    for kind in args.driver or ["local"]:
-        out.append(local_target() if kind == "local" else live_target(kind, scenarios=None))
-    return out
+        return [(args.instance, Target(label=args.instance, config=dict(table), dialect=PlainDialect(),
+                                       model_server=False, corpus="configured-instance", timeout=180.0,
+                                       secrets=tuple(s for s in secrets if isinstance(s, str) and s)))]
+    return [(kind, local_target() if kind == "local" else live_target(kind, scenarios=None))
+            for kind in args.driver or ["local"]]
+
+
+class _Row(NamedTuple):
+    label: str
+    report: DriverReport | None  # decoded from ``encoded``: masked
+    encoded: bytes
+    error: str | None
 
 
 def run(args: argparse.Namespace) -> int:
     import msgspec
 
-    from paddock.testing._conformance import SCENARIOS, Case, DriverReport, encode_report, report_digest, run_target
+    from paddock.testing._conformance import SCENARIOS, DriverReport, encode_report, report_digest, run_target
 
     only = tuple(args.scenario) if args.scenario else None
-    reports: list[tuple[str, Any, bytes | None, str | None]] = []
-    for target in _targets(args):
+    rows: list[_Row] = []
+    for label, target in _targets(args):
         if isinstance(target, str):
-            reports.append(("?", None, None, target))
+            rows.append(_Row(label, None, b"", target))
             continue
         with tempfile.TemporaryDirectory(prefix="paddock-conformance-") as root:
             try:
                 report = run_target(target, Path(root), only=only)
             except LookupError as exc:
-                reports.append((target.label, None, None, str(exc)))
+                rows.append(_Row(label, None, b"", str(exc)))
                 continue
         encoded = encode_report(report, target.secrets)
         # Both views come from the masked document: no secret reaches the output.
-        reports.append((target.label, msgspec.json.decode(encoded, type=DriverReport), encoded, None))
-    failed = any(r is not None and any(c.result == "fail" for c in r.cases) for _, r, _, _ in reports) \
-        or any(err for *_, err in reports)
+        rows.append(_Row(label, msgspec.json.decode(encoded, type=DriverReport), encoded, None))
+    failed = any(row.report is None or any(c.result == "fail" for c in row.report.cases) for row in rows)
     if args.json:
         doc = {"drivers": [
-            {"driver": label, "error": err} if report is None else
-            {**json.loads(encoded), "digest": report_digest(encoded)}  # type: ignore[arg-type]
-            for label, report, encoded, err in reports
+            {"driver": row.label, "error": row.error} if row.report is None else
+            {**json.loads(row.encoded), "digest": report_digest(row.encoded)}
+            for row in rows
         ]}
         write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return 1 if failed else 0
     ids = [s for s in SCENARIOS if only is None or s in only]
-    width = max([len(label) for label, *_ in reports] + [6])
+    width = max([len(row.label) for row in rows] + [6])
     write(f"{'driver':{width}}  " + "  ".join(f"{i.split('-')[0]:4}" for i in ids) + "\n")
     notes: list[str] = []
-    for label, report, encoded, err in reports:
-        if report is None:
-            write(f"{label:{width}}  error: {err}\n")
+    for row in rows:
+        if row.report is None:
+            write(f"{row.label:{width}}  error: {row.error}\n")
             continue
-        cases: dict[str, Case] = {c.scenario: c for c in report.cases}
+        cases = {c.scenario: c for c in row.report.cases}
         cells = []
         for sid in ids:
             case = cases.get(sid)
-            result = case.result if case is not None else "n/a"
-            cells.append(f"{result:4}")
+            cells.append(f"{case.result if case is not None else 'n/a':4}")
             if case is not None and case.result != "pass":
-                notes.append(f"  {label} {sid}: {case.result}: {case.reason}")
-        write(f"{label:{width}}  " + "  ".join(cells) + "\n")
+                notes.append(f"  {row.label} {sid}: {case.result}: {case.reason}")
+        write(f"{row.label:{width}}  " + "  ".join(cells) + "\n")
     write("\nscenarios:\n")
     for sid in ids:
         write(f"  {sid.split('-')[0]:4} {SCENARIOS[sid].title} ({sid})\n")

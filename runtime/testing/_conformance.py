@@ -54,6 +54,7 @@ __all__ = [
     "Dialect",
     "DriverReport",
     "Outcome",
+    "PlainDialect",
     "Probe",
     "Scenario",
     "Target",
@@ -189,6 +190,35 @@ class LocalDialect(Dialect):
 
     def usage(self) -> str:
         return "@usage 10 5\n@reply counted\ncount"
+
+
+class PlainDialect(Dialect):
+    """Prompts for a real model (``paddock conformance --instance``): plain language, answers
+    checked loosely."""
+
+    why_not = {"http_error": "a real model cannot be told to answer with an HTTP error"}
+
+    def text(self) -> tuple[str, str]:
+        return "Reply with exactly these words and nothing else: Hello from Paddock", "Hello from Paddock"
+
+    def recall(self) -> tuple[str, str]:
+        return "Repeat the words you replied with last time, exactly.", "Hello from Paddock"
+
+    def slow(self) -> str:
+        return "Count from 1 to 400, one number per line, with nothing else."
+
+    def write(self) -> tuple[str, str, str]:
+        return ("Create the file conformance-edit.txt in the current folder containing exactly the line: "
+                "written by the agent", "conformance-edit.txt", "written by the agent")
+
+    def shell(self) -> tuple[str, str]:
+        return f"Run this shell command, and nothing else: {_PY_CREATE}", "conformance-shell.txt"
+
+    def http_error(self) -> tuple[str, str] | None:
+        return None
+
+    def usage(self) -> str:
+        return self.text()[0]
 
 
 # the probe: one runtime, one instance --------------------------------------------------------------
