@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from paddock import Runtime
 
 __all__ = [
+    "FULL_LIVE",
     "LIVE_DRIVERS",
     "LIVE_KEY",
     "LIVE_SELECTION",
@@ -59,6 +60,7 @@ __all__ = [
     "Scenario",
     "Target",
     "encode_report",
+    "live_scenarios",
     "live_target",
     "local_target",
     "report_digest",
@@ -806,6 +808,15 @@ _LIVE_MODELS = {
 LIVE_DRIVERS: tuple[str, ...] = (*_LIVE_MODELS, "acp-registry")
 """Every driver and flavor the suite runs live, against its pinned CLI."""
 
+FULL_LIVE: frozenset[str] = frozenset({"codex", "codex-acp", "copilot"})
+"""The CLIs fast enough (one turn well under a second against the model server) to run every
+scenario in CI; the others run :data:`LIVE_SELECTION`."""
+
+
+def live_scenarios(kind: str) -> tuple[str, ...] | None:
+    """The scenarios CI runs against ``kind`` (``None``: all)."""
+    return None if kind in FULL_LIVE else LIVE_SELECTION
+
 
 def local_target() -> Target:
     """The built-in local agent: no model, no config, every scenario. Its cancel timeout is
@@ -814,9 +825,9 @@ def local_target() -> Target:
                   model_server=False, corpus="local-agent-directives", timeout=30.0)
 
 
-def live_target(kind: str, *, scenarios: tuple[str, ...] | None = LIVE_SELECTION) -> Target | str:
-    """The target of a pinned CLI against the scripted model server, or why it cannot run
-    (not installed, with the install command)."""
+def live_target(kind: str, *, scenarios: tuple[str, ...] | None = None) -> Target | str:
+    """The target of a pinned CLI against the scripted model server, running ``scenarios``
+    (``None``: all), or why it cannot run (not installed, with the install command)."""
     from paddock.drivers._peers import load_pins, peer_argv
 
     if kind == "acp-registry":
@@ -833,12 +844,15 @@ def live_target(kind: str, *, scenarios: tuple[str, ...] | None = LIVE_SELECTION
             env["IS_SANDBOX"] = "1"
         # A registry agent gets no mapping of the model keys: its own variables go in env
         # (ANTHROPIC_BASE_URL is filled in with the model server's URL by run_target).
-        return Target(label="acp-registry", config={"driver": "acp-registry", "agent": agent, "env": env},
+        return Target(label="acp-registry", config={"driver": "acp-registry", "agent": agent, "env": env,
+                                                    "cancel_timeout": 5.0},
                       scenarios=scenarios, cli_version="claude-code-acp@registry", secrets=(LIVE_KEY,))
     pin = load_pins()[kind]
     if peer_argv(pin) is None:
         return f"{pin.package}@{pin.version} is not installed; install with: {pin.install_hint}"
     config: dict[str, Any] = {"driver": kind, "api_key": LIVE_KEY, "model": _LIVE_MODELS[kind]}
+    # Short bounds on an unacknowledged interrupt: the SIGSTOP scenario waits for them.
+    config["interrupt_timeout" if kind in ("claude", "codex", "opencode") else "cancel_timeout"] = 5.0
     if kind == "codex":
         config["config"] = {
             "model_catalog_json": str(Path(__file__).with_name("codex_model_catalog.json")),

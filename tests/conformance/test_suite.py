@@ -15,7 +15,15 @@ import time
 
 import pytest
 
-from paddock.testing._conformance import LIVE_DRIVERS, SCENARIOS, encode_report, live_target, local_target, run_target
+from paddock.testing._conformance import (
+    LIVE_DRIVERS,
+    SCENARIOS,
+    encode_report,
+    live_scenarios,
+    live_target,
+    local_target,
+    run_target,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -44,7 +52,7 @@ def test_local_agent_conforms_on_every_scenario(tmp_path):
 @pytest.mark.live
 @pytest.mark.parametrize("kind", LIVE_DRIVERS)
 def test_live_driver_conforms(kind, tmp_path):
-    target = live_target(kind)
+    target = live_target(kind, scenarios=live_scenarios(kind))
     if isinstance(target, str):
         if os.environ.get("PADDOCK_REQUIRE_PEERS") == "1":
             pytest.fail(target + " (PADDOCK_REQUIRE_PEERS=1)", pytrace=False)
@@ -56,6 +64,7 @@ def test_live_driver_conforms(kind, tmp_path):
     assert target.secrets[0].encode() not in encode_report(report, target.secrets)
 
 
+@pytest.mark.live
 def test_codex_acp_never_runs_a_command_unasked(tmp_path):
     """codex-acp cannot be made to ask before a shell command: approval-required and
     auto-accept-edits are refused with a typed error before its process starts."""
@@ -71,4 +80,3 @@ def test_codex_acp_never_runs_a_command_unasked(tmp_path):
     assert "auto-accept-edits: refused" in cases["04-runtime-modes"].reason
     assert cases["03b-approval-command"].result == "n/a"
     assert "runtime_policy.modes.approval-required" in cases["03b-approval-command"].reason
-    assert not (tmp_path / "workspace" / "conformance-shell.txt").exists() or cases["04-runtime-modes"].result == "pass"
