@@ -19,6 +19,8 @@ from paddock.contract import check_grammar
 from paddock.testing._conformance import SCENARIOS, Case, DriverReport, encode_report, report_digest
 from tests.replay.test_replay_only_flavors import AGENTS, MODEL, _launcher, build_transcript
 
+from .table import save
+
 pytestmark = pytest.mark.timeout(120)
 
 _CODEX_RECORDINGS = Path(__file__).resolve().parents[1] / "recordings" / "codex" / "driver"
@@ -116,8 +118,10 @@ def replay_report(kind: str, root: Path) -> DriverReport:
 @pytest.mark.parametrize("kind", sorted(AGENTS))
 def test_replay_only_flavor_conforms_and_its_report_is_reproducible(kind, tmp_path):
     t0 = time.monotonic()
-    first = encode_report(replay_report(kind, tmp_path / "one"))
+    once = replay_report(kind, tmp_path / "one")
+    first = encode_report(once)
     print(f"\nconformance {kind} (replay): {time.monotonic() - t0:.1f} s")
+    save(kind, once, time.monotonic() - t0)
     second = encode_report(replay_report(kind, tmp_path / "two"))
     assert first == second
     assert report_digest(first) == report_digest(second)

@@ -25,6 +25,8 @@ from paddock.testing._conformance import (
     run_target,
 )
 
+from .table import save
+
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -40,6 +42,7 @@ def test_local_agent_conforms_on_every_scenario(tmp_path):
     t0 = time.monotonic()
     report = run_target(local_target(), tmp_path)
     print(f"\nconformance local: {time.monotonic() - t0:.1f} s")
+    save("local", report, time.monotonic() - t0)
     _assert_conforms(report)
     results = {c.scenario: c.result for c in report.cases}
     # The local agent declares what these need: they ran, they did not become n/a.
@@ -60,6 +63,7 @@ def test_live_driver_conforms(kind, tmp_path):
     t0 = time.monotonic()
     report = run_target(target, tmp_path)
     print(f"\nconformance {kind}: {time.monotonic() - t0:.1f} s")
+    save(kind, report, time.monotonic() - t0, target.secrets)
     _assert_conforms(report)
     assert target.secrets[0].encode() not in encode_report(report, target.secrets)
 
