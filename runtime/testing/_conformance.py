@@ -658,6 +658,25 @@ def _unknown_request(p: Probe) -> str:
     raise AssertionError("an unknown request id was accepted")
 
 
+def _refuse_rollback(p: Probe) -> object:
+    prompt, _ = p.dialect.text()
+    thread_id = p.thread()
+    p.turn(thread_id, prompt)
+    return p.rt.rollback_thread(thread_id, 1)
+
+
+@scenario("16a-rollback", "roll back the last turn", needs=("threads.rollback",), refuse=_refuse_rollback)
+def _rollback(p: Probe) -> str:
+    prompt, _ = p.dialect.text()
+    thread_id = p.thread()
+    for _ in range(2):
+        assert _end(p.turn(thread_id, prompt)).state == "completed"
+    snapshot = p.rt.rollback_thread(thread_id, 1)
+    assert len(snapshot.turns) == 1, f"{len(snapshot.turns)} turns after rolling back one of two"
+    assert _end(p.turn(thread_id, prompt)).state == "completed"
+    return "one of two turns rolled back, the thread goes on"
+
+
 @scenario("17-token-usage", "token usage reported", needs=("streaming.token_usage",))
 def _usage(p: Probe) -> str:
     events = p.turn(p.thread(), p.dialect.usage())
