@@ -712,6 +712,13 @@ def _caps_dict(caps: Capabilities) -> dict[str, Any]:
     return msgspec.to_builtins(caps)  # type: ignore[no-any-return]
 
 
+def _observed(rt: Runtime) -> Capabilities:
+    """The instance's capabilities now (for ACP: negotiated once its agent answered)."""
+    [info] = [i for i in rt.instances() if i.id == "agent"]
+    assert info.capabilities is not None
+    return info.capabilities
+
+
 def _check(sc: Scenario, p: Probe) -> Case:
     off = [n for n in sc.needs if not capability_on(p.caps, n)]
     if off:
@@ -774,9 +781,16 @@ def run_target(target: Target, root: Path, *, only: tuple[str, ...] | None = Non
                 raise LookupError(f"{target.label}: {info.reason}")
             caps = info.capabilities
             assert caps is not None
+            if caps.sessions.shared_process:
+                # The agent answers initialize when its process starts: judge and report the
+                # negotiated flags, not only the declared ones.
+                opened = f"conf-{next(ids)}"
+                rt.start_session(opened, instance="agent", cwd=str(workspace), timeout=target.timeout)
+                rt.stop_session(opened, timeout=target.timeout)
             for sc in SCENARIOS.values():
                 if only is not None and sc.id not in only:
                     continue
+                caps = _observed(rt)
                 t0 = time.monotonic()
                 if target.scenarios is not None and sc.id not in target.scenarios:
                     case = Case(scenario=sc.id, result="n/a", reason=target.why_skipped)
@@ -798,6 +812,7 @@ def run_target(target: Target, root: Path, *, only: tuple[str, ...] | None = Non
                 cases.append(case)
                 if on_case is not None:
                     on_case(case, time.monotonic() - t0)
+            caps = _observed(rt)
     return DriverReport(driver=str(target.config.get("driver")), flavor=target.label, cli_version=target.cli_version,
                         paddock_version=__version__, corpus=target.corpus, capabilities=_caps_dict(caps),
                         cases=tuple(cases))
