@@ -49,6 +49,7 @@ __all__ = [
     "LIVE_DRIVERS",
     "LIVE_KEY",
     "LIVE_SELECTION",
+    "REGISTRY_SELECTION",
     "NON_CLAIMS",
     "SCENARIOS",
     "Case",
@@ -847,9 +848,17 @@ FULL_LIVE: frozenset[str] = frozenset({"codex", "codex-acp", "copilot"})
 scenario in CI; the others run :data:`LIVE_SELECTION`."""
 
 
+REGISTRY_SELECTION: tuple[str, ...] = ("01-simple-turn", "04b-mode-change", "11-model-http-error")
+"""The registry agent (claude-code-acp, whose every session starts a Claude Code process of
+several seconds) runs only these: a turn, the command approval after a mode change, and the
+model's error; claude-acp covers the same agent family with the full selection."""
+
+
 def live_scenarios(kind: str) -> tuple[str, ...] | None:
     """The scenarios CI runs against ``kind`` (``None``: all)."""
-    return None if kind in FULL_LIVE else LIVE_SELECTION
+    if kind in FULL_LIVE:
+        return None
+    return REGISTRY_SELECTION if kind == "acp-registry" else LIVE_SELECTION
 
 
 def local_target() -> Target:
