@@ -66,6 +66,9 @@ def render(folder: Path) -> str:
         ".venv/bin/python -m tests.conformance.table /tmp/conformance > docs/conformance.md",
         "```",
         "",
+        "Wall time is the driver's whole test on the machine of that run (this one: 2 cores shared",
+        "with other work, load average 11-14), not a benchmark.",
+        "",
         "| driver | " + " | ".join(i.split("-")[0] for i in ids) + " | wall time |",
         "|---|" + "---|" * len(ids) + "---|",
     ]
@@ -88,9 +91,9 @@ def render(folder: Path) -> str:
             lines.append(f"- `{case.scenario}` **{case.result}**: {case.reason}")
         lines.append("")
     lines += ["## Not yet in the table", "",
-              "14 (MCP tool call and a failing server), 15 (preamble) and 16 (fork, compact, rollback,",
-              "attachments) join the scenario table (`@scenario` in `paddock.testing._conformance`) with",
-              "the MCP and thread-operations work.", ""]
+              "14 (MCP tool call and a failing server), 15 (preamble) and the rest of 16 (fork, compact,",
+              "attachments; rollback is `16a`) join the scenario table (`@scenario` in",
+              "`paddock.testing._conformance`) with the MCP and thread-operations work.", ""]
     return "\n".join(lines)
 
 
