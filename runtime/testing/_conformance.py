@@ -230,8 +230,9 @@ class PlainDialect(Dialect):
 @dataclass
 class Probe:
     """What a scenario works with: a Runtime with the instance ``instance`` (its capabilities in
-    ``caps``), a workspace, the dialect, and the events seen since the scenario began. Scenario
-    code runs on the caller's thread."""
+    ``caps``), a workspace, the dialect, the config and state dir (for a second Runtime), and the
+    scripted model server when there is one. Scenario code and its ``on_event`` callbacks run on
+    the caller's thread."""
 
     rt: Runtime
     instance: str
@@ -292,7 +293,8 @@ def _text(events: list[EventBase]) -> str:
     return "".join(e.delta for e in events if e.type == "content.delta" and e.stream == "assistant_text")  # type: ignore[attr-defined]
 
 
-def _interrupt_on_first_delta(p: Probe, thread_id: str, action: Callable[[str], None]) -> Callable[[EventBase, str], None]:
+def _on_first_delta(action: Callable[[str], None]) -> Callable[[EventBase, str], None]:
+    """An ``on_event`` that calls ``action(turn_id)`` once, at the turn's first delta."""
     fired = threading.Event()
 
     def on_event(event: EventBase, turn_id: str) -> None:
@@ -485,7 +487,7 @@ def _mode_change(p: Probe) -> str:
 def _interrupt(p: Probe) -> str:
     thread_id = p.thread()
     events = p.turn(thread_id, p.dialect.slow(),
-                    on_event=_interrupt_on_first_delta(p, thread_id, lambda t: p.rt.interrupt_turn(thread_id, t)))
+                    on_event=_on_first_delta(lambda t: p.rt.interrupt_turn(thread_id, t)))
     assert _end(events).state in ("interrupted", "cancelled"), _end(events)
     return f"ended {_end(events).state}"
 
@@ -537,7 +539,7 @@ def _kill9(p: Probe) -> str:
             except psutil.Error:
                 pass
     with p.rt.subscribe(thread_id=thread_id) as sub:
-        events = p.turn(thread_id, p.dialect.slow(), on_event=_interrupt_on_first_delta(p, thread_id, strike))
+        events = p.turn(thread_id, p.dialect.slow(), on_event=_on_first_delta(strike))
         assert killed, "found no agent process to kill"
         assert _end(events).state == "failed", _end(events)
         deadline = time.monotonic() + p.timeout
@@ -571,7 +573,7 @@ def _sigstop(p: Probe) -> str:
         p.rt.interrupt_turn(thread_id, turn_id)
     bound = 40.0
     try:
-        events = p.turn(thread_id, p.dialect.slow(), on_event=_interrupt_on_first_delta(p, thread_id, strike),
+        events = p.turn(thread_id, p.dialect.slow(), on_event=_on_first_delta(strike),
                         timeout=bound + 15)
     finally:
         for proc in stopped:
