@@ -356,6 +356,11 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         if failed is not None:
             # Without the hub no event can be logged or delivered: refuse work instead of losing it.
             raise PersistenceError("publish events", f"{failed}; close this runtime and open it again")
+        refused = self._hub.refused
+        if refused is not None:
+            # The disk refuses the log: what is under way is held and written when it allows;
+            # new work waits for that instead of growing the held events.
+            raise PersistenceError("publish events", f"{refused}; try again once the disk has room")
 
     def _adapter(self, instance_id: str) -> Any:
         """The instance's adapter, created on first use. For recorders and tests that set or read
