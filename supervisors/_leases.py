@@ -95,9 +95,20 @@ class LeaseStore:
         return self.directory / f"{self._host_pid}-{pid}.json"
 
     def reap_adopted(self, pid: int) -> int:
-        """Kill what the shim ``pid`` adopted and left behind (call once it has exited, before
-        :meth:`release`); returns how many processes were killed. Each one recorded in its tree
-        file is signalled only while its starttime still matches."""
+        """Wait until the shim ``pid`` (a child of this process) has exited, without reaping it,
+        then kill what it adopted and left behind; reap it afterwards, then :meth:`release`.
+        Returns how many processes of its tree file were killed (each only while its starttime
+        still matches). Thread: any (it blocks).
+
+        The shim's process group (its pgid is its pid) goes first: a descendant born after the
+        shim last wrote its tree file (its report period is up to 1 s) is not in the file, but
+        is in the group unless it called ``setsid``. The shim's zombie still holds the pid, so
+        the group id names no one else."""
+        _wait_unreaped(pid)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass  # the group is empty (the shim ended its tree itself), or not ours
         return _kill_recorded(_tree_path(self._path(pid)))
 
     def record(self, pid: int, argv: Sequence[str], owner: str) -> Lease | None:
@@ -156,6 +167,19 @@ class LeaseStore:
                 name.unlink()
             except FileNotFoundError:
                 pass
+
+
+def _wait_unreaped(pid: int) -> None:
+    """Block until the child ``pid`` has exited, without reaping it (its zombie keeps the pid and
+    the group id from being reused). Returns at once if it was reaped already."""
+    while True:
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
 
 
 def _tree_path(lease_path: Path) -> Path:
