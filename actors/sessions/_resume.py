@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from paddock.contract import EventBase, SessionStateChanged, TokenUsage
-from paddock.supervisors import ChildContext, ExitReason
+from paddock.contract import EventBase, ProcessError, SessionStateChanged, TokenUsage
+from paddock.supervisors import ChildContext, ExitReason, halted
 
 from ._session import SessionActor, SessionRecord
 from ._shared import SharedLink
@@ -170,10 +170,18 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
     # the link ------------------------------------------------------------------------------------
 
     def current_link(self) -> L:
-        """The running process's link; :class:`SessionClosedError` while it restarts."""
+        """The running process's link; :class:`SessionClosedError` while it restarts, and
+        :class:`ProcessError` while it is stopped (SIGSTOP: it would accept a prompt on its pipe
+        and answer nothing; its shim declares it hung after ``hang_timeout``, and its
+        supervisor restarts it)."""
         link = self._get_link()
         if link is None or link.exit_info is not None:
             raise self.closed_error(f"{self.process_noun} is restarting")
+        pid = link.conn.process.pid
+        state = halted(pid) if pid is not None else None
+        if state is not None:
+            raise ProcessError(f"{self.process_noun} is {state}: it answers nothing until it is continued, or "
+                               "restarted once it is declared hung", **self.where())
         return link
 
     def ensure_native(self) -> tuple[L, list[EventBase]]:
