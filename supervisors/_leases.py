@@ -139,25 +139,41 @@ class LeaseStore:
 
     def kill_all(self) -> int:
         """SIGKILL every process this host holds a lease for, with its tree and what its shim
-        adopted, each after a fresh identity check (thread: any; a closing runtime's backstop at
-        its deadline). One scan of the process table serves every tree. Returns how many leased
-        processes were found alive."""
-        from ._teardown import kill_tree
+        adopted, each after a fresh identity check (thread: any; a closing runtime's last resort,
+        inside its budget). Returns how many leased processes were found alive.
 
-        found = 0
+        Fast on purpose (hundreds of trees at once, on a loaded machine): every tree is listed
+        first through the ``/proc`` children files (cost: the trees' sizes, not the process
+        table's; a tree listed after its root died would miss what was re-parented away), then
+        each process group goes with one ``killpg`` and each listed process with one signal."""
+        from ._shim import LINUX, tree_of
+        from ._teardown import _Proc, kill_tree
+
+        alive: list[Lease] = []
         for path in sorted(self.directory.glob(f"{self._host_pid}-*.json")):
             try:
                 lease = _decoder.decode(path.read_bytes())
             except (OSError, msgspec.DecodeError):
                 continue
-            if sys.platform.startswith("linux") and not os.path.exists(f"/proc/{lease.pid}"):
+            if LINUX and not os.path.exists(f"/proc/{lease.pid}"):
                 continue  # gone already: no psutil round trip
             if _same(lease.pid, lease.create_time) is not None:
-                found += 1
+                alive.append(lease)
+        if not LINUX:
+            for lease in alive:
                 kill_tree(lease.pid, max_age=0.25)
+        else:
+            trees = [tree_of(lease.pid) for lease in alive]
+            for lease, tree in zip(alive, trees):
+                try:
+                    os.killpg(lease.pgid, signal.SIGKILL)  # verified alive above: the group is ours
+                except OSError:
+                    pass
+                for pid, start in tree:
+                    _Proc(pid, start).signal(signal.SIGKILL)  # re-checks the starttime first
         for path in sorted(self.directory.glob(f"{self._host_pid}-*.tree")):
             _kill_recorded(path, wait=False)
-        return found
+        return len(alive)
 
     def release(self, pid: int) -> None:
         """Forget the lease of ``pid`` and its tree file (after it has been reaped)."""

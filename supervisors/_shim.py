@@ -100,8 +100,9 @@ def _starttime(pid: int) -> bytes | None:
     return None if stat is None or stat[0] in (b"Z", b"X") else stat[2]
 
 
-def _tree(root: int) -> list[tuple[int, bytes]]:
-    """Every live descendant of ``root`` with its starttime, through the children files."""
+def tree_of(root: int) -> list[tuple[int, bytes]]:
+    """Every live descendant of ``root`` with its starttime, through the children files (Linux;
+    empty elsewhere). The host's last-resort kill (``_leases.py``) uses it too."""
     found: list[tuple[int, bytes]] = []
     todo = [root]
     seen = {root}
@@ -142,7 +143,7 @@ class _Reporter:
     def update(self, soon: bool) -> None:
         if self.path is None:
             return
-        tree = sorted(_tree(os.getpid()))
+        tree = sorted(tree_of(os.getpid()))
         if tree != self.last:
             self.last = tree
             self.period = REPORT_MIN
@@ -188,7 +189,7 @@ def _descendants(root: int) -> list[int]:
     if not LINUX:
         return []
     if _HAS_CHILDREN_FILES:
-        return [pid for pid, _ in _tree(root)]
+        return [pid for pid, _ in tree_of(root)]
     children = children_table(zombies=False)
     found: list[int] = []
     todo = [root]
