@@ -639,7 +639,8 @@ class EventHub(pykka.ThreadingActor):
                 raise ValidationError("limit_log_pages", "the event log is disabled")
             # not in order: the writer may be holding a refused append; SQLite serializes the
             # connection's use between the two threads
-            return self._log.limit_pages(arg)
+            self._log.limit_pages(arg)
+            return None
         if kind == "log_refused":
             detail, keys = arg
             self._process([(key, (RuntimeErrorEvent(

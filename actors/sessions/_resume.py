@@ -181,7 +181,8 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
         state = halted(pid) if pid is not None else None
         if state is not None:
             raise ProcessError(f"{self.process_noun} is {state}: it answers nothing until it is continued, or "
-                               "restarted once it is declared hung", **self.where())
+                               "restarted once it is declared hung", driver=self.owner["driver"],
+                               instance_id=self.owner["instance_id"], thread_id=self.thread_id)
         return link
 
     def ensure_native(self) -> tuple[L, list[EventBase]]:
