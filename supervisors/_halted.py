@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from ._shim import STOPPED, read_stat
+from ._shim import HUNG_MARK, STOPPED, read_stat
 
-__all__ = ["halted"]
+__all__ = ["halted", "hung_reason"]
 
 _LINUX = sys.platform.startswith("linux")
 
@@ -33,3 +33,13 @@ def halted(pid: int) -> str | None:
         if stat is not None and stat[0] in STOPPED:
             return STOPPED[stat[0]]
     return None
+
+
+def hung_reason(stderr_tail: str) -> str | None:
+    """The line in which an orphan-guard shim said it declared its agent hung and killed it
+    (``_shim.HUNG_MARK``: stopped for ``hang_timeout``), from the end of the agent's stderr, or
+    ``None``."""
+    at = stderr_tail.rfind(HUNG_MARK)
+    if at < 0:
+        return None
+    return stderr_tail[at:].split("\n", 1)[0].strip()

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from paddock.contract import EventBase, ProcessError, SessionStateChanged, TokenUsage
-from paddock.supervisors import ChildContext, ExitReason, halted
+from paddock.contract import EventBase, ProcessError, RuntimeWarningEvent, SessionStateChanged, TokenUsage
+from paddock.supervisors import ChildContext, ExitReason, halted, hung_reason
 
 from ._session import SessionActor, SessionRecord
 from ._shared import SharedLink
@@ -143,6 +143,10 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
         events: list[EventBase] = []
         if info is not None or failed:
             detail = link.exit_detail() if link is not None and info is not None else "the session actor failed"
+            hung = hung_reason(info.stderr_tail) if info is not None else None
+            if hung is not None:  # the shim killed a process that stayed stopped for hang_timeout
+                events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="process.hung",
+                                                  message=hung))
             self.on_lost(events)
             self.end_turn(events, "failed", error=detail, requests="expired")
             if not state.exited:

@@ -83,8 +83,10 @@ def test_an_agent_stopped_for_hang_timeout_is_killed_restarted_and_its_session_r
         agent = _agent()
         with rt.subscribe(thread_id="t1") as sub:
             agent.send_signal(signal.SIGSTOP)
-            [exited] = [e for e in _wait_for(sub, lambda e: e.type == "session.exited", timeout=15)
-                        if e.type == "session.exited"]
+            seen = _wait_for(sub, lambda e: e.type == "session.exited", timeout=15)
+        [exited] = [e for e in seen if e.type == "session.exited"]
+        [hung] = [e for e in seen if e.type == "runtime.warning" and e.code == "process.hung"]
+        assert "declared hung" in hung.message and "stopped" in hung.message, hung.message
         assert exited.recoverable is True and exited.signal == signal.SIGKILL, exited
         assert "declared hung" in (exited.stderr_tail or "") and "stopped" in exited.stderr_tail, exited.stderr_tail
         assert psutil.wait_procs([agent], timeout=5)[1] == []
