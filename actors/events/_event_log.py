@@ -55,7 +55,11 @@ _MAX_SPAN = "coalesce((SELECT value FROM event_log_meta WHERE key = 'max_span'),
 _INSERT = "INSERT INTO event_chunks VALUES (?, ?, ?, ?, ?, ?, ?)"
 # Chunks go in as ONE multi-row INSERT in autocommit mode (atomic on its own): each statement
 # step releases and re-takes the GIL, and under load re-taking it is what a commit waits for.
-_SINGLE = 512  # 7 * 512 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
+# More chunks than _SINGLE go in as _SINGLE-row INSERTs (and one for the rest) in a transaction.
+# Trap: each distinct row count is one prepared statement in the connection's cache (128), and a
+# statement's compiled program grows with its rows: batches of every size up to 512 rows kept
+# ~40 MB of native memory in that cache; up to 64 rows, ~4 MB.
+_SINGLE = 64  # 7 * 64 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
 _multi: dict[int, str] = {}
 
 
@@ -299,7 +303,9 @@ class EventLog:
                         self.fail_after_rows = None
                         conn.executemany(_INSERT, chunks[:fail_after])
                         raise PersistenceError("append events", "writer killed mid-batch (test hook)")
-                    conn.executemany(_INSERT, chunks)
+                    for at in range(0, len(chunks), _SINGLE):
+                        part = chunks[at:at + _SINGLE]
+                        conn.execute(_multi_insert(len(part)), [value for chunk in part for value in chunk])
                     if span > self._max_span:
                         # in the same transaction: no reader sees a chunk wider than recorded
                         conn.execute(_SET_MAX_SPAN, (span,))
