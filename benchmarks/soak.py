@@ -782,6 +782,14 @@ class DiskLane(Lane):
         self._rt = self._open()
         self.taps = [Tap(self, "ledger", ledger=True)]
 
+    def config(self) -> dict[str, Any]:
+        # Log retention keeps the log within a quarter of the tmpfs: without it the log itself
+        # filled the disk after ~16 minutes, and no ballast left room to free (found by a 30-minute
+        # soak; the runtime held what it could not write and refused new work, as it should).
+        config = super().config()
+        config["runtime"]["event_log_max_bytes"] = self.SIZE_MB * 2**20 // 4
+        return config
+
     def _open(self) -> Any:
         from paddock import Runtime
 

@@ -15,6 +15,8 @@ from ._child import SupervisedActor as SupervisedActor
 from ._child import request_shutdown as request_shutdown
 from ._child import tell_urgent as tell_urgent
 from ._errors import map_exceptions as map_exceptions
+from ._halted import halted as halted
+from ._halted import hung_reason as hung_reason
 from ._leases import Lease as Lease
 from ._leases import LeaseStore as LeaseStore
 from ._leases import SweepReport as SweepReport
@@ -59,6 +61,8 @@ __all__ = [
     "argv_hash",
     "close_all_scopes",
     "exit_on_signals",
+    "halted",
+    "hung_reason",
     "kill_tree",
     "map_exceptions",
     "request_shutdown",

@@ -95,9 +95,20 @@ class LeaseStore:
         return self.directory / f"{self._host_pid}-{pid}.json"
 
     def reap_adopted(self, pid: int) -> int:
-        """Kill what the shim ``pid`` adopted and left behind (call once it has exited, before
-        :meth:`release`); returns how many processes were killed. Each one recorded in its tree
-        file is signalled only while its starttime still matches."""
+        """Wait until the shim ``pid`` (a child of this process) has exited, without reaping it,
+        then kill what it adopted and left behind; reap it afterwards, then :meth:`release`.
+        Returns how many processes of its tree file were killed (each only while its starttime
+        still matches). Thread: any (it blocks).
+
+        The shim's process group (its pgid is its pid) goes first: a descendant born after the
+        shim last wrote its tree file (its report period is up to 1 s) is not in the file, but
+        is in the group unless it called ``setsid``. The shim's zombie still holds the pid, so
+        the group id names no one else."""
+        _wait_unreaped(pid)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass  # the group is empty (the shim ended its tree itself), or not ours
         return _kill_recorded(_tree_path(self._path(pid)))
 
     def record(self, pid: int, argv: Sequence[str], owner: str) -> Lease | None:
@@ -128,25 +139,41 @@ class LeaseStore:
 
     def kill_all(self) -> int:
         """SIGKILL every process this host holds a lease for, with its tree and what its shim
-        adopted, each after a fresh identity check (thread: any; a closing runtime's backstop at
-        its deadline). One scan of the process table serves every tree. Returns how many leased
-        processes were found alive."""
-        from ._teardown import kill_tree
+        adopted, each after a fresh identity check (thread: any; a closing runtime's last resort,
+        inside its budget). Returns how many leased processes were found alive.
 
-        found = 0
+        Fast on purpose (hundreds of trees at once, on a loaded machine): every tree is listed
+        first through the ``/proc`` children files (cost: the trees' sizes, not the process
+        table's; a tree listed after its root died would miss what was re-parented away), then
+        each process group goes with one ``killpg`` and each listed process with one signal."""
+        from ._shim import LINUX, tree_of
+        from ._teardown import _Proc, kill_tree
+
+        alive: list[Lease] = []
         for path in sorted(self.directory.glob(f"{self._host_pid}-*.json")):
             try:
                 lease = _decoder.decode(path.read_bytes())
             except (OSError, msgspec.DecodeError):
                 continue
-            if sys.platform.startswith("linux") and not os.path.exists(f"/proc/{lease.pid}"):
+            if LINUX and not os.path.exists(f"/proc/{lease.pid}"):
                 continue  # gone already: no psutil round trip
             if _same(lease.pid, lease.create_time) is not None:
-                found += 1
+                alive.append(lease)
+        if not LINUX:
+            for lease in alive:
                 kill_tree(lease.pid, max_age=0.25)
+        else:
+            trees = [tree_of(lease.pid) for lease in alive]
+            for lease, tree in zip(alive, trees):
+                try:
+                    os.killpg(lease.pgid, signal.SIGKILL)  # verified alive above: the group is ours
+                except OSError:
+                    pass
+                for pid, start in tree:
+                    _Proc(pid, start).signal(signal.SIGKILL)  # re-checks the starttime first
         for path in sorted(self.directory.glob(f"{self._host_pid}-*.tree")):
             _kill_recorded(path, wait=False)
-        return found
+        return len(alive)
 
     def release(self, pid: int) -> None:
         """Forget the lease of ``pid`` and its tree file (after it has been reaped)."""
@@ -156,6 +183,19 @@ class LeaseStore:
                 name.unlink()
             except FileNotFoundError:
                 pass
+
+
+def _wait_unreaped(pid: int) -> None:
+    """Block until the child ``pid`` has exited, without reaping it (its zombie keeps the pid and
+    the group id from being reused). Returns at once if it was reaped already."""
+    while True:
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
 
 
 def _tree_path(lease_path: Path) -> Path:

@@ -1,6 +1,6 @@
 """The orphan-guard shim: a tiny program that sits between the host and one agent process.
 
-Run as ``python -I -S _shim.py WATCH_FD HOST_PID PATH LC_CTYPE REPORT_DIR -- ARGV...``; it imports only
+Run as ``python -I -S _shim.py WATCH_FD HOST_PID PATH LC_CTYPE REPORT_DIR HANG -- ARGV...``; it imports only
 the standard library and never the package. It is the direct child the host forks (from its spawner
 thread), and:
 
@@ -14,6 +14,10 @@ thread), and:
   reaping; when the agent exits it SIGTERMs what is left of the tree, SIGKILLs it after a short
   grace, and exits with the agent's own status (re-raising the agent's fatal signal);
 - when the host dies it SIGKILLs the whole tree at once and exits;
+- declares a stopped agent hung (HANG seconds, ``-`` for never): an agent that stays stopped
+  (state ``T``/``t``: SIGSTOP, SIGTSTP, a tracer) that long answers nothing, so the shim writes
+  :data:`HUNG_MARK` and its state on stderr and SIGKILLs it; the host then sees an agent that
+  died (its supervisor restarts it and its sessions resume);
 - reports its tree (Linux): with a REPORT_DIR other than ``-`` it keeps
   ``REPORT_DIR/<host pid>-<shim pid>.tree`` listing every descendant it has (``pid starttime``
   per line, starttime being field 22 of ``/proc/<pid>/stat``), rewritten when the tree changes.
@@ -37,6 +41,46 @@ LEFTOVER_GRACE = 1.0
 TERMINATING = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 REPORT_MIN = 0.05
 REPORT_MAX = 1.0
+HUNG_MARK = "paddock: the agent was declared hung:"
+"""The start of the stderr line the shim writes before it kills a hung agent."""
+STOPPED = {b"T": "stopped (SIGSTOP or SIGTSTP)", b"t": "stopped by a tracer"}
+
+
+class _HangWatch:
+    """Declares the agent hung once it has been stopped for ``limit`` seconds (None: never)."""
+
+    def __init__(self, agent: int, limit: float | None) -> None:
+        self.agent = agent
+        self.limit = limit
+        self.since: float | None = None
+
+    def timeout(self) -> float | None:
+        if self.limit is None:
+            return None
+        return max(0.05, min(1.0, self.limit / 4))
+
+    def check(self) -> None:
+        if self.limit is None:
+            return
+        stat = read_stat(self.agent)
+        state = STOPPED.get(stat[0]) if stat is not None else None
+        if state is None:
+            self.since = None
+            return
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        elif now - self.since >= self.limit:
+            message = f"{HUNG_MARK} it was {state} for {self.limit:g} s and answered nothing; killed\n"
+            try:
+                os.write(2, message.encode())
+            except OSError:
+                pass
+            try:
+                os.kill(self.agent, signal.SIGKILL)
+            except OSError:
+                pass
+            self.since = None
 
 
 def read_stat(pid: int) -> tuple[bytes, int, bytes] | None:
@@ -56,8 +100,9 @@ def _starttime(pid: int) -> bytes | None:
     return None if stat is None or stat[0] in (b"Z", b"X") else stat[2]
 
 
-def _tree(root: int) -> list[tuple[int, bytes]]:
-    """Every live descendant of ``root`` with its starttime, through the children files."""
+def tree_of(root: int) -> list[tuple[int, bytes]]:
+    """Every live descendant of ``root`` with its starttime, through the children files (Linux;
+    empty elsewhere). The host's last-resort kill (``_leases.py``) uses it too."""
     found: list[tuple[int, bytes]] = []
     todo = [root]
     seen = {root}
@@ -98,7 +143,7 @@ class _Reporter:
     def update(self, soon: bool) -> None:
         if self.path is None:
             return
-        tree = sorted(_tree(os.getpid()))
+        tree = sorted(tree_of(os.getpid()))
         if tree != self.last:
             self.last = tree
             self.period = REPORT_MIN
@@ -144,7 +189,7 @@ def _descendants(root: int) -> list[int]:
     if not LINUX:
         return []
     if _HAS_CHILDREN_FILES:
-        return [pid for pid, _ in _tree(root)]
+        return [pid for pid, _ in tree_of(root)]
     children = children_table(zombies=False)
     found: list[int] = []
     todo = [root]
@@ -230,7 +275,8 @@ def main() -> None:
     else:
         env["LC_CTYPE"] = sys.argv[4][1:]
     reporter = _Reporter(sys.argv[5], host)
-    argv = sys.argv[7:]
+    hang = None if sys.argv[6] == "-" else float(sys.argv[6])
+    argv = sys.argv[8:]
     libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -274,12 +320,15 @@ def main() -> None:
     os.dup2(devnull, 1)
     os.close(devnull)
     status: list[int] = []
+    hung = _HangWatch(agent, hang)
     while True:
+        periods = [t for t in (reporter.timeout(), hung.timeout()) if t is not None]
         try:
-            ready, _, _ = select.select([watch_fd, wake_r], [], [], reporter.timeout())
+            ready, _, _ = select.select([watch_fd, wake_r], [], [], min(periods) if periods else None)
         except InterruptedError:
             ready = []
         reporter.update(soon=bool(ready))
+        hung.check()
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):

@@ -47,7 +47,7 @@ _SHIM = str(Path(__file__).with_name("_shim.py"))
 class SpawnRequest:
     """What to spawn. ``stdin``/``stdout``/``stderr`` take ``subprocess.PIPE``/``DEVNULL``/fd."""
 
-    __slots__ = ("argv", "cwd", "env", "orphan_guard", "report_dir", "stderr", "stdin", "stdout")
+    __slots__ = ("argv", "cwd", "env", "hang_timeout", "orphan_guard", "report_dir", "stderr", "stdin", "stdout")
 
     def __init__(
         self,
@@ -60,6 +60,7 @@ class SpawnRequest:
         stdout: int = subprocess.PIPE,
         stderr: int = subprocess.PIPE,
         report_dir: str | None = None,
+        hang_timeout: float | None = None,
     ) -> None:
         if not argv:
             raise ProcessError("Cannot start an empty command")
@@ -72,6 +73,9 @@ class SpawnRequest:
         self.stderr = stderr
         self.report_dir = report_dir
         """Where the shim keeps its tree file (``LeaseStore.directory``), or ``None``."""
+        self.hang_timeout = hang_timeout
+        """Seconds an agent may stay stopped before the shim declares it hung and kills it
+        (``None``: :func:`default_hang_timeout`; 0: never)."""
 
 
 def resolve_executable(argv0: str, env: Mapping[str, str], cwd: str | None) -> str:
@@ -136,6 +140,7 @@ class _Spawner:
                 str(self._watch_r), str(os.getpid()), path,
                 "=" + request.env["LC_CTYPE"] if "LC_CTYPE" in request.env else "-",
                 request.report_dir or "-",
+                _hang_arg(request.hang_timeout),
                 "--", *request.argv,
             ]  # fmt: skip
             executable = sys.executable
@@ -160,6 +165,26 @@ class _Spawner:
             raise ProcessError(
                 f"Could not start {request.argv[0]!r}: {exc.strerror or exc}"
             ) from None
+
+
+def default_hang_timeout() -> float:
+    """Seconds a spawned agent may stay stopped (SIGSTOP, SIGTSTP, a tracer's stop) before its
+    shim declares it hung and kills it, so that its supervisor restarts it: ``$PADDOCK_HANG_TIMEOUT``
+    (0 turns it off) or 30. Read at each spawn (thread: any)."""
+    text = os.environ.get("PADDOCK_HANG_TIMEOUT", "")
+    try:
+        value = float(text) if text else DEFAULT_HANG_TIMEOUT
+    except ValueError:
+        value = DEFAULT_HANG_TIMEOUT
+    return value if value >= 0 and value == value else DEFAULT_HANG_TIMEOUT
+
+
+DEFAULT_HANG_TIMEOUT = 30.0
+
+
+def _hang_arg(hang_timeout: float | None) -> str:
+    value = default_hang_timeout() if hang_timeout is None else hang_timeout
+    return "-" if value <= 0 else repr(float(value))
 
 
 _SPAWNER = _Spawner()

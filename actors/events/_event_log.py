@@ -21,7 +21,12 @@ from typing import Any
 
 from paddock.contract import PersistenceError
 
-__all__ = ["Chunk", "EventLog", "LogReader", "build_chunks", "chunks_of_groups"]
+__all__ = ["Chunk", "EventLog", "LogReader", "LogRefused", "build_chunks", "chunks_of_groups"]
+
+
+class LogRefused(PersistenceError):
+    """An append the disk refused (full, read-only, an I/O error: SQLite's ``OperationalError``):
+    nothing of it was committed, and the same append may succeed once the disk allows."""
 
 Chunk = tuple[int, int, str, str, bytes, str, bytes]
 """One log row: ``(first_seq, last_seq, thread_id, instance_id, seqs, types, bodies)``; ``seqs`` is
@@ -50,7 +55,11 @@ _MAX_SPAN = "coalesce((SELECT value FROM event_log_meta WHERE key = 'max_span'),
 _INSERT = "INSERT INTO event_chunks VALUES (?, ?, ?, ?, ?, ?, ?)"
 # Chunks go in as ONE multi-row INSERT in autocommit mode (atomic on its own): each statement
 # step releases and re-takes the GIL, and under load re-taking it is what a commit waits for.
-_SINGLE = 512  # 7 * 512 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
+# More chunks than _SINGLE go in as _SINGLE-row INSERTs (and one for the rest) in a transaction.
+# Trap: each distinct row count is one prepared statement in the connection's cache (128), and a
+# statement's compiled program grows with its rows: batches of every size up to 512 rows kept
+# ~40 MB of native memory in that cache; up to 64 rows, ~4 MB.
+_SINGLE = 64  # 7 * 64 parameters, well under SQLITE_MAX_VARIABLE_NUMBER (32766)
 _multi: dict[int, str] = {}
 
 
@@ -62,7 +71,10 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         yield
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite rolls a transaction back itself on some errors (SQLITE_FULL, SQLITE_IOERR): a
+        # second ROLLBACK would raise and hide the error that matters
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
 
 
@@ -291,10 +303,14 @@ class EventLog:
                         self.fail_after_rows = None
                         conn.executemany(_INSERT, chunks[:fail_after])
                         raise PersistenceError("append events", "writer killed mid-batch (test hook)")
-                    conn.executemany(_INSERT, chunks)
+                    for at in range(0, len(chunks), _SINGLE):
+                        part = chunks[at:at + _SINGLE]
+                        conn.execute(_multi_insert(len(part)), [value for chunk in part for value in chunk])
                     if span > self._max_span:
                         # in the same transaction: no reader sees a chunk wider than recorded
                         conn.execute(_SET_MAX_SPAN, (span,))
+        except sqlite3.OperationalError as exc:
+            raise LogRefused("append events to the log", f"{self.path}: {exc}") from None
         except sqlite3.Error as exc:
             raise PersistenceError("append events to the log", f"{self.path}: {exc}") from None
         self._max_span = max(self._max_span, span)
@@ -308,6 +324,17 @@ class EventLog:
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             except sqlite3.Error:
                 pass  # the checkpointer holds it: next time
+
+    def limit_pages(self, pages: int | None) -> None:
+        """Test hook: the database may not grow beyond ``pages`` pages (at least its current
+        size; ``None`` lifts the limit), SQLite's ``max_page_count``: an append that needs more
+        fails with SQLITE_FULL, "database or disk is full", exactly as on a full disk."""
+        conn = self._conn
+        if pages is None:
+            pages = 1 << 30
+        else:
+            pages = max(pages, conn.execute("PRAGMA page_count").fetchone()[0])
+        conn.execute(f"PRAGMA max_page_count = {int(pages)}")
 
     def compact(self, before_seq: int) -> int:
         """Delete events with ``seq < before_seq``; return how many were deleted.

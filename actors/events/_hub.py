@@ -20,10 +20,17 @@ For each batch an emitter tells it, the hub (in its own actor thread):
 
 While it works, further emit batches queue in its mailbox; it drains them greedily into one
 batch (up to ``max_batch_events`` events). Nothing on this path waits for a subscriber.
-If the log append fails (disk, or the test hook), that batch and everything queued behind it
-is neither committed nor shown, every subscription ends, and the hub actor fails
-(``on_failure``): its supervisor restarts it on the same log, where ``seq`` continues after the
-last committed event.
+When the disk refuses an append (full, read-only, an I/O error: :class:`LogRefused`), the writer
+keeps the batch and everything queued behind it in memory, in order, and retries it (backoff from
+50 ms to 1 s) until the disk allows: nothing is lost, nothing is shown before it is logged, and
+each thread with events in the refused batch gets a ``runtime.error`` (``event_log.write_refused``,
+naming the failure) in its place in the stream. Meanwhile :attr:`HubHandle.refused` says why, the
+hub's calls (flush, subscribe, compact) fail at once with that :class:`PersistenceError`, and
+emitters block nobody: past ``max_queued`` held events the hub's thread waits and its mailbox holds
+the rest. Closing while the disk still refuses gives up the held events; the next open's recovery
+ends the turns the log shows open. Any other append failure (the test hook, a damaged file) is
+fatal: that batch and everything queued behind it is neither committed nor shown, every
+subscription ends, and the hub fails (``on_failure``); the Runtime reports it on every later call.
 """
 
 from __future__ import annotations
@@ -42,13 +49,15 @@ from paddock.contract import (
     EVENT_TYPES,
     EventBase,
     PaddockError,
+    PersistenceError,
+    RuntimeErrorEvent,
     RuntimeWarningEvent,
     ValidationError,
 )
 from paddock.contract._construct import NoPublicConstructor
 from paddock.supervisors import map_exceptions
 
-from ._event_log import EventLog, chunks_of_groups
+from ._event_log import EventLog, LogRefused, chunks_of_groups
 from ._grammar import ThreadGrammar, warning
 from ._log_mask import LOG_MASK
 from ._redact import Redactor
@@ -60,7 +69,9 @@ _TAG = {cls: tag for tag, cls in EVENT_TYPES.items()}
 _replace = msgspec.structs.replace
 
 
-_ControlKind = Literal["flush", "subscribe", "compact", "kill_writer", "secrets", "writer_failed"]
+_ControlKind = Literal[
+    "flush", "subscribe", "compact", "kill_writer", "limit_pages", "secrets", "writer_failed", "log_refused",
+]
 
 
 class _Control:
@@ -82,13 +93,14 @@ class _State:
     """What the handle reads without asking the hub. ``last_seq`` is written by the publishing
     thread only; ``dropped`` by emitters (a best-effort counter)."""
 
-    __slots__ = ("dropped", "failure", "last_seq", "log_path")
+    __slots__ = ("dropped", "failure", "last_seq", "log_path", "refused")
 
     def __init__(self, log_path: str | None) -> None:
         self.log_path = log_path
         self.last_seq = 0
         self.dropped = 0
         self.failure: str | None = None  # why the writer stopped, written once by it
+        self.refused: str | None = None  # why the disk refuses the writer now; written by it
 
 
 class Emitter(metaclass=NoPublicConstructor):
@@ -163,6 +175,12 @@ class HubHandle(metaclass=NoPublicConstructor):
         """Why the hub stopped on its own (its log could not be written), or ``None``."""
         return self._state.failure
 
+    @property
+    def refused(self) -> str | None:
+        """Why the disk refuses the log's writes right now (events are held in memory and
+        retried), or ``None``: set at the first refused append, cleared by the next commit."""
+        return self._state.refused
+
     def join(self, *, timeout: float | None = None) -> bool:
         """Wait until the hub has stopped (closed, or failed with its writer); return whether
         it has."""
@@ -232,6 +250,11 @@ class HubHandle(metaclass=NoPublicConstructor):
         """Test hook: the next log append inserts ``after_rows`` chunks (rows) then fails before its
         commit, as if the writer were killed; the hub then fails without publishing that batch."""
         self._ask(_Control("kill_writer", after_rows), "EventHub.kill_writer_mid_batch", timeout)
+
+    def limit_log_pages(self, pages: int | None, *, timeout: float = 10.0) -> None:
+        """Test hook: the log's database may not grow beyond ``pages`` pages (``None`` lifts the
+        limit); appends that need more are refused as on a full disk (SQLITE_FULL)."""
+        self._ask(_Control("limit_pages", pages), "EventHub.limit_log_pages", timeout)
 
     def close(self, *, timeout: float = 10.0) -> None:
         """Process what is already queued, stop the hub, end every subscription (each still
@@ -328,7 +351,14 @@ class _Writer:
     SQLite releases the GIL while it writes, so sequencing (the hub's thread) and committing
     (this thread) overlap. ``put`` blocks the hub's thread while more than ``max_queued`` events
     wait, which moves backpressure into the hub's mailbox.
+
+    An append the disk refuses (:class:`LogRefused`) is held and retried in place, every
+    ``RETRY_FIRST`` seconds doubling to ``RETRY_MAX``, with everything behind it queued in order;
+    calls fail at once meanwhile (the module docstring says what the hub does about it).
     """
+
+    RETRY_FIRST = 0.05
+    RETRY_MAX = 1.0
 
     def __init__(self, log: EventLog, publisher: _Publisher, hub: pykka.ActorRef,
                  max_queued: int = 65_536, max_commit: int = 8_192) -> None:
@@ -338,6 +368,9 @@ class _Writer:
         self.hub = hub
         self.max_queued = max_queued
         self.failed: BaseException | None = None
+        self.refusal: LogRefused | None = None
+        """The disk's refusal of the held append while it is retried (set and cleared by the
+        writer thread, under ``_cond``)."""
         self._items: deque = deque()
         self._queued = 0
         self._cond = threading.Condition(threading.Lock())
@@ -364,6 +397,8 @@ class _Writer:
         with self._cond:
             if self.failed is not None:
                 raise self.failed
+            if self.refusal is not None:
+                raise self.refusal
             self._items.append(call)
             self._cond.notify_all()
         call.done.wait()
@@ -432,14 +467,57 @@ class _Writer:
 
     def _commit(self, out: list[EventBase], rows: list[tuple]) -> None:
         log = self.log
-        log.append(rows)  # raises: nothing committed, nothing published
+        delay = self.RETRY_FIRST
+        while True:
+            try:
+                log.append(rows)  # raises: nothing committed, nothing published
+                break
+            except LogRefused as exc:
+                self._hold(exc, out, delay)  # raises when closing: the held events are given up
+                delay = min(2 * delay, self.RETRY_MAX)
         with self._cond:
             self._queued -= len(out)
+            if self.refusal is not None:
+                self.refusal = None
+                self.publisher.state.refused = None
             self._cond.notify_all()
         self._batches += 1
         if log.max_bytes is not None and self._batches % 64 == 0:
-            log.enforce_size()
+            try:
+                log.enforce_size()
+            except PersistenceError:
+                pass  # the disk refuses the compaction: the next round tries again
         self.publisher.publish(out)
+
+    def _hold(self, exc: LogRefused, out: list[EventBase], delay: float) -> None:
+        """The disk refused ``out``: say so (once per refusal), fail the calls queued meanwhile,
+        and wait ``delay`` seconds before the caller retries. Raises ``exc`` when the hub is
+        stopping (the held events are then given up)."""
+        with self._cond:
+            first = self.refusal is None
+            self.refusal = exc
+            self.publisher.state.refused = (
+                f"the event log cannot be written ({exc.detail}); its events are held in memory and "
+                "written when the disk allows"
+            )
+            calls = [item for item in self._items if isinstance(item, _Call)]
+            if calls:
+                self._items = deque(item for item in self._items if not isinstance(item, _Call))
+            stopping = _STOP in self._items
+            if not stopping:
+                self._cond.wait(delay)
+                stopping = _STOP in self._items
+        for call in calls:
+            call.error = exc
+            call.done.set()
+        if first:
+            keys = {(ev.driver, ev.instance_id, ev.thread_id): None for ev in out}
+            try:
+                self.hub.tell(_Control("log_refused", (exc.detail, tuple(keys))))
+            except pykka.ActorDeadError:
+                pass
+        if stopping:
+            raise exc
 
 
 class EventHub(pykka.ThreadingActor):
@@ -556,6 +634,22 @@ class EventHub(pykka.ThreadingActor):
             if self._log is None:
                 raise ValidationError("kill_writer_mid_batch", "the event log is disabled")
             return self._in_order(setattr, self._log, "fail_after_rows", arg)
+        if kind == "limit_pages":
+            if self._log is None:
+                raise ValidationError("limit_log_pages", "the event log is disabled")
+            # not in order: the writer may be holding a refused append; SQLite serializes the
+            # connection's use between the two threads
+            self._log.limit_pages(arg)
+            return None
+        if kind == "log_refused":
+            detail, keys = arg
+            self._process([(key, (RuntimeErrorEvent(
+                driver=key[0], instance_id=key[1], thread_id=key[2], code="event_log.write_refused",
+                message=f"the event log could not be written ({detail}); these events were held in "
+                        "memory and written when the disk allowed",
+                detail={"error": detail},
+            ),)) for key in keys])
+            return None
         if kind == "secrets":
             instance_id, values = arg
             known = self._redactors.get(instance_id)

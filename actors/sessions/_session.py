@@ -75,6 +75,8 @@ __all__ = ["Mailbox", "SessionActor", "SessionRecord"]
 
 _MAX_TURNS = 500
 _STDERR_TAIL = 4096
+DEFAULT_INTERRUPT_TIMEOUT = 10.0
+_INTERRUPT_BOUND = "paddock.interrupt_bound"  # the base's own turn timer (not a driver's)
 
 N = TypeVar("N")
 S = TypeVar("S")
@@ -190,7 +192,15 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
     - the end of the session: ``self.session_exited(reason, recoverable=..., info=exit_info)``;
     - a deadline within a turn: ``self.schedule_turn_timer(name, seconds)`` ->
       :meth:`on_turn_timer`; ``end_turn`` cancels the turn's timers.
+
+    An interrupted turn ends within :attr:`interrupt_timeout` whatever the agent does (a stopped
+    or hung agent acknowledges nothing): the base ends it ``interrupted`` with a
+    ``runtime.warning`` (``turn.interrupt_unacknowledged``) unless the driver ended it first.
     """
+
+    interrupt_timeout: float = DEFAULT_INTERRUPT_TIMEOUT
+    """Seconds from ``Interrupt`` to the end of the turn at the latest (0: no bound); a driver
+    whose protocol has its own, longer acknowledgement wait may raise it."""
 
     def __init__(self, record: SessionRecord[S], *, context: ChildContext | None = None) -> None:
         super().__init__(context=context)
@@ -205,6 +215,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         self._preamble_delivered = False
         """The mark belongs to this incarnation: a new one (a restart, a resume into a new
         process) delivers one full copy again. Set only once a turn carrying it was accepted."""
+        self._interrupt_timer: TimerEntry | None = None  # kept apart: drivers cancel their own timers
 
     @property
     def thread_id(self) -> str:
@@ -264,6 +275,14 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
                                        message=message.message, detail=message.detail)])
 
     def _turn_timer_expired(self, message: TurnTimerExpired) -> None:
+        if message.name == _INTERRUPT_BOUND:
+            if self._interrupt_timer is not None and message.turn_id == self.turn.turn_id:
+                self._interrupt_timer = None
+                self.end_unacknowledged_turn(
+                    message.turn_id, "turn.interrupt_unacknowledged",
+                    f"the agent did not end the interrupted turn within {self.interrupt_timeout:g} s", answer=True,
+                )
+            return
         if self._turn_timers.get(message.name) is not None and message.turn_id == self.turn.turn_id:
             del self._turn_timers[message.name]
             self.on_turn_timer(message.name, message.turn_id)
@@ -324,6 +343,11 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         self.resolve_requests(events, "cancelled", answer=True)
         self.cancel_turn(events)
         self.emit(events)
+        if self.turn.in_turn and self.interrupt_timeout > 0:
+            self._interrupt_timer = timers.schedule(
+                time.monotonic() + self.interrupt_timeout,
+                functools.partial(_tell_quietly, self.actor_ref, TurnTimerExpired(_INTERRUPT_BOUND, current)),
+            )
         return None
 
     # requests -------------------------------------------------------------------------------------
@@ -379,6 +403,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         (:meth:`close_turn`), then ``turn.completed``. A no-op for the turn when none runs."""
         self.resolve_requests(events, requests, answer=answer)
         self.cancel_turn_timers()
+        self._cancel_interrupt_bound()
         if not self.turn.in_turn:
             return
         turn_usage = self.close_turn(events, state, usage)
@@ -414,6 +439,11 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
     def cancel_turn_timers(self) -> None:
         for name in list(self._turn_timers):
             self.cancel_turn_timer(name)
+
+    def _cancel_interrupt_bound(self) -> None:
+        timer, self._interrupt_timer = self._interrupt_timer, None
+        if timer is not None:
+            timer.cancel()
 
     # hooks (a driver overrides them; all run on this actor's thread) -------------------------------
 

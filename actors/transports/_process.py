@@ -368,14 +368,15 @@ class ProcessActor(SupervisedActor):
         handle = self.handle
         popen = handle._popen
         assert popen is not None
-        returncode = popen.wait()
         if self._leases is not None:
             # A shim that was itself killed left its adopted processes behind (re-parented
-            # away); they may hold stdout open, so they go before the reader is joined.
+            # away); they may hold stdout open, so they go before the reader is joined. This
+            # waits for the shim's exit without reaping it: its zombie keeps its group id ours.
             try:
                 self._leases.reap_adopted(popen.pid)
             except OSError:
                 log.warning("could not reap what %s adopted", self.spec.label, exc_info=True)
+        returncode = popen.wait()
         # Deliver every line already written before reporting the exit; a descendant that
         # still holds the pipe open must not delay the report for long.
         self._stdout_thread.join(2.0)

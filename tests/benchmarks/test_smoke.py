@@ -111,6 +111,14 @@ def test_soak_shape(capsys):
     assert doc["resources"]["samples"] and doc["durations"]["total_s"] > 0
 
 
+def test_close_shape(capsys):
+    doc = bench(capsys, "close", "--runs", "1", "--instances", "2", "--timeout", "3", "--spawn", "5")
+    [run] = doc["runs"]
+    assert run["instances"] == 2 and run["turns_completed"] == 2 and run["stopped_agent"] is True
+    assert run["processes_before_close"] >= 6 and run["survivors"] == 0
+    assert doc["close_seconds"] == [run["close_seconds"]] and doc["runs_within_budget"] in ("0/1", "1/1")
+
+
 def test_teardown_shape(capsys):
     doc = bench(capsys, "teardown", "--trees", "3", "--deadline", "0.5")
     assert doc["trees"] == 3 and doc["survivors"] == 0 and doc["processes"] >= 3

@@ -1,0 +1,45 @@
+"""Whether a spawned process can run at all right now (Linux ``/proc``; elsewhere it never says)."""
+
+from __future__ import annotations
+
+import sys
+
+from ._shim import HUNG_MARK, STOPPED, read_stat
+
+__all__ = ["halted", "hung_reason"]
+
+_LINUX = sys.platform.startswith("linux")
+
+
+def halted(pid: int) -> str | None:
+    """Why the process ``pid`` runs nothing now ("stopped (SIGSTOP or SIGTSTP)", "stopped by a
+    tracer"), or ``None``. When ``pid`` is an orphan-guard shim, the agent it forked (its
+    children) counts too. Thread: any; two or three small ``/proc`` reads."""
+    if not _LINUX:
+        return None
+    stat = read_stat(pid)
+    if stat is None:
+        return None
+    state = STOPPED.get(stat[0])
+    if state is not None:
+        return state
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            children = f.read().split()
+    except OSError:
+        return None
+    for child in children:
+        stat = read_stat(int(child))
+        if stat is not None and stat[0] in STOPPED:
+            return STOPPED[stat[0]]
+    return None
+
+
+def hung_reason(stderr_tail: str) -> str | None:
+    """The line in which an orphan-guard shim said it declared its agent hung and killed it
+    (``_shim.HUNG_MARK``: stopped for ``hang_timeout``), from the end of the agent's stderr, or
+    ``None``."""
+    at = stderr_tail.rfind(HUNG_MARK)
+    if at < 0:
+        return None
+    return stderr_tail[at:].split("\n", 1)[0].strip()
