@@ -18,11 +18,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from paddock._config import RuntimeSettings
 from paddock._generate import generate_text
 from paddock._handoff import ThreadHandoff
+from paddock._transcript import handoff_preamble
 from paddock._instances import InstanceTable
 from paddock._operations import (
+    CompactThreadBody,
+    ForkThreadBody,
     GenerateTextBody,
     InterruptTurnBody,
     ReadThreadBody,
@@ -43,6 +48,7 @@ from paddock.contract import (
     PaddockError,
     PersistenceError,
     ProviderAdapter,
+    ResumeCursor,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
@@ -102,7 +108,9 @@ class ThreadDirectory:
 
     # sessions -----------------------------------------------------------------------------------
 
-    def start_session(self, a: StartSessionBody) -> Session:
+    def start_session(self, a: StartSessionBody, *, fork_cursor: ResumeCursor | None = None) -> Session:
+        """Bind and start (or resume) the thread. ``fork_cursor``: start it on a native copy of
+        another thread (:meth:`fork_thread`) instead of its own binding's cursor."""
         folder = Path(a.cwd).expanduser()
         if not folder.is_dir():
             raise ValidationError("start_session", f"cwd {a.cwd!r} is not a directory", thread_id=a.thread_id)
@@ -125,8 +133,8 @@ class ThreadDirectory:
                 self._live.pop(a.thread_id, None)
             if warnings:
                 self._hub.emitter(self._instances.driver(a.instance), a.instance, a.thread_id).emit(warnings)
-            cursor = None
-            if binding is not None and binding.instance_id == a.instance and resume != "never":
+            cursor = fork_cursor
+            if cursor is None and binding is not None and binding.instance_id == a.instance and resume != "never":
                 cursor = binding.resume_cursor
             self._store.put(Binding(
                 thread_id=a.thread_id, instance_id=a.instance, driver=self._instances.driver(a.instance),
@@ -290,6 +298,77 @@ class ThreadDirectory:
         if not adapter.capabilities().threads.rollback:
             raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
         return adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
+
+    def fork_thread(self, a: ForkThreadBody) -> Session:
+        """A native copy where the source's instance can make one (``sessions.fork``, and
+        ``fork_kind == "from_turn"`` for ``at_turn``), else a hand-off (:meth:`_hand_over`). The
+        copy is bound like any thread; its hand-off file holds the source's servers and its own
+        preamble and reminder, never the transcript, so a later resume does not repeat it."""
+        source = self._store.get(a.thread_id)
+        if source is None:
+            raise SessionNotFoundError(a.thread_id)
+        if self._store.get(a.new_thread_id) is not None or a.new_thread_id in self._live:
+            raise ValidationError("fork_thread", f"thread {a.new_thread_id!r} is already bound; pick a new id",
+                                  thread_id=a.new_thread_id)
+        target = a.instance or source.instance_id
+        caps = self._instances.adapter(target).capabilities()
+        native = target == source.instance_id and caps.sessions.fork and (
+            a.at_turn is None or caps.sessions.fork_kind == "from_turn")
+        had = self._instances.thread_handoff(source.instance_id, a.thread_id)
+        start = StartSessionBody(
+            thread_id=a.new_thread_id, instance=target, cwd=source.cwd,
+            runtime_mode=source.runtime_mode,  # type: ignore[arg-type]
+            interaction_mode=source.interaction_mode,  # type: ignore[arg-type]
+            model=source.model if target == source.instance_id else None,
+            mcp_servers=had.mcp_servers if had is not None and target == source.instance_id else (),
+            preamble=had.preamble if had is not None else None,
+            preamble_reminder=had.preamble_reminder if had is not None else None,
+            timeout=a.timeout,
+        )
+        if not native:
+            return self._hand_over(a, source, start)
+        adapter = self._session_adapter(a.thread_id, timeout=a.timeout)  # the copy is made by a live session
+        cursor = adapter.fork_native(a.thread_id, at_turn=a.at_turn, timeout=_t(a.timeout))
+        return self.start_session(msgspec.structs.replace(start, resume="require"), fork_cursor=cursor)
+
+    def _hand_over(self, a: ForkThreadBody, source: Binding, start: StartSessionBody) -> Session:
+        """Start the new thread fresh with the source's transcript (turns 1..``at_turn``) as its
+        first-turn preamble, bounded by the target's ``preamble_max_chars``
+        (:func:`paddock._transcript.handoff_preamble`); then persist the new thread's own
+        preamble in place of the transcript."""
+        snapshot = self.read_thread(ReadThreadBody(thread_id=a.thread_id, timeout=a.timeout))
+        if a.at_turn is not None and a.at_turn > len(snapshot.turns):
+            raise ValidationError("fork_thread", f"at_turn {a.at_turn} is not a turn of the thread (it has "
+                                  f"{len(snapshot.turns)})", thread_id=a.thread_id)
+        config, files = self._instances.handoff(start.instance)
+        where = f"thread {a.thread_id!r} on instance {source.instance_id!r} ({source.driver})"
+        transcript = handoff_preamble(snapshot, source=where, limit=config.preamble_max_chars, at_turn=a.at_turn,
+                                      grounding=start.preamble)
+        session = self.start_session(msgspec.structs.replace(start, resume="never", preamble=transcript))
+        with self._thread_lock(a.new_thread_id):
+            saved = files.load(a.new_thread_id)
+            if isinstance(saved, ThreadHandoff):
+                try:
+                    files.save(a.new_thread_id, msgspec.structs.replace(saved, preamble=start.preamble))
+                except OSError as exc:
+                    raise PersistenceError("save the thread's hand-off", f"{files.path(a.new_thread_id)}: "
+                                           f"{exc.strerror or exc}", thread_id=a.new_thread_id) from None
+        return session
+
+    def compact_thread(self, a: CompactThreadBody) -> TurnStartResult | None:
+        """Refused before any process is touched where the thread's instance cannot compact;
+        else the thread's session (resumed on demand) compacts natively."""
+        binding = self._store.get(a.thread_id)
+        instance_id = self._live.get(a.thread_id) or (binding.instance_id if binding is not None else None)
+        if instance_id is None:
+            raise SessionNotFoundError(a.thread_id)
+        if not self._instances.adapter(instance_id).capabilities().context.compaction:
+            raise CapabilityUnsupportedError("context.compaction", f"instance {instance_id!r} cannot compact a thread",
+                                             thread_id=a.thread_id)
+        adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
+        result = adapter.compact_thread(a.thread_id, timeout=_t(a.timeout))
+        self._last_used[a.thread_id] = time.monotonic()
+        return result
 
     def stop_session(self, a: StopSessionBody) -> None:
         with self._thread_lock(a.thread_id):

@@ -18,7 +18,7 @@ CLAUDE_CAPABILITIES = override(
     NATIVE_CAPABILITIES,
     # `--resume=<session_id>` continues a saved session in a fresh process (same cwd and
     # CLAUDE_CONFIG_DIR); no fork. One process per session: stream-json carries exactly one session.
-    sessions={"fork": False, "shared_process": False},
+    sessions={"fork": False, "fork_kind": "handoff", "shared_process": False},
     # `--permission-prompt-tool stdio` turns every ask into control_request `can_use_tool`;
     # accept_for_session answers allow + `updatedPermissions` from its `permission_suggestions`.
     # AskUserQuestion arrives as a can_use_tool ask too, not as user-input.requested.

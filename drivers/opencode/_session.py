@@ -245,8 +245,9 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             out.append({"id": info.get("id"), "role": info.get("role"), "text": text})
         return out
 
-    def fork(self) -> ResumeCursor:
-        """Hook (``Fork``): ``/session/{id}/fork`` (a new session with the same history)."""
+    def fork(self, at_turn: int | None) -> ResumeCursor:
+        """Hook (``Fork``): ``/session/{id}/fork`` (a new session with the same history; the
+        driver forks whole sessions, ``sessions.fork_kind == "native"``, so ``at_turn`` is None)."""
         if self.turn.in_turn:
             raise ValidationError("fork_thread", f"turn {self.turn.turn_id!r} is still running; fork between turns",
                                   **self.where())
