@@ -256,8 +256,10 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             raise RequestError("POST /session/fork", None, "the server answered without a session id", **self.where())
         return cursor_for(self.settings.driver, str(info["id"]), self.cwd)
 
-    def compact(self) -> None:
-        """Hook (``Compact``): ``/session/{id}/summarize`` with the session's model."""
+    def compact(self) -> TurnStartResult:
+        """Hook (``Compact``): ``/session/{id}/summarize`` with the session's model, run as a turn
+        of its own: OpenCode writes the summary as an assistant message (streamed like a reply)
+        and goes idle, which ends the turn. The call answers once the summary is written."""
         if self.turn.in_turn:
             raise ValidationError("compact_thread", f"turn {self.turn.turn_id!r} is still running; compact between "
                                   "turns", **self.where())
@@ -265,8 +267,21 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         if model is None:
             raise ValidationError("compact_thread", "the session has no model as provider/model to summarize with",
                                   **self.where())
-        self._call("POST", f"/session/{self.session_id}/summarize", model)
-        return None
+        turn_id = self.turn.new_id(None)
+        self.emit([self.turn.start(turn_id, input_text=None, model=self.record.session.model,
+                                   provider_refs=self._refs())])
+        self.tr.start(turn_id)
+        try:
+            self._call("POST", f"/session/{self.session_id}/summarize", model)
+        except PaddockError as exc:
+            events: list[EventBase] = []
+            self.end_turn(events, "failed", error=f"the compaction was not accepted: {exc}")
+            self.emit(events)
+            self.publish(status="ready", active_turn_id=None)
+            raise
+        cursor = self._cursor()
+        self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
+        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
     # turns ---------------------------------------------------------------------------------------
 
