@@ -21,15 +21,21 @@ def locate(ctx: InstanceContext) -> BinaryLocation | str:
 
 
 def build_argv(binary: str, config: ClaudeConfig, *, permission_mode: str, model: str | None,
-               session_id: str, resume: bool) -> list[str]:
-    """The CLI command line (claude-stream-json.md section 1; ids as ``--flag=value``)."""
+               session_id: str, resume: bool, fork_of: str | None = None) -> list[str]:
+    """The CLI command line (claude-stream-json.md section 1; ids as ``--flag=value``). With
+    ``fork_of`` the CLI copies that saved session into ``session_id``."""
     argv = [binary, *config.args, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
             "--include-partial-messages", "--permission-prompt-tool", "stdio", "--permission-mode", permission_mode]
     if permission_mode == "bypassPermissions":
         argv.append("--allow-dangerously-skip-permissions")
     if model:
         argv.append(f"--model={model}")
-    argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
+    if fork_of is not None:
+        # Claude Code takes --session-id with --resume only together with --fork-session: the
+        # copy gets the id we chose, so its cursor is known before the CLI answers.
+        argv += [f"--resume={fork_of}", "--fork-session", f"--session-id={session_id}"]
+    else:
+        argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
     if config.max_turns is not None:
         argv += ["--max-turns", str(config.max_turns)]
     if config.system_prompt is not None:
