@@ -163,3 +163,32 @@ def test_compaction_reaches_the_model_and_the_thread_goes_on(driver, tmp_path, p
             assert any(COMPACTION_MARKERS[driver] in text for text in asked), asked[0][:2000]
             text, done = turn_text(rt, "t", "TWO go on SCENARIO:text", timeout=_T)
             assert done.state == "completed" and text == "Hello from mock"
+
+
+@pytest.mark.parametrize("driver", ["codex", "opencode", "claude"])
+def test_rollback_does_what_the_capability_says(driver, tmp_path, proxied):  # noqa: F811
+    from paddock.contract import CapabilityUnsupportedError
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
+        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+        with _open(config, tmp_path / "state") as rt:
+            declared = rt.instances()[0].capabilities.threads.rollback
+            rt.start_session("t", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
+            turn_text(rt, "t", "KEEP-ONE SCENARIO:text", timeout=_T)
+            turn_text(rt, "t", "DROP-TWO SCENARIO:text", timeout=_T)
+            if declared:
+                snapshot = rt.rollback_thread("t", 1, timeout=_T)
+                assert [t.user_text for t in snapshot.turns] == ["KEEP-ONE SCENARIO:text"]
+            else:
+                n = len(server.model_calls())
+                with pytest.raises(CapabilityUnsupportedError) as err:
+                    rt.rollback_thread("t", 1, timeout=_T)
+                assert err.value.capability == "threads.rollback" and len(server.model_calls()) == n
+            n = len(server.model_calls())
+            _, done = turn_text(rt, "t", "AFTER SCENARIO:text", timeout=_T)
+            body = _after(server, n, "AFTER")
+    assert done.state == "completed" and "KEEP-ONE" in body
+    assert ("DROP-TWO" in body) is not declared  # dropped where declared, kept where refused
+    assert declared is (driver == "codex")
