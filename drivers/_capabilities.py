@@ -57,8 +57,9 @@ NATIVE_CAPABILITIES = Capabilities(
 
 def override(base: Capabilities, **groups: Flags) -> Capabilities:
     """``base`` with the named flags of the named groups replaced, e.g.
-    ``override(caps, sessions={"fork": False})``. Raises ``TypeError`` naming a group or flag
-    that does not exist."""
+    ``override(caps, sessions={"fork": False, "fork_kind": "handoff"})``. Raises ``TypeError``
+    naming a group or flag that does not exist, ``ValueError`` for flags that contradict each
+    other (``sessions.fork`` and ``sessions.fork_kind``)."""
     changes = {name: _rebuilt(msgspec.structs.replace(getattr(base, name), **flags)) for name, flags in groups.items()}
     return msgspec.structs.replace(base, **changes)
 

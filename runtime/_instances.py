@@ -135,7 +135,7 @@ class InstanceTable:
         # The thread's merged MCP servers stay on the host, in the home this host would give the
         # instance (a placed instance's agent home is on its node).
         inst.threads = ThreadHandoffFiles(
-            inst.home if entry.placement is None
+            inst.home if inst.home is not None
             else instance_home(self._state_dir, entry.instance_id, getattr(inst.config, "home", None)))
         self.add_secrets(inst, secrets)
         if inst.reason is None:

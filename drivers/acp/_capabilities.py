@@ -21,8 +21,9 @@ def base_capabilities(*, client_fs: bool, client_terminal: bool) -> Capabilities
 def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
     """Fold the ``initialize`` result in: ``loadSession`` turns on ``sessions.load`` and
     ``sessions.resume`` (a loaded session continues in a fresh process); ``sessionCapabilities``
-    ``resume`` / ``list`` turn on their flags (``fork`` stays off: the driver has no
-    ``session/fork`` call yet, so ``fork_thread`` is a hand-off). ``tools.mcp`` is on: every server
+    ``resume`` / ``list`` turn on their flags. ``fork`` stays off: the ACP session has no fork
+    hook yet (``session/fork`` is unstable), so an agent's ``sessionCapabilities.fork`` is not
+    something this driver does and ``fork_thread`` is a hand-off. ``tools.mcp`` is on: every server
     reaches the agent as a stdio MCP relay (which the base protocol obliges every agent to take)
     and the relay verifies it; ``mcp_transports`` are what the agent takes natively
     (``mcpCapabilities``), for hosts that want to know."""

@@ -25,5 +25,9 @@ CLAUDE_CAPABILITIES = override(
     # AskUserQuestion arrives as a can_use_tool ask too, not as user-input.requested.
     approvals={"user_input": False},
     # `/compact` sent as a stream-json user message runs Claude Code's own compaction.
+    # --mcp-config <0600 file> --strict-mcp-config takes stdio, http and sse servers; what loaded
+    # is read back (mcp_status control request, system/init mcp_servers). One process per
+    # session, so the servers are the session's own.
+    tools={"mcp": True, "mcp_transports": ("stdio", "http", "sse"), "mcp_scope": "session"},
 )
 """The capabilities of every ``claude`` instance."""

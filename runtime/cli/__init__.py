@@ -18,7 +18,8 @@ COMMANDS: dict[str, str] = {
     name: f"paddock.cli._{name.replace('-', '_')}"
     for name in (
         "demo", "run", "events", "doctor", "init", "config", "sessions", "stop", "version", "bench",
-        "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate", "fork", "compact",
+        "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate", "conformance",
+        "fork", "compact",
     )
 }
 """Subcommand name -> module path (``paddock.cli._<name>``, ``-`` as ``_``), in help order."""
