@@ -330,9 +330,15 @@ class ThreadDirectory:
             raise ValidationError("fork_thread", f"thread {a.new_thread_id!r} is already bound; pick a new id",
                                   thread_id=a.new_thread_id)
         target = a.instance or source.instance_id
-        caps = self._instances.adapter(target).capabilities()
-        native = target == source.instance_id and caps.sessions.fork and (
-            a.at_turn is None or caps.sessions.fork_kind == "from_turn")
+        adapter: ProviderAdapter | None = None
+        native = False
+        if target == source.instance_id:
+            # The source live first: an ACP agent's capabilities are negotiated by its process.
+            adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
+            caps = adapter.capabilities().sessions
+            native = caps.fork and (a.at_turn is None or caps.fork_kind == "from_turn")
+        else:
+            self._instances.adapter(target)  # an unknown instance fails here, before anything starts
         had = self._instances.thread_handoff(source.instance_id, a.thread_id)
         start = StartSessionBody(
             thread_id=a.new_thread_id, instance=target, cwd=source.cwd,
@@ -344,9 +350,8 @@ class ThreadDirectory:
             preamble_reminder=had.preamble_reminder if had is not None else None,
             timeout=a.timeout,
         )
-        if not native:
+        if not native or adapter is None:
             return self._hand_over(a, source, start)
-        adapter = self._session_adapter(a.thread_id, timeout=a.timeout)  # the copy is made by a live session
         cursor = adapter.fork_native(a.thread_id, at_turn=a.at_turn, timeout=_t(a.timeout))
         return self.start_session(msgspec.structs.replace(start, resume="require"), fork_cursor=cursor)
 

@@ -32,8 +32,8 @@ def fork_kind(rt: Runtime | RemoteRuntime, source: str, instance: str | None, at
 def fork(rt: Runtime | RemoteRuntime, source: str, new: str, *, at_turn: int | None = None,
          instance: str | None = None, timeout: float | None = None) -> tuple[Session, str]:
     """Fork ``source`` into ``new``; the new session and a sentence that says how."""
-    kind = fork_kind(rt, source, instance, at_turn)
     session = rt.fork_thread(source, new, at_turn=at_turn, instance=instance, timeout=timeout)
+    kind = fork_kind(rt, source, instance, at_turn)  # after: an ACP agent's flags come with its process
     upto = f" through turn {at_turn}" if at_turn is not None else ""
     how = ("the agent copied its session" if kind == "native"
            else "its transcript rides the new thread's first turn (a hand-off)")

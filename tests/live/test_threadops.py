@@ -36,7 +36,7 @@ def _open(config, state):
     return Runtime.open(config, state_dir=state)
 
 
-@pytest.mark.parametrize("driver", ["codex", "opencode", "claude"])
+@pytest.mark.parametrize("driver", ["codex", "opencode", "claude", "claude-acp"])
 def test_a_native_fork_carries_the_history_and_the_threads_do_not_cross(driver, tmp_path, proxied):  # noqa: F811
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -44,9 +44,9 @@ def test_a_native_fork_carries_the_history_and_the_threads_do_not_cross(driver, 
     with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
         config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
         with _open(config, state) as rt:
-            [info] = rt.instances()
-            assert info.capabilities.sessions.fork and info.capabilities.sessions.fork_kind in ("native", "from_turn")
             rt.start_session("src", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
+            [info] = rt.instances()  # an ACP agent's flags are negotiated once its process answered
+            assert info.capabilities.sessions.fork and info.capabilities.sessions.fork_kind in ("native", "from_turn")
             turn_text(rt, "src", "SRC-ONE remember OSPREY SCENARIO:text", timeout=_T)
             turn_text(rt, "src", "SRC-TWO remember KESTREL SCENARIO:text", timeout=_T)
             session = rt.fork_thread("src", "copy", timeout=_T)
