@@ -192,3 +192,24 @@ def test_rollback_does_what_the_capability_says(driver, tmp_path, proxied):  # n
     assert done.state == "completed" and "KEEP-ONE" in body
     assert ("DROP-TWO" in body) is not declared  # dropped where declared, kept where refused
     assert declared is (driver == "codex")
+
+
+@pytest.mark.parametrize("driver", ["gemini", "qwen", "claude-acp", "copilot", "codex-acp"])
+def test_every_acp_flavor_forks_as_its_flags_say(driver, tmp_path, proxied):  # noqa: F811
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
+        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+        with _open(config, tmp_path / "state") as rt:
+            rt.start_session("src", instance="agent", cwd=str(ws), runtime_mode="full-access", timeout=_T)
+            turn_text(rt, "src", "SRC-ONE remember OSPREY SCENARIO:text", timeout=_T)
+            caps = rt.instances()[0].capabilities.sessions
+            session = rt.fork_thread("src", "copy", timeout=_T)
+            n = len(server.model_calls())
+            _, done = turn_text(rt, "copy", "COPY-TWO SCENARIO:text", timeout=_T)
+            body = _after(server, n, "COPY-TWO")
+    assert done.state == "completed" and "OSPREY" in body
+    assert caps.fork == (caps.fork_kind == "native")
+    # Native: the agent resumed its own copy. Hand-off: the transcript rode the first prompt.
+    assert session.resumed is caps.fork
+    assert ("This conversation continues thread" in body) is not caps.fork
