@@ -172,3 +172,21 @@ def test_the_transcript_escapes_the_closing_tag_and_counts_turns():
     text = handoff_preamble(snapshot, source="thread s", limit=10_000, grounding="GROUND")
     assert PREAMBLE_CLOSE not in text and text.startswith("GROUND\n\n")
     assert "(1 turn)" in text and "still running" not in text and "tool (command, completed): ls -la" in text
+
+
+def test_async_runtime_forks_and_refuses_compaction(tmp_path, workspace):
+    import asyncio
+
+    from paddock.aio import AsyncRuntime
+
+    async def main():
+        async with await AsyncRuntime.open(TWO, state_dir=tmp_path / "state") as rt:
+            await rt.start_session("src", instance="local", cwd=workspace)
+            await rt.send_turn("src", "remember GANNET")
+            session = await rt.fork_thread("src", "copy", instance="other")
+            with pytest.raises(CapabilityUnsupportedError):
+                await rt.compact_thread("copy")
+            return session, {b.thread_id for b in await rt.list_threads()}
+
+    session, threads = asyncio.run(main())
+    assert (session.thread_id, session.instance_id) == ("copy", "other") and threads == {"src", "copy"}
