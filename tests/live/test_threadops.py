@@ -213,3 +213,22 @@ def test_every_acp_flavor_forks_as_its_flags_say(driver, tmp_path, proxied):  # 
     # Native: the agent resumed its own copy. Hand-off: the transcript rode the first prompt.
     assert session.resumed is caps.fork
     assert ("This conversation continues thread" in body) is not caps.fork
+
+
+@pytest.mark.parametrize("driver", ["claude", "opencode"])
+def test_at_turn_where_the_agent_forks_whole_sessions_is_a_handoff(driver, tmp_path, proxied):  # noqa: F811
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
+        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+        with _open(config, tmp_path / "state") as rt:
+            rt.start_session("src", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
+            turn_text(rt, "src", "SRC-ONE remember OSPREY SCENARIO:text", timeout=_T)
+            turn_text(rt, "src", "SRC-TWO remember KESTREL SCENARIO:text", timeout=_T)
+            assert rt.instances()[0].capabilities.sessions.fork_kind == "native"
+            session = rt.fork_thread("src", "early", at_turn=1, timeout=_T)
+            n = len(server.model_calls())
+            turn_text(rt, "early", "EARLY SCENARIO:text", timeout=_T)
+            body = _after(server, n, "EARLY")
+    assert not session.resumed  # a fresh session, handed the transcript of turn 1 only
+    assert "This conversation continues thread" in body and "OSPREY" in body and "KESTREL" not in body
