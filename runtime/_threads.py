@@ -320,7 +320,8 @@ class ThreadDirectory:
 
     def fork_thread(self, a: ForkThreadBody) -> Session:
         """A native copy where the source's instance can make one (``sessions.fork``, and
-        ``fork_kind == "from_turn"`` for ``at_turn``), else a hand-off (:meth:`_hand_over`). The
+        ``fork_kind == "from_turn"`` for ``at_turn``; the source resumed on demand unless the host
+        stopped it), else a hand-off (:meth:`_hand_over`). The
         copy is bound like any thread; its hand-off file holds the source's servers, preamble and
         reminder (and a hand-off's transcript until a turn carried it)."""
         source = self._store.get(a.thread_id)
@@ -332,8 +333,9 @@ class ThreadDirectory:
         target = a.instance or source.instance_id
         adapter: ProviderAdapter | None = None
         native = False
-        if target == source.instance_id:
+        if target == source.instance_id and (a.thread_id in self._live or source.status in RESUMABLE):
             # The source live first: an ACP agent's capabilities are negotiated by its process.
+            # A source the host stopped is not resumed for this: it is handed over.
             adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
             caps = adapter.capabilities().sessions
             native = caps.fork and (a.at_turn is None or caps.fork_kind == "from_turn")
@@ -365,7 +367,7 @@ class ThreadDirectory:
         if a.at_turn is not None and a.at_turn > len(snapshot.turns):
             raise ValidationError("fork_thread", f"at_turn {a.at_turn} is not a turn of the thread (it has "
                                   f"{len(snapshot.turns)})", thread_id=a.thread_id)
-        config, files = self._instances.handoff(start.instance)
+        config = self._instances.handoff(start.instance)[0]
         where = f"thread {a.thread_id!r} on instance {source.instance_id!r} ({source.driver})"
         transcript = handoff_preamble(snapshot, source=where, limit=config.preamble_max_chars, at_turn=a.at_turn,
                                       grounding=start.preamble)

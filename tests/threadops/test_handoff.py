@@ -190,3 +190,16 @@ def test_async_runtime_forks_and_refuses_compaction(tmp_path, workspace):
 
     session, threads = asyncio.run(main())
     assert (session.thread_id, session.instance_id) == ("copy", "other") and threads == {"src", "copy"}
+
+
+def test_a_stopped_source_is_handed_over_without_being_resumed(tmp_path, workspace):
+    log = tmp_path / "prompts.jsonl"
+    with Runtime.open(prompt_agent_config(log), state_dir=tmp_path / "state") as rt:
+        rt.start_session("src", instance="rec", cwd=workspace)
+        run_turn(rt, "src", "before the stop")
+        rt.stop_session("src")
+        rt.fork_thread("src", "copy")
+        assert not rt.has_session("src") and rt.has_session("copy")
+        run_turn(rt, "copy", "on the copy")
+    [first] = [p[0] for p in _by_session(log).values() if p[-1].endswith("on the copy")]
+    assert "before the stop" in first
