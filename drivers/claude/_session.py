@@ -404,6 +404,15 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                                               "tools", "output_style") if k in msg}
                 events.append(SessionConfigured(**self.identity, turn_id=self.turn.turn_id, config=config,
                                                 provider_refs=self._refs()))
+        elif sub == "compact_boundary" and self.turn.turn_id is not None:
+            # Claude Code's compaction (`/compact`, or its own when the context fills) ends with
+            # this message: {"subtype": "compact_boundary", "uuid", "compact_metadata": {"trigger", ...}}.
+            uid = str(msg.get("uuid") or f"compact-{uuid.uuid4().hex[:12]}")
+            meta = msg.get("compact_metadata")
+            data = {"native_type": "compact_boundary", **({"compact_metadata": meta} if isinstance(meta, dict) else {})}
+            item = self._start_item(events, uid, "other", uid, title="conversation compacted", data=data)
+            if item is not None:
+                self._complete(events, item, data=data)
         elif sub == "api_retry":
             events.append(RuntimeWarningEvent(
                 **self.identity, turn_id=self.turn.turn_id, code="claude.api_retry",

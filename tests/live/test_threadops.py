@@ -159,6 +159,8 @@ def test_compaction_reaches_the_model_and_the_thread_goes_on(driver, tmp_path, p
                         break
             compaction = server.model_calls()[n:]
             assert compaction, "no model request for the compaction"
+            items = [e for e in seen if e.type == "item.completed"]
+            assert items, [e.type for e in seen]  # the compaction shows as an item
             asked = [r.prompt_text or json.dumps(r.body) for r in compaction]
             assert any(COMPACTION_MARKERS[driver] in text for text in asked), asked[0][:2000]
             text, done = turn_text(rt, "t", "TWO go on SCENARIO:text", timeout=_T)
