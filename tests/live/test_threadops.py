@@ -234,3 +234,18 @@ def test_at_turn_where_the_agent_forks_whole_sessions_is_a_handoff(driver, tmp_p
             body = _after(server, n, "EARLY")
     assert not session.resumed  # a fresh session, handed the transcript of turn 1 only
     assert "This conversation continues thread" in body and "OSPREY" in body and "KESTREL" not in body
+
+
+def test_the_cli_compaction_waits_for_the_agent_and_says_so(tmp_path, proxied):  # noqa: F811
+    from paddock.cli._threadops import compact, fork
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
+        config = {"instances": {"agent": _instance("codex", tmp_path, server, proxied)}}
+        with _open(config, tmp_path / "state") as rt:
+            rt.start_session("t", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
+            turn_text(rt, "t", "remember OSPREY SCENARIO:text", timeout=_T)
+            assert compact(rt, "t", timeout=_T) == (True, "thread t compacted")
+            _, said = fork(rt, "t", "copy", at_turn=1, timeout=_T)
+            assert said == "thread copy forked from t through turn 1 on instance agent (codex): the agent copied its session"
