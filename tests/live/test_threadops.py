@@ -18,6 +18,8 @@ import pytest
 from paddock import Runtime
 from paddock.testing import ModelServer
 
+from tests.host.conftest import local_history
+
 from .conftest import turn_text
 from .test_host_handoff import _instance, proxied  # noqa: F401  (fixture)
 
@@ -106,7 +108,7 @@ def test_a_handoff_across_drivers_carries_the_transcript_once(source, target, tm
             assert first.state == "completed" and second.state == "completed"
             assert {b.thread_id: b.instance_id for b in rt.list_threads()} == {"a": "src", "b": "dst"}
         if target == "local":
-            received = _local_received(state, "dst")
+            received = local_history(state, "dst")
             assert len(received) == 2 and received[0].count("SRC-ONE remember OSPREY") == 1
             assert "DST-ONE" in received[0] and received[1] == "DST-TWO again SCENARIO:text"
             return
@@ -118,13 +120,6 @@ def test_a_handoff_across_drivers_carries_the_transcript_once(source, target, tm
         assert json.dumps(second_req.body).count("SRC-ONE remember OSPREY") == 1
         assert "OSPREY" not in (second_req.prompt_text or "")
 
-
-def _local_received(state, instance: str) -> list[str]:
-    folder = state / "instances" / instance / "local-agent" / "sessions"
-    out: list[str] = []
-    for path in sorted(folder.glob("*.jsonl")):
-        out += [json.loads(line)["user"] for line in path.read_text().splitlines()[1:]]
-    return out
 
 
 COMPACTION_MARKERS = {  # each agent's own compaction prompt, as the model server logged it

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.cli.conftest import cli
-from tests.host.conftest import local_history  # noqa: F401
+from tests.host.conftest import local_history
 
 TOML = """
 [instances.local]
@@ -17,11 +17,6 @@ driver = "local"
 driver = "local"
 """
 
-
-def _received(state, instance: str) -> list[str]:
-    folder = state / "instances" / instance / "local-agent" / "sessions"
-    return [json.loads(line)["user"] for path in sorted(folder.glob("*.jsonl"))
-            for line in path.read_text().splitlines()[1:]]
 
 
 def test_fork_and_compact_from_the_command_line_and_the_chat(tmp_path):
@@ -49,5 +44,5 @@ def test_fork_and_compact_from_the_command_line_and_the_chat(tmp_path):
 
     turn = cli("run", *base, "--thread", "t3", "what did I say?")
     assert turn.returncode == 0, turn.stderr
-    [first] = _received(state, "other")
+    [first] = local_history(state, "other")
     assert "remember PLOVER" in first and first.endswith("what did I say?")

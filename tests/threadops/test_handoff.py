@@ -23,7 +23,7 @@ from paddock.contract import (
     ValidationError,
 )
 
-from tests.host.conftest import prompt_agent_config, prompts, run_turn, text_of
+from tests.host.conftest import local_history, prompt_agent_config, prompts, run_turn, text_of
 
 
 TWO = {"instances": {"local": {"driver": "local"}, "other": {"driver": "local"}}}
@@ -110,24 +110,17 @@ def test_a_handoff_to_another_instance_then_resumes_in_a_new_runtime(tmp_path, w
         _, events = run_turn(rt, "moved", "what did I say?")
         assert text_of(events) == "You said: what did I say?"
         assert {b.thread_id: b.instance_id for b in rt.list_threads()} == {"src": "local", "moved": "other"}
-    received = _local_received(state, "other")
+    received = local_history(state, "other")
     assert len(received) == 1 and "remember HERON" in received[0] and received[0].startswith(PREAMBLE_OPEN)
     with Runtime.open(TWO, state_dir=state) as rt:
         _, events = run_turn(rt, "moved", "again", timeout=30)
         assert events[-1].state == "completed"
         _, events = run_turn(rt, "src", "again on the source", timeout=30)
         assert events[-1].state == "completed"
-    received = _local_received(state, "other")
+    received = local_history(state, "other")
     assert received[-1] == "again"  # the resumed thread is not handed the transcript again
-    assert _local_received(state, "local")[-1] == "again on the source"
+    assert local_history(state, "local")[-1] == "again on the source"
 
-
-def _local_received(state, instance: str) -> list[str]:
-    folder = state / "instances" / instance / "local-agent" / "sessions"
-    out: list[str] = []
-    for path in sorted(folder.glob("*.jsonl")):
-        out += [json.loads(line)["user"] for line in path.read_text().splitlines()[1:]]
-    return out
 
 
 def test_fork_refuses_a_bound_target_an_unknown_source_and_the_same_id(tmp_path, workspace):
