@@ -4,6 +4,7 @@ states only where its agent differs."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar
 
 import msgspec
 
@@ -25,12 +26,14 @@ from paddock.contract import (
 
 __all__ = ["NATIVE_CAPABILITIES", "override"]
 
+G = TypeVar("G", bound=msgspec.Struct)
+
 Flags = Mapping[str, bool | str | tuple[str, ...]]
 """Flags of one capability group, by name."""
 
 NATIVE_CAPABILITIES = Capabilities(
     # A saved native session continues in a fresh process; nothing replays it as events.
-    sessions=SessionsCaps(resume=True, load=False, fork=True, list=False, shared_process=True),
+    sessions=SessionsCaps(resume=True, load=False, fork=True, fork_kind="native", list=False, shared_process=True),
     threads=ThreadsCaps(read=True, rollback=False, metadata=False),
     turns=TurnsCaps(interrupt=True, steer=False, queue=False),
     streaming=StreamingCaps(assistant_text=True, reasoning=True, plan_text=False, command_output=False,
@@ -54,7 +57,13 @@ NATIVE_CAPABILITIES = Capabilities(
 
 def override(base: Capabilities, **groups: Flags) -> Capabilities:
     """``base`` with the named flags of the named groups replaced, e.g.
-    ``override(caps, sessions={"fork": False})``. Raises ``TypeError`` naming a group or flag
-    that does not exist."""
-    changes = {name: msgspec.structs.replace(getattr(base, name), **flags) for name, flags in groups.items()}
+    ``override(caps, sessions={"fork": False, "fork_kind": "handoff"})``. Raises ``TypeError``
+    naming a group or flag that does not exist, ``ValueError`` for flags that contradict each
+    other (``sessions.fork`` and ``sessions.fork_kind``)."""
+    changes = {name: _rebuilt(msgspec.structs.replace(getattr(base, name), **flags)) for name, flags in groups.items()}
     return msgspec.structs.replace(base, **changes)
+
+
+def _rebuilt(group: G) -> G:
+    """``group`` built again, so its ``__post_init__`` checks hold (``replace`` skips them)."""
+    return type(group)(**msgspec.structs.asdict(group))

@@ -109,6 +109,13 @@ class AsyncRuntimeAPI:
     async def rollback_thread(self, thread_id: str, num_turns: int, *, timeout: float | None = None) -> ThreadSnapshot:
         return await self._call(ops.ROLLBACK_THREAD, locals())
 
+    async def fork_thread(self, thread_id: str, new_thread_id: str, *, at_turn: int | None = None,
+                          instance: str | None = None, timeout: float | None = None) -> Session:
+        return await self._call(ops.FORK_THREAD, locals())
+
+    async def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> TurnStartResult | None:
+        return await self._call(ops.COMPACT_THREAD, locals())
+
     async def pending_requests(self, thread_id: str | None = None, *,
                                timeout: float | None = None) -> list[PendingRequest]:
         return await self._call(ops.PENDING_REQUESTS, locals())

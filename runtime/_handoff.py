@@ -57,11 +57,13 @@ class InstanceHandoff(msgspec.Struct, frozen=True, kw_only=True):
 
 class ThreadHandoff(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What one thread was started with, as persisted: the merged servers, and the preamble and
-    reminder the session gave (``None``: the instance's)."""
+    reminder the session gave (``None``: the instance's), and a hand-off's transcript still to
+    be delivered (``fork_thread``; dropped once a turn carried it)."""
 
     mcp_servers: tuple[McpServer, ...] = ()
     preamble: str | None = None
     preamble_reminder: str | None = None
+    transcript: str | None = None
 
 
 def take_handoff(table: Mapping[str, Any], *, path: str | None, instance_id: str,

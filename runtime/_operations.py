@@ -175,6 +175,26 @@ class RollbackThreadBody(Body, frozen=True):
     timeout: float | None = None
 
 
+class ForkThreadBody(Body, frozen=True):
+    thread_id: str
+    new_thread_id: ThreadId
+    at_turn: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """The copy keeps the source's turns 1..``at_turn``; ``None``: all of them."""
+    instance: str | None = None
+    """Where the copy runs; ``None``: the source's instance. Another instance is a hand-off."""
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.new_thread_id == self.thread_id:
+            raise ValueError("new_thread_id must differ from thread_id")
+
+
+class CompactThreadBody(Body, frozen=True):
+    thread_id: str
+    timeout: float | None = None
+
+
 class PendingRequestsBody(Body, frozen=True):
     thread_id: str | None = None
     timeout: float | None = None
@@ -275,6 +295,10 @@ READ_THREAD = _op("read_thread", ReadThreadBody, ThreadSnapshot, reads=True, nee
                   summary="a thread's turns and items, folded from the event log")
 ROLLBACK_THREAD = _op("rollback_thread", RollbackThreadBody, ThreadSnapshot, reads=False,
                       summary="drop the last turns of a thread")
+FORK_THREAD = _op("fork_thread", ForkThreadBody, Session, reads=False, wait=300.0,
+                  summary="copy a thread into a new one (natively, else by handing its transcript over)")
+COMPACT_THREAD = _op("compact_thread", CompactThreadBody, TurnStartResult | None, reads=False,  # type: ignore[arg-type]
+                     summary="summarize a thread's native history to free context")
 PENDING_REQUESTS = _op("pending_requests", PendingRequestsBody, list[PendingRequest], reads=True,  # type: ignore[arg-type]
                        route="requests", summary="open approval and user-input requests")
 LIST_THREADS = _op("list_threads", ListThreadsBody, list[Binding], reads=True, route="threads",
@@ -287,7 +311,7 @@ COMPACT_EVENTS = _op("compact_events", CompactEventsBody, int, reads=False, need
 OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
-    ROLLBACK_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS,
+    ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS,
 )
 """Every operation, in the order the API documents them."""
 BY_NAME: dict[str, Operation[Any]] = {op.name: op for op in OPERATIONS}

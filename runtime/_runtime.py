@@ -191,6 +191,26 @@ class RuntimeAPI:
         (``threads.rollback``); raises :class:`CapabilityUnsupportedError` otherwise."""
         return self._call(ops.ROLLBACK_THREAD, locals())
 
+    def fork_thread(self, thread_id: str, new_thread_id: str, *, at_turn: int | None = None,
+                    instance: str | None = None, timeout: float | None = None) -> Session:
+        """Copy ``thread_id`` into the new thread ``new_thread_id`` (keeping turns 1..``at_turn``
+        where given) and return the new thread's live session; the new thread has its own binding.
+
+        On the source's instance the agent copies its session where it can (``sessions.fork``;
+        with ``at_turn`` only where ``sessions.fork_kind`` is ``from_turn``). Otherwise, and
+        always when ``instance`` names another instance, it is a hand-off: a new session whose
+        first turn carries the source's transcript as its preamble (the most recent turns that
+        fit the instance's ``preamble_max_chars``, saying so when earlier ones are left out).
+        Raises :class:`ValidationError` when ``new_thread_id`` is already bound."""
+        return self._call(ops.FORK_THREAD, locals())
+
+    def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> TurnStartResult | None:
+        """Summarize the thread's native history to free context (``context.compaction``), resuming
+        the session first when it is not live. Returns the compaction turn's result where the agent
+        runs it as a turn (its progress and summary arrive as events), else ``None``. Raises
+        :class:`CapabilityUnsupportedError` before touching a process where the agent cannot."""
+        return self._call(ops.COMPACT_THREAD, locals())
+
     # pending requests and thread bindings (what `paddock requests` and `paddock sessions` list) ---
 
     def pending_requests(self, thread_id: str | None = None, *, timeout: float | None = None) -> list[PendingRequest]:
@@ -393,6 +413,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.HAS_SESSION: lambda a: threads.has_session(a.thread_id),
             ops.READ_THREAD: threads.read_thread,
             ops.ROLLBACK_THREAD: threads.rollback_thread,
+            ops.FORK_THREAD: threads.fork_thread,
+            ops.COMPACT_THREAD: threads.compact_thread,
             ops.PENDING_REQUESTS: lambda a: pending.snapshot(
                 a.thread_id, timeout=DEFAULT_TIMEOUT if a.timeout is None else a.timeout),
             ops.LIST_THREADS: lambda a: threads.list_threads(),

@@ -18,11 +18,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from paddock._config import RuntimeSettings
 from paddock._generate import generate_text
 from paddock._handoff import ThreadHandoff
+from paddock._transcript import handoff_preamble
 from paddock._instances import InstanceTable
 from paddock._operations import (
+    CompactThreadBody,
+    ForkThreadBody,
     GenerateTextBody,
     InterruptTurnBody,
     ReadThreadBody,
@@ -44,6 +49,7 @@ from paddock.contract import (
     PaddockError,
     PersistenceError,
     ProviderAdapter,
+    ResumeCursor,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
@@ -91,6 +97,7 @@ class ThreadDirectory:
         self._thread_locks: dict[str, threading.Lock] = {}
         self._handed: dict[str, _Handed] = {}  # live thread -> what its session was handed
         self._ephemeral: set[str] = set()  # threads of generate_text calls under way
+        self._after_transcript: dict[str, _Handed] = {}  # hand-off pending -> what it is handed after
         self.hub_failed: str | None = None
         """Why the hub stopped under the tracker (the runtime then refuses work), else ``None``."""
         self._stop = threading.Event()
@@ -106,7 +113,11 @@ class ThreadDirectory:
 
     # sessions -----------------------------------------------------------------------------------
 
-    def start_session(self, a: StartSessionBody) -> Session:
+    def start_session(self, a: StartSessionBody, *, fork_cursor: ResumeCursor | None = None,
+                      transcript: str | None = None) -> Session:
+        """Bind and start (or resume) the thread. ``fork_cursor``: start it on a native copy of
+        another thread (:meth:`fork_thread`) instead of its own binding's cursor; ``transcript``:
+        a hand-off's preamble, carried by the first turn accepted, in whichever process."""
         folder = Path(a.cwd).expanduser()
         if not folder.is_dir():
             raise ValidationError("start_session", f"cwd {a.cwd!r} is not a directory", thread_id=a.thread_id)
@@ -116,7 +127,7 @@ class ThreadDirectory:
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
             binding = self._store.get(a.thread_id)
-            handed, warnings = self._hand_off(a, binding)
+            handed, warnings = self._hand_off(a, binding, transcript)
             current = self._live.get(a.thread_id)
             if current is not None and current != a.instance:
                 self._stop_live(a.thread_id, timeout=a.timeout)
@@ -130,8 +141,8 @@ class ThreadDirectory:
                 self._live.pop(a.thread_id, None)
             if warnings:
                 self._hub.emitter(self._instances.driver(a.instance), a.instance, a.thread_id).emit(warnings)
-            cursor = None
-            if binding is not None and binding.instance_id == a.instance and resume != "never":
+            cursor = fork_cursor
+            if cursor is None and binding is not None and binding.instance_id == a.instance and resume != "never":
                 cursor = binding.resume_cursor
             self._store.put(Binding(
                 thread_id=a.thread_id, instance_id=a.instance, driver=self._instances.driver(a.instance),
@@ -160,11 +171,13 @@ class ThreadDirectory:
                               last_error=None)
             return session
 
-    def _hand_off(self, a: StartSessionBody, binding: Binding | None) -> tuple[_Handed, list[RuntimeWarningEvent]]:
+    def _hand_off(self, a: StartSessionBody, binding: Binding | None, transcript: str | None = None,
+                  ) -> tuple[_Handed, list[RuntimeWarningEvent]]:
         """What the thread's session is handed, and the warnings to publish before it starts:
         the instance's servers merged with the session's (given now, else persisted with the
         thread), the preamble (given, persisted, else the instance's; omitted when over the
-        bound) and the reminder. Registers every secret with the hub's masking and persists the
+        bound) and the reminder; a hand-off's ``transcript`` (given, else persisted and not yet
+        delivered) takes the preamble's place until a turn carried it. Registers every secret with the hub's masking and persists the
         thread's hand-off (0600) before anything starts. Caller holds the thread's lock."""
         if a.preamble is not None:
             check_preamble(a.preamble, "start_session")
@@ -179,26 +192,27 @@ class ThreadDirectory:
                                                 code=code, message=message, detail=detail))
 
         saved: ThreadHandoff | None = None
-        if a.mcp_servers is None or a.preamble is None or a.preamble_reminder is None:
-            loaded = files.load(a.thread_id)
-            if isinstance(loaded, ThreadHandoff):
-                saved = loaded
-            elif binding is not None and binding.instance_id == a.instance:
-                # It ran here before, so it had a hand-off: whatever it held is lost; say so.
-                names = [s.name for s in config.mcp_servers]
-                warn("handoff.not_restored",
-                     f"the MCP servers and preamble this thread was started with could not be restored "
-                     f"({loaded}); it starts with the instance's own servers ({', '.join(names) or 'none'}) "
-                     "and preamble", {"reason": loaded, "servers": names, "file": str(files.path(a.thread_id))})
-            elif binding is not None and a.mcp_servers is None:
-                # It moves here from another instance: what it had there stays there; say so.
-                before = self._instances.thread_handoff(binding.instance_id, a.thread_id)
-                if before is not None and before.mcp_servers:
-                    names = [s.name for s in before.mcp_servers]
-                    warn("handoff.not_carried",
-                         f"the thread moves from instance {binding.instance_id!r}: the MCP servers it had there "
-                         f"({', '.join(names)}) are not carried over; pass mcp_servers to give them here",
-                         {"from_instance": binding.instance_id, "servers": names})
+        loaded = files.load(a.thread_id)  # also when all is given: a hand-off's transcript may be pending
+        if isinstance(loaded, ThreadHandoff):
+            saved = loaded
+        elif a.mcp_servers is not None and a.preamble is not None and a.preamble_reminder is not None:
+            pass  # nothing was to be restored
+        elif binding is not None and binding.instance_id == a.instance:
+            # It ran here before, so it had a hand-off: whatever it held is lost; say so.
+            names = [s.name for s in config.mcp_servers]
+            warn("handoff.not_restored",
+                 f"the MCP servers and preamble this thread was started with could not be restored "
+                 f"({loaded}); it starts with the instance's own servers ({', '.join(names) or 'none'}) "
+                 "and preamble", {"reason": loaded, "servers": names, "file": str(files.path(a.thread_id))})
+        elif binding is not None and a.mcp_servers is None:
+            # It moves here from another instance: what it had there stays there; say so.
+            before = self._instances.thread_handoff(binding.instance_id, a.thread_id)
+            if before is not None and before.mcp_servers:
+                names = [s.name for s in before.mcp_servers]
+                warn("handoff.not_carried",
+                     f"the thread moves from instance {binding.instance_id!r}: the MCP servers it had there "
+                     f"({', '.join(names)}) are not carried over; pass mcp_servers to give them here",
+                     {"from_instance": binding.instance_id, "servers": names})
         given = a.mcp_servers if a.mcp_servers is not None else (saved.mcp_servers if saved is not None else ())
         servers = merge_mcp_servers(config.mcp_servers, given)
         own_preamble = a.preamble if a.preamble is not None else (saved.preamble if saved is not None else None)
@@ -212,10 +226,16 @@ class ThreadDirectory:
                  f"({config.preamble_max_chars}): it is omitted (a preamble is never cut)",
                  {"chars": len(preamble), "limit": config.preamble_max_chars})
             preamble = None
+        transcript = transcript if transcript is not None else (saved.transcript if saved is not None else None)
+        if transcript is not None:  # a hand-off not delivered yet: its first turn carries the transcript
+            self._after_transcript[a.thread_id] = (servers, preamble, reminder)
+            preamble = transcript
+        else:
+            self._after_transcript.pop(a.thread_id, None)
         self._instances.add_secrets(a.instance, set(mcp_secrets(servers)))
         try:
             files.save(a.thread_id, ThreadHandoff(mcp_servers=servers, preamble=own_preamble,
-                                                  preamble_reminder=own_reminder))
+                                                  preamble_reminder=own_reminder, transcript=transcript))
         except OSError as exc:
             raise PersistenceError("save the thread's MCP servers", f"{files.path(a.thread_id)}: "
                                    f"{exc.strerror or exc}", thread_id=a.thread_id) from None
@@ -244,6 +264,8 @@ class ThreadDirectory:
                     self._instances.mask(before.instance_id, exc)
             raise
         self._last_used[a.thread_id] = time.monotonic()
+        if a.thread_id in self._after_transcript:
+            self._transcript_delivered(a.thread_id)
         if result.resume_cursor is not None and (running is None or running.resume_cursor != result.resume_cursor):
             self._store.update(a.thread_id, resume_cursor=result.resume_cursor)  # only a new cursor is written
         return result
@@ -295,6 +317,95 @@ class ThreadDirectory:
         if not adapter.capabilities().threads.rollback:
             raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
         return adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
+
+    def fork_thread(self, a: ForkThreadBody) -> Session:
+        """A native copy where the source's instance can make one (``sessions.fork``, and
+        ``fork_kind == "from_turn"`` for ``at_turn``; the source resumed on demand unless the host
+        stopped it), else a hand-off (:meth:`_hand_over`). The
+        copy is bound like any thread; its hand-off file holds the source's servers, preamble and
+        reminder (and a hand-off's transcript until a turn carried it)."""
+        source = self._store.get(a.thread_id)
+        if source is None:
+            raise SessionNotFoundError(a.thread_id)
+        if self._store.get(a.new_thread_id) is not None or a.new_thread_id in self._live:
+            raise ValidationError("fork_thread", f"thread {a.new_thread_id!r} is already bound; pick a new id",
+                                  thread_id=a.new_thread_id)
+        target = a.instance or source.instance_id
+        adapter: ProviderAdapter | None = None
+        native = False
+        if target == source.instance_id and (a.thread_id in self._live or source.status in RESUMABLE):
+            # The source live first: an ACP agent's capabilities are negotiated by its process.
+            # A source the host stopped is not resumed for this: it is handed over.
+            adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
+            caps = adapter.capabilities().sessions
+            native = caps.fork and (a.at_turn is None or caps.fork_kind == "from_turn")
+        else:
+            self._instances.adapter(target)  # an unknown instance fails here, before anything starts
+        had = self._instances.thread_handoff(source.instance_id, a.thread_id)
+        start = StartSessionBody(
+            thread_id=a.new_thread_id, instance=target, cwd=source.cwd,
+            runtime_mode=source.runtime_mode,  # type: ignore[arg-type]
+            interaction_mode=source.interaction_mode,  # type: ignore[arg-type]
+            model=source.model if target == source.instance_id else None,
+            mcp_servers=had.mcp_servers if had is not None and target == source.instance_id else (),
+            preamble=had.preamble if had is not None else None,
+            preamble_reminder=had.preamble_reminder if had is not None else None,
+            timeout=a.timeout,
+        )
+        if not native or adapter is None:
+            return self._hand_over(a, source, start)
+        cursor = adapter.fork_native(a.thread_id, at_turn=a.at_turn, timeout=_t(a.timeout))
+        return self.start_session(msgspec.structs.replace(start, resume="require"), fork_cursor=cursor)
+
+    def _hand_over(self, a: ForkThreadBody, source: Binding, start: StartSessionBody) -> Session:
+        """Start the new thread fresh with the source's transcript (turns 1..``at_turn``) as its
+        first-turn preamble, bounded by the target's ``preamble_max_chars``
+        (:func:`paddock._transcript.handoff_preamble`). The transcript stays persisted until a
+        turn carried it (:meth:`_transcript_delivered`), so a copy made by one process and
+        first used by another still hands it over, once."""
+        snapshot = self.read_thread(ReadThreadBody(thread_id=a.thread_id, timeout=a.timeout))
+        if a.at_turn is not None and a.at_turn > len(snapshot.turns):
+            raise ValidationError("fork_thread", f"at_turn {a.at_turn} is not a turn of the thread (it has "
+                                  f"{len(snapshot.turns)})", thread_id=a.thread_id)
+        config = self._instances.handoff(start.instance)[0]
+        where = f"thread {a.thread_id!r} on instance {source.instance_id!r} ({source.driver})"
+        transcript = handoff_preamble(snapshot, source=where, limit=config.preamble_max_chars, at_turn=a.at_turn,
+                                      grounding=start.preamble)
+        return self.start_session(msgspec.structs.replace(start, resume="never"), transcript=transcript)
+
+    def _transcript_delivered(self, thread_id: str) -> None:
+        """A turn carried the thread's hand-off transcript: forget it, on disk too, so no later
+        incarnation repeats it; the live session counts as handed what it would be without it."""
+        binding = self._store.get(thread_id)
+        after = self._after_transcript.pop(thread_id, None)
+        if binding is None or after is None:
+            return
+        with self._thread_lock(thread_id):
+            if thread_id in self._handed:
+                self._handed[thread_id] = after
+            files = self._instances.handoff(binding.instance_id)[1]
+            saved = files.load(thread_id)
+            if isinstance(saved, ThreadHandoff):
+                try:
+                    files.save(thread_id, msgspec.structs.replace(saved, transcript=None))
+                except OSError as exc:
+                    raise PersistenceError("save the thread's hand-off", f"{files.path(thread_id)}: "
+                                           f"{exc.strerror or exc}", thread_id=thread_id) from None
+
+    def compact_thread(self, a: CompactThreadBody) -> TurnStartResult | None:
+        """Refused before any process is touched where the thread's instance cannot compact;
+        else the thread's session (resumed on demand) compacts natively."""
+        binding = self._store.get(a.thread_id)
+        instance_id = self._live.get(a.thread_id) or (binding.instance_id if binding is not None else None)
+        if instance_id is None:
+            raise SessionNotFoundError(a.thread_id)
+        if not self._instances.adapter(instance_id).capabilities().context.compaction:
+            raise CapabilityUnsupportedError("context.compaction", f"instance {instance_id!r} cannot compact a thread",
+                                             thread_id=a.thread_id)
+        adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
+        result = adapter.compact_thread(a.thread_id, timeout=_t(a.timeout))
+        self._last_used[a.thread_id] = time.monotonic()
+        return result
 
     def stop_session(self, a: StopSessionBody) -> None:
         with self._thread_lock(a.thread_id):

@@ -339,15 +339,24 @@ class SessionAdapter(Generic[S]):
         snapshot: ThreadSnapshot = self._forward(thread_id, Rollback(num_turns), "rollback_thread", timeout)
         return snapshot
 
-    def fork_thread(self, thread_id: str, new_thread_id: str, *, runtime_mode: str | None = None,
-                    timeout: float | None = None) -> Session:
-        """Copy the thread's native session and start ``new_thread_id`` on the copy (same cwd,
-        modes, model, MCP servers and preamble; ``runtime_mode`` overrides) as its own session (``sessions.fork``).
-        Driver-level: the Runtime has no fork operation yet."""
+    def fork_native(self, thread_id: str, *, at_turn: int | None = None, timeout: float | None = None) -> ResumeCursor:
+        """Copy the thread's native session (``sessions.fork``), through turn ``at_turn`` (1-based)
+        where the driver forks from a turn (``sessions.fork_kind == "from_turn"``; elsewhere
+        ``at_turn`` is refused with :class:`CapabilityUnsupportedError`); the copy's cursor, for
+        a new session to resume from. The Runtime's ``fork_thread`` binds that session."""
         self._gate("sessions.fork", thread_id)
-        record = self._record(thread_id)
-        cursor: ResumeCursor = self._forward(thread_id, Fork(), "fork_thread", timeout)
-        base = record.input
+        if at_turn is not None and self.capabilities().sessions.fork_kind != "from_turn":
+            raise CapabilityUnsupportedError("sessions.fork_kind", f"the {self.driver} driver forks whole "
+                                             "sessions only, not from a past turn", **self._where, thread_id=thread_id)
+        cursor: ResumeCursor = self._forward(thread_id, Fork(at_turn), "fork_thread", timeout)
+        return cursor
+
+    def fork_thread(self, thread_id: str, new_thread_id: str, *, at_turn: int | None = None,
+                    runtime_mode: str | None = None, timeout: float | None = None) -> Session:
+        """:meth:`fork_native`, then start ``new_thread_id`` on the copy (same cwd, modes, model,
+        MCP servers and preamble; ``runtime_mode`` overrides) as its own, unbound session."""
+        base = self._record(thread_id).input
+        cursor = self.fork_native(thread_id, at_turn=at_turn, timeout=timeout)
         return self.start_session(StartSessionInput(
             thread_id=new_thread_id, cwd=base.cwd, runtime_mode=runtime_mode or base.runtime_mode,  # type: ignore[arg-type]
             interaction_mode=base.interaction_mode, model=base.model, resume_cursor=cursor,
@@ -356,7 +365,8 @@ class SessionAdapter(Generic[S]):
 
     def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> TurnStartResult | None:
         """Summarize the thread's native history to free context (``context.compaction``): the
-        driver's compaction turn's result, or ``None`` when it is not a turn. Driver-level."""
+        driver's compaction turn's result, or ``None`` when it is not a turn (its progress then
+        shows as events)."""
         self._gate("context.compaction", thread_id)
         result: TurnStartResult | None = self._forward(thread_id, Compact(), "compact_thread", timeout)
         return result

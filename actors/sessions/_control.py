@@ -76,7 +76,11 @@ class Rollback:
 
 @dataclass(frozen=True, slots=True)
 class Fork:
-    """Copy the native session (``sessions.fork``); answers the copy's :class:`ResumeCursor`."""
+    """Copy the native session (``sessions.fork``), through turn ``at_turn`` (1-based, the turns
+    the copy keeps; ``None``: all, and only a ``from_turn`` driver is sent one); answers the
+    copy's :class:`ResumeCursor`."""
+
+    at_turn: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

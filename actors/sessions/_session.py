@@ -481,8 +481,10 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         """``Rollback``: drop the last ``num_turns`` turns natively (``threads.rollback``)."""
         raise self._unsupported("threads.rollback")
 
-    def fork(self) -> ResumeCursor:
-        """``Fork``: copy the native session; the copy's resume cursor (``sessions.fork``)."""
+    def fork(self, at_turn: int | None) -> ResumeCursor:
+        """``Fork``: copy the native session, through turn ``at_turn`` where given (only a
+        ``sessions.fork_kind == "from_turn"`` driver gets one); the copy's resume cursor
+        (``sessions.fork``)."""
         raise self._unsupported("sessions.fork")
 
     def compact(self) -> TurnStartResult | None:
@@ -504,7 +506,7 @@ _CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
     Steer: lambda actor, m: actor.steer(m.input),
     AnswerUserInput: lambda actor, m: actor.answer_user_input(m.request_id, m.answers),
     Rollback: lambda actor, m: actor.rollback(m.num_turns),
-    Fork: lambda actor, m: actor.fork(),
+    Fork: lambda actor, m: actor.fork(m.at_turn),
     Compact: lambda actor, m: actor.compact(),
 }
 """The control messages (:mod:`._control`) -> what the base does with each (inside the actor)."""

@@ -52,6 +52,7 @@ from paddock.contract import (
     TokenUsage,
     TurnStartResult,
     TurnState,
+    ValidationError,
 )
 from paddock.drivers.mcp_relay import McpRelays, McpReports
 from paddock.supervisors import ChildContext
@@ -233,6 +234,22 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
     def _cursor(self) -> ResumeCursor | None:
         sid = self.tr.native_session_id
         return cursor_for(self.settings.cursor_driver, sid, self.record.state.created_at) if sid else None
+
+    def fork(self, at_turn: int | None) -> ResumeCursor:
+        """Hook (``Fork``): ``session/fork`` (unstable in ACP; ``sessions.fork`` is on only where
+        the agent advertises ``sessionCapabilities.fork``). The agent copies the session and
+        holds the copy live; the new thread's ``session/load`` takes it from there."""
+        if self.turn.in_turn:
+            raise ValidationError("fork_thread", f"turn {self.turn.turn_id!r} is still running; fork between turns",
+                                  **self.where())
+        link = self.current_link()
+        with blocking():
+            raw = self._call(link, "session/fork", {"sessionId": self.tr.native_session_id,
+                                                    "cwd": self.start_input.cwd, "mcpServers": []})
+        result = _session_result_decoder.decode(raw)
+        if not result.sessionId:
+            raise RequestError("session/fork", None, "the agent answered without a sessionId", **self.where())
+        return cursor_for(self.settings.cursor_driver, result.sessionId, time.time())
 
     # open, resume, modes -------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from paddock.supervisors import ChildContext
 from ._capabilities import CLAUDE_CAPABILITIES
 from ._command import build_argv, child_env, locate, mcp_config_path, write_mcp_config
 from ._config import DEFAULT_PERMISSION_MODES, ClaudeConfig
-from ._cursor import session_id_of
+from ._cursor import fork_source_of, session_id_of
 from ._link import ProcessLink
 from ._messages import ClaudeState, SessionSettings
 from ._session import ClaudeSessionActor
@@ -83,6 +83,9 @@ class ClaudeAdapter(ProcessPerSessionAdapter[ClaudeState]):
         if isinstance(where, str):
             raise DriverError(DRIVER, self.instance_id, f"cannot start Claude Code: {where}")
         env = child_env(self._ctx)
+        fork_of = fork_source_of(input.resume_cursor) if input.resume_cursor is not None else None
+        if resume_id is not None and fork_of is not None:  # a copy that fails is an error, never a fresh session
+            return self._spawn(input, where.path, env, resume_id, usage, deadline, resume=True, fork_of=fork_of)
         if resume_id is not None:
             try:
                 return self._spawn(input, where.path, env, resume_id, usage, deadline, resume=True)
@@ -92,7 +95,8 @@ class ClaudeAdapter(ProcessPerSessionAdapter[ClaudeState]):
         return self._spawn(input, where.path, env, str(uuid.uuid4()), usage, deadline)
 
     def _spawn(self, input: StartSessionInput, binary: str, env: dict[str, str], session_id: str,
-               usage: TokenUsage | None, deadline: float, *, resume: bool = False, failed: str | None = None) -> Session:
+               usage: TokenUsage | None, deadline: float, *, resume: bool = False, failed: str | None = None,
+               fork_of: str | None = None) -> Session:
         runtime_mode = self._modes[input.runtime_mode]
         if runtime_mode == "bypassPermissions" and hasattr(os, "geteuid") and os.geteuid() == 0 \
                 and env.get("IS_SANDBOX") != "1":
@@ -105,7 +109,7 @@ class ClaudeAdapter(ProcessPerSessionAdapter[ClaudeState]):
         if input.mcp_servers:
             mcp_config = write_mcp_config(mcp_config_path(self._ctx.home, input.thread_id), input.mcp_servers)
         argv = build_argv(binary, self._config, permission_mode=permission_mode, model=model,
-                          session_id=session_id, resume=resume, mcp_config=mcp_config)
+                          session_id=session_id, resume=resume, mcp_config=mcp_config, fork_of=fork_of)
         link = ProcessLink(f"paddock_init_{uuid.uuid4().hex[:8]}")
         state = ClaudeState(link=link, session_id=session_id, resumed=resume, resume_failed=failed is not None,
                             resume_detail=failed, permission_mode=permission_mode, runtime_permission_mode=runtime_mode,

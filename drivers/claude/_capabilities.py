@@ -17,14 +17,14 @@ __all__ = ["CLAUDE_CAPABILITIES"]
 CLAUDE_CAPABILITIES = override(
     NATIVE_CAPABILITIES,
     # `--resume=<session_id>` continues a saved session in a fresh process (same cwd and
-    # CLAUDE_CONFIG_DIR); no fork. One process per session: stream-json carries exactly one session.
-    sessions={"fork": False, "shared_process": False},
+    # CLAUDE_CONFIG_DIR); with `--fork-session --session-id=<new>` it copies it whole (no flag
+    # forks from a past turn). One process per session: stream-json carries exactly one session.
+    sessions={"fork_kind": "native", "shared_process": False},
     # `--permission-prompt-tool stdio` turns every ask into control_request `can_use_tool`;
     # accept_for_session answers allow + `updatedPermissions` from its `permission_suggestions`.
     # AskUserQuestion arrives as a can_use_tool ask too, not as user-input.requested.
     approvals={"user_input": False},
-    # The driver has no compaction call.
-    context={"compaction": False},
+    # `/compact` sent as a stream-json user message runs Claude Code's own compaction.
     # --mcp-config <0600 file> --strict-mcp-config takes stdio, http and sse servers; what loaded
     # is read back (mcp_status control request, system/init mcp_servers). One process per
     # session, so the servers are the session's own.

@@ -27,18 +27,25 @@ def locate(ctx: InstanceContext) -> BinaryLocation | str:
 
 
 def build_argv(binary: str, config: ClaudeConfig, *, permission_mode: str, model: str | None,
-               session_id: str, resume: bool, mcp_config: str | None = None) -> list[str]:
+               session_id: str, resume: bool, mcp_config: str | None = None,
+               fork_of: str | None = None) -> list[str]:
     """The CLI command line (claude-stream-json.md section 1; ids as ``--flag=value``).
     ``mcp_config``: the session's MCP server file (:func:`write_mcp_config`), passed as
     ``--mcp-config <file> --strict-mcp-config`` (only those servers; never JSON on argv, which any
-    user of the machine can read in ``/proc/<pid>/cmdline``)."""
+    user of the machine can read in ``/proc/<pid>/cmdline``). With ``fork_of`` the CLI copies that
+    saved session into ``session_id``."""
     argv = [binary, *config.args, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
             "--include-partial-messages", "--permission-prompt-tool", "stdio", "--permission-mode", permission_mode]
     if permission_mode == "bypassPermissions":
         argv.append("--allow-dangerously-skip-permissions")
     if model:
         argv.append(f"--model={model}")
-    argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
+    if fork_of is not None:
+        # Claude Code takes --session-id with --resume only together with --fork-session: the
+        # copy gets the id we chose, so its cursor is known before the CLI answers.
+        argv += [f"--resume={fork_of}", "--fork-session", f"--session-id={session_id}"]
+    else:
+        argv.append(f"--resume={session_id}" if resume else f"--session-id={session_id}")
     if config.max_turns is not None:
         argv += ["--max-turns", str(config.max_turns)]
     if config.system_prompt is not None:

@@ -8,15 +8,19 @@ from paddock.contract import JsonObject, ResumeCursor, TokenUsage, ValidationErr
 
 from .._cursor import check_owner, make_cursor
 
-__all__ = ["CURSOR_VERSION", "cursor_for", "session_id_of"]
+__all__ = ["CURSOR_VERSION", "cursor_for", "fork_source_of", "session_id_of"]
 
 CURSOR_VERSION = 1
 
 
-def cursor_for(driver: str, session_id: str, usage: TokenUsage | None = None) -> ResumeCursor:
+def cursor_for(driver: str, session_id: str, usage: TokenUsage | None = None, *,
+               fork_of: str | None = None) -> ResumeCursor:
     """The resume cursor: ``{"session_id": ..., "usage": <cumulative TokenUsage>}`` (usage keeps
-    the thread's token count monotonic across processes)."""
+    the thread's token count monotonic across processes). ``fork_of``: the session is a copy of
+    that one, still to be made by the first start (``--resume`` with ``--fork-session``)."""
     payload: JsonObject = {"session_id": session_id}
+    if fork_of is not None:
+        payload["fork_of"] = fork_of
     if usage is not None:
         payload["usage"] = msgspec.to_builtins(usage)
     return make_cursor(driver, CURSOR_VERSION, payload)
@@ -34,3 +38,10 @@ def session_id_of(cursor: ResumeCursor, driver: str) -> tuple[str, TokenUsage | 
     if not isinstance(sid, str) or not sid:
         raise ValidationError("start_session", "the resume cursor has no session id")
     return sid, usage
+
+
+def fork_source_of(cursor: ResumeCursor) -> str | None:
+    """The session a fork cursor (:func:`cursor_for` with ``fork_of``) copies, else ``None``.
+    Call after :func:`session_id_of` accepted the cursor."""
+    fork_of = msgspec.json.decode(cursor.payload).get("fork_of")
+    return fork_of if isinstance(fork_of, str) and fork_of else None

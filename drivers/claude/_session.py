@@ -56,6 +56,7 @@ from paddock.contract import (
     TurnAborted,
     TurnStartResult,
     TurnState,
+    ValidationError,
 )
 from paddock.drivers._subjects import input_subject
 from paddock.drivers._mcp_native import McpReadback
@@ -269,6 +270,37 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor, model=self.model)
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
+    # thread operations ---------------------------------------------------------------------------
+
+    def fork(self, at_turn: int | None) -> ResumeCursor:
+        """Hook (``Fork``): the cursor of a copy still to be made: its first start runs the CLI
+        with ``--resume`` of this session, ``--fork-session`` and the copy's new id. Only a
+        saved session can be copied (one turn completed, or resumed)."""
+        if self.turn.in_turn:
+            raise ValidationError("fork_thread", f"turn {self.turn.turn_id!r} is still running; fork between turns",
+                                  **self.where())
+        if not self._recoverable():
+            raise ValidationError("fork_thread", "the thread has no saved turn yet; there is nothing to fork",
+                                  **self.where())
+        return cursor_for(self.settings.driver, str(uuid.uuid4()), fork_of=self.session_id)
+
+    def compact(self) -> TurnStartResult:
+        """Hook (``Compact``): the ``/compact`` slash command as a stream-json user message.
+        Claude Code summarizes the conversation with one model request and answers with a
+        ``compact_boundary`` system message and a ``result``, which ends the turn here."""
+        if self.turn.in_turn:
+            raise ValidationError("compact_thread", f"turn {self.turn.turn_id!r} is still running; compact between "
+                                  "turns", **self.where())
+        turn_id = self.turn.new_id(None)
+        self._write({"type": "user", "message": {"role": "user", "content": "/compact"},
+                     "parent_tool_use_id": None, "session_id": self.session_id})
+        self.aborted = False
+        self.emit([self.turn.start(turn_id, input_text=None, model=self.model, interaction_mode=self.interaction_mode,
+                                   provider_refs=self._refs())])
+        cursor = self._cursor()
+        self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
+        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
+
     def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: complete the turn's open items before its ``turn.completed``."""
         item_status = "completed" if state == "completed" else ("failed" if state == "failed" else "cancelled")
@@ -372,6 +404,15 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                                               "tools", "output_style") if k in msg}
                 events.append(SessionConfigured(**self.identity, turn_id=self.turn.turn_id, config=config,
                                                 provider_refs=self._refs()))
+        elif sub == "compact_boundary" and self.turn.turn_id is not None:
+            # Claude Code's compaction (`/compact`, or its own when the context fills) ends with
+            # this message: {"subtype": "compact_boundary", "uuid", "compact_metadata": {"trigger", ...}}.
+            uid = str(msg.get("uuid") or f"compact-{uuid.uuid4().hex[:12]}")
+            meta = msg.get("compact_metadata")
+            data = {"native_type": "compact_boundary", **({"compact_metadata": meta} if isinstance(meta, dict) else {})}
+            item = self._start_item(events, uid, "other", uid, title="conversation compacted", data=data)
+            if item is not None:
+                self._complete(events, item, data=data)
         elif sub == "api_retry":
             events.append(RuntimeWarningEvent(
                 **self.identity, turn_id=self.turn.turn_id, code="claude.api_retry",

@@ -7,15 +7,15 @@ from .._capabilities import NATIVE_CAPABILITIES, override
 __all__ = ["CODEX_CAPABILITIES"]
 
 # Also true here: thread/resume continues a persisted thread in a fresh process (the model
-# request replays the history); one app-server serves every thread of the instance. thread/fork
-# copies a persisted thread: CodexAdapter.fork_thread (driver-level; not on the Runtime yet).
+# request replays the history); one app-server serves every thread of the instance.
 # turn/interrupt ends the turn `interrupted`. item/tool/requestUserInput becomes
 # user-input.requested; item/commandExecution|fileChange/requestApproval take acceptForSession.
-# thread/compact/start: CodexAdapter.compact_thread (driver-level; not on the Runtime yet);
-# thread/tokenUsage/updated carries modelContextWindow. approvalPolicy and the sandbox are
+# thread/compact/start runs a compaction turn (context.compaction); thread/tokenUsage/updated carries modelContextWindow. approvalPolicy and the sandbox are
 # enforced by Codex itself.
 CODEX_CAPABILITIES = override(
     NATIVE_CAPABILITIES,
+    # thread/fork copies a persisted thread; its `lastTurnId` (inclusive) leaves later turns out.
+    sessions={"fork_kind": "from_turn"},
     # thread/revert {beforeTurnId} (0.171.0 has no thread/rollback) replaces the persisted history
     # with the prefix before a turn: rollback_thread. It does not revert file changes.
     threads={"rollback": True},

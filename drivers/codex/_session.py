@@ -431,13 +431,21 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         self.record.state.persisted_turns = len(natives)
         return self.forget_turns(num_turns)
 
-    def fork(self) -> ResumeCursor:
-        """Hook (``Fork``): ``thread/fork``; the copy's resume cursor."""
+    def fork(self, at_turn: int | None) -> ResumeCursor:
+        """Hook (``Fork``): ``thread/fork``, through Codex's turn ``at_turn`` where given
+        (``lastTurnId``, inclusive: later turns are left out of the copy); the copy's cursor."""
         link, events = self._idle_native("fork_thread")
         self.emit(events)
+        natives = self.record.state.native_turns
         if not self.record.state.persisted_turns:
             raise ValidationError("fork_thread", "the thread has no turn yet; there is nothing to fork", **self.where())
-        result = _thread_result.decode(self._call(link, "thread/fork", {"threadId": self.tr.native_thread_id}))
+        params: dict[str, object] = {"threadId": self.tr.native_thread_id}
+        if at_turn is not None:
+            if not 1 <= at_turn <= len(natives):
+                raise ValidationError("fork_thread", f"at_turn {at_turn} is not a turn of the thread (it has "
+                                      f"{len(natives)})", **self.where())
+            params["lastTurnId"] = natives[at_turn - 1]
+        result = _thread_result.decode(self._call(link, "thread/fork", params))
         return cursor_for(result.thread.id)
 
     def compact(self) -> TurnStartResult:

@@ -31,9 +31,9 @@ Conventions (what hosts and other layers can rely on):
 - Resume cursor: ``ResumeCursor(driver="opencode", version=1, payload='{"session_id": "ses_…",
   "cwd": ..., "usage": {...}}')``; a cursor used with another cwd is invalid (a new session
   starts, ``runtime.warning`` opencode.resume_failed).
-- Fork and compaction (adapter calls; the Runtime has none yet): ``fork_thread(thread_id,
-  new_thread_id)`` copies the session on the server (``/session/{id}/fork``) and starts the new
-  thread on it; ``compact_thread(thread_id)`` summarizes it (``/session/{id}/summarize``). A
+- Fork and compaction (``Runtime.fork_thread`` / ``compact_thread``): the fork copies the session
+  on the server (``/session/{id}/fork``) and the new thread starts on it; compaction summarizes
+  it (``/session/{id}/summarize``) as a turn of its own, ended by the server's idle. A
   resumed or forked session gets the permission rules of its own start's runtime mode (``PATCH
   /session/{id}``).
 - Server death: running turns fail, open requests expire, sessions report

@@ -8,14 +8,14 @@ __all__ = ["OPENCODE_CAPABILITIES"]
 
 # Also true here: prompting a saved `ses_…` id continues it, also on a new server process with
 # the same data dir (there is no resume call). One server per instance carries every session
-# (events demultiplexed by sessionID). /session/{id}/fork copies a session:
-# OpencodeAdapter.fork_thread (the Runtime has no fork call yet). POST /session/{id}/abort ends
+# (events demultiplexed by sessionID). /session/{id}/fork copies a whole session (fork_kind
+# native: the driver keeps no message id per turn to fork from). POST /session/{id}/abort ends
 # the turn (MessageAbortedError, then session.idle). message.part.delta streams text and
 # reasoning; message.updated carries tokens and cost; tool output arrives whole in the completed
 # tool part, never streamed. permission.asked -> request.opened, answered with
 # /permission/{id}/reply (once | always | reject); question.asked -> user-input.requested,
-# answered with /question/{id}/reply. /session/{id}/summarize compacts a session:
-# OpencodeAdapter.compact_thread (the Runtime has no compaction call yet). ses_ (session), prt_
+# answered with /question/{id}/reply. /session/{id}/summarize compacts a session
+# (context.compaction). ses_ (session), prt_
 # (part = item) and per_/que_ (request) ids come from the server; turns are ours. Permission rules
 # per session (POST /session {permission}) are enforced by the server.
 OPENCODE_CAPABILITIES = override(

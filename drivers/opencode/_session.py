@@ -286,8 +286,9 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             out.append({"id": info.get("id"), "role": info.get("role"), "text": text})
         return out
 
-    def fork(self) -> ResumeCursor:
-        """Hook (``Fork``): ``/session/{id}/fork`` (a new session with the same history)."""
+    def fork(self, at_turn: int | None) -> ResumeCursor:
+        """Hook (``Fork``): ``/session/{id}/fork`` (a new session with the same history; the
+        driver forks whole sessions, ``sessions.fork_kind == "native"``, so ``at_turn`` is None)."""
         if self.turn.in_turn:
             raise ValidationError("fork_thread", f"turn {self.turn.turn_id!r} is still running; fork between turns",
                                   **self.where())
@@ -296,8 +297,10 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             raise RequestError("POST /session/fork", None, "the server answered without a session id", **self.where())
         return cursor_for(self.settings.driver, str(info["id"]), self.cwd)
 
-    def compact(self) -> None:
-        """Hook (``Compact``): ``/session/{id}/summarize`` with the session's model."""
+    def compact(self) -> TurnStartResult:
+        """Hook (``Compact``): ``/session/{id}/summarize`` with the session's model, run as a turn
+        of its own: OpenCode writes the summary as an assistant message (streamed like a reply)
+        and goes idle, which ends the turn. The call answers once the summary is written."""
         if self.turn.in_turn:
             raise ValidationError("compact_thread", f"turn {self.turn.turn_id!r} is still running; compact between "
                                   "turns", **self.where())
@@ -305,8 +308,21 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         if model is None:
             raise ValidationError("compact_thread", "the session has no model as provider/model to summarize with",
                                   **self.where())
-        self._call("POST", f"/session/{self.session_id}/summarize", model)
-        return None
+        turn_id = self.turn.new_id(None)
+        self.emit([self.turn.start(turn_id, input_text=None, model=self.record.session.model,
+                                   provider_refs=self._refs())])
+        self.tr.start(turn_id)
+        try:
+            self._call("POST", f"/session/{self.session_id}/summarize", model)
+        except PaddockError as exc:
+            events: list[EventBase] = []
+            self.end_turn(events, "failed", error=f"the compaction was not accepted: {exc}")
+            self.emit(events)
+            self.publish(status="ready", active_turn_id=None)
+            raise
+        cursor = self._cursor()
+        self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
+        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
 
     # turns ---------------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ __all__ = ["CONTROL_METHODS", "NodeActor", "NodeRecipe", "NodeReport", "Prepared
 CONTROL_METHODS = frozenset({
     "start_session", "send_turn", "interrupt_turn", "steer_turn", "respond_to_request",
     "respond_to_user_input", "stop_session", "stop_all", "read_thread", "rollback_thread",
-    "fork_thread", "compact_thread", "models",
+    "fork_thread", "fork_native", "compact_thread", "models",
 })
 """The adapter methods the host may call on the node (``NodeActor.control``)."""
 

@@ -35,6 +35,7 @@ from paddock.contract import (
     InstanceNotFoundError,
     OperationTimeout,
     PaddockError,
+    ResumeCursor,
     SendTurnInput,
     Session,
     SessionClosedError,
@@ -451,6 +452,14 @@ class RayAdapter:
         with self._cond:
             self._sessions[session.thread_id] = session
         return session
+
+    def fork_native(self, thread_id: str, *, at_turn: int | None = None,
+                    timeout: float | None = None) -> ResumeCursor:
+        """The node adapter's ``fork_native`` (``sessions.fork``): the copy's cursor, for a session
+        started on the same node (the Runtime's ``fork_thread`` starts it through this proxy)."""
+        cursor: ResumeCursor = self._call("fork_native", (thread_id,), {"at_turn": at_turn, "timeout": timeout},
+                                          self._limit(timeout), thread_id)
+        return cursor
 
     def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> TurnStartResult | None:
         """The node adapter's ``compact_thread`` (``context.compaction``)."""

@@ -35,6 +35,8 @@ from paddock.cli._connect import connect
 from paddock.cli._errors import explain
 from paddock.cli._handoff import Handoff, add_handoff_options, handoff_arguments
 from paddock.cli._input import LineInput
+from paddock.cli._chat_threadops import HELP_LINES as THREAD_HELP
+from paddock.cli._chat_threadops import thread_command
 from paddock.cli._places import CONFIG_HELP
 from paddock.cli._target import resume_hint, thread_target
 
@@ -52,6 +54,7 @@ _HELP_TEXT = f"""commands:
   /steer TEXT      add TEXT to the running turn (or interrupt it and send TEXT)
   /interrupt       interrupt the running turn (as Ctrl-C)
   /stop            stop the thread's session and leave
+{THREAD_HELP}
   /quit            leave (Ctrl-D too); the thread resumes with --instance and --thread
 approvals: {choices()}; s asks to confirm
 a typed \\n in a message is a new line"""
@@ -239,6 +242,8 @@ class _Chat:
             self.stopped = True
             self.view.line(f"thread {self.thread_id} stopped", "2")
             raise _Leave
+        elif name in ("/fork", "/compact"):
+            thread_command(self, name, arg)
         elif name in ("/steer", "/interrupt"):
             self.view.line("no turn is running", "2")
         else:

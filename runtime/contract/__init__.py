@@ -104,6 +104,7 @@ from ._capabilities import (
     Capabilities as Capabilities,
     CheckpointingCaps as CheckpointingCaps,
     ContextCaps as ContextCaps,
+    ForkKind as ForkKind,
     IdentityCaps as IdentityCaps,
     IdentityStrength as IdentityStrength,
     PlanningCaps as PlanningCaps,

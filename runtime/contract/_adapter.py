@@ -181,6 +181,18 @@ class ProviderAdapter(Protocol):
         self, thread_id: str, num_turns: int, *, timeout: float | None = None
     ) -> ThreadSnapshot: ...
 
+    def fork_native(
+        self, thread_id: str, *, at_turn: int | None = None, timeout: float | None = None
+    ) -> ResumeCursor:
+        """Copy the native session (``sessions.fork``; ``at_turn`` only where ``fork_kind`` is
+        ``from_turn``); the copy's cursor."""
+        ...
+
+    def compact_thread(self, thread_id: str, *, timeout: float | None = None) -> TurnStartResult | None:
+        """Compact the native history (``context.compaction``); a turn's result when the
+        compaction runs as a turn."""
+        ...
+
     def close(self, *, timeout: float = 10.0) -> None:
         """Stop every session (each emits ``session.exited``), then every process of the
         instance, within ``timeout`` seconds. Afterwards no process of the instance is alive.

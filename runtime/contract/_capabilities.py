@@ -19,6 +19,7 @@ __all__ = [
     "Capabilities",
     "CheckpointingCaps",
     "ContextCaps",
+    "ForkKind",
     "IdentityCaps",
     "IdentityStrength",
     "PlanningCaps",
@@ -41,16 +42,28 @@ class _Group(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     pass
 
 
+ForkKind = Literal["native", "from_turn", "handoff"]
+"""What ``fork_thread`` gives on an instance: ``native`` (the agent copies its session),
+``from_turn`` (native, also from a past turn), ``handoff`` (a new session whose first turn
+carries the source's transcript as its preamble)."""
+
+
 class SessionsCaps(_Group, frozen=True):
     """``resume``: continue a native session from a cursor in a fresh process; ``load``: the same
-    with the history replayed; ``fork``; ``list``: enumerate native sessions;
-    ``shared_process``: many sessions on one agent process."""
+    with the history replayed; ``fork``: the agent copies a session natively; ``fork_kind``: what
+    ``fork_thread`` gives here (``handoff`` whenever ``fork`` is off); ``list``: enumerate native
+    sessions; ``shared_process``: many sessions on one agent process."""
 
     resume: bool
     load: bool
     fork: bool
+    fork_kind: ForkKind
     list: bool
     shared_process: bool
+
+    def __post_init__(self) -> None:
+        if self.fork != (self.fork_kind != "handoff"):
+            raise ValueError(f"sessions.fork={self.fork} contradicts sessions.fork_kind={self.fork_kind!r}")
 
 
 class ThreadsCaps(_Group, frozen=True):
@@ -159,7 +172,7 @@ class Capabilities(_Group, frozen=True):
 
 ACP_DEFAULT_CAPABILITIES = Capabilities(
     # ACP v1: loadSession, sessionCapabilities.resume/fork/list are negotiated at initialize.
-    sessions=SessionsCaps(resume=False, load=False, fork=False, list=False, shared_process=True),
+    sessions=SessionsCaps(resume=False, load=False, fork=False, fork_kind="handoff", list=False, shared_process=True),
     # ACP has no turn history read or rollback method; the runtime keeps its own snapshot.
     threads=ThreadsCaps(read=True, rollback=False, metadata=True),
     # session/cancel is a stable notification; there is no mid-turn input.

@@ -14,7 +14,7 @@ from paddock.contract import (
 # The shape of every capability group. A change here must be a conscious one: the ACP defaults and
 # every driver's declaration move with it.
 SHAPE = {
-    "sessions": ["resume", "load", "fork", "list", "shared_process"],
+    "sessions": ["resume", "load", "fork", "fork_kind", "list", "shared_process"],
     "threads": ["read", "rollback", "metadata"],
     "turns": ["interrupt", "steer", "queue"],
     "streaming": ["assistant_text", "reasoning", "plan_text", "command_output", "token_usage"],

@@ -99,7 +99,9 @@ def test_fork_and_compact(make, model_server):
     assert of_type(evs, "turn.completed")[0].state == "completed"
     assert len(h.adapter.native_messages("t1")) == 2  # the source is untouched
     calls_before = len(model_server.requests)
-    h.adapter.compact_thread("t1", timeout=60)
+    compaction = h.adapter.compact_thread("t1", timeout=60)  # a turn of its own: it ends at idle
+    evs = h.events_until(lambda e: etype(e) == "turn.completed" and e.turn_id == compaction.turn_id)
+    assert evs[-1].state == "completed"
     assert len(model_server.requests) > calls_before  # the summary is one model call
     res, evs = h.turn("after the summary SCENARIO:text")
     assert of_type(evs, "turn.completed")[0].state == "completed"

@@ -112,6 +112,8 @@ def _outcomes(rt, ws) -> dict[str, str]:
         time.sleep(0.05)
     call("read_thread", "t1")
     call("rollback_thread", "t1", 1)
+    call("fork_thread", "t1", "t1-copy", instance="local-b")
+    call("compact_thread", "t1")
     call("list_threads")
     call("generate_text", "local-a", "@reply a title")
     call("stop_session", "t1")

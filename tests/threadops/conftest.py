@@ -1,0 +1,1 @@
+from tests.host.conftest import workspace  # noqa: F401  (fixture)
