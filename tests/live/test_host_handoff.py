@@ -83,7 +83,9 @@ def test_the_model_sees_the_preamble_once_in_the_first_request(driver, tmp_path,
     with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
         config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
         with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-            rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required",
+            # codex-acp honours full-access only (its native modes run commands unasked)
+            mode = "full-access" if driver == "codex-acp" else "approval-required"
+            rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode=mode,
                              preamble=PREAMBLE, timeout=120)
             first_text, first = turn_text(rt, "t1", "FIRST-PROMPT say hi SCENARIO:text", timeout=120)
             turns_before = len([r for r in server.requests if r.kind == "turn"])

@@ -110,9 +110,17 @@ def test_dashboard_without_the_token_asks_for_it(make_server, browser):
 NINE_LOCAL_TOML = "".join(f'\n[instances.local-{i}]\ndriver = "local"\n' for i in range(1, 10))
 
 
-def _within_the_viewport(locator, height: int) -> bool:
-    box = locator.bounding_box()
-    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height
+def _within_the_viewport(locator, height: int, timeout: float = 10.0) -> bool:
+    """Whether the element lies wholly inside the first screen once the page's layout settles
+    (cards above it may still be arriving): polled until true or ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        box = locator.bounding_box()
+        if box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        locator.page.wait_for_timeout(50)
 
 
 def test_dashboard_for_many_accounts_puts_the_approval_with_its_command_first(make_server, browser):
