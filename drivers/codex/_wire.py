@@ -305,6 +305,11 @@ class UserInputParams(_In, frozen=True):
     turnId: str | None = None
 
 
+class ReasoningEffortOption(_In, frozen=True):
+    reasoningEffort: str
+    description: str | None = None
+
+
 class ModelEntry(_In, frozen=True):
     id: str
     model: str | None = None
@@ -313,6 +318,9 @@ class ModelEntry(_In, frozen=True):
     hidden: bool = False
     isDefault: bool = False
     defaultReasoningEffort: str | None = None
+    supportedReasoningEfforts: tuple[ReasoningEffortOption, ...] = ()
+    inputModalities: tuple[str, ...] = ("text", "image")
+    """Codex's default when the entry omits it (older catalogs): text and image."""
 
 
 class ModelListResult(_In, frozen=True):

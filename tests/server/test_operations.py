@@ -114,6 +114,7 @@ def _outcomes(rt, ws) -> dict[str, str]:
     call("rollback_thread", "t1", 1)
     call("list_threads")
     call("generate_text", "local-a", "@reply a title")
+    call("models", "local-a")
     call("stop_session", "t1")
     call("stop_all")
     call("compact_events", 1)
