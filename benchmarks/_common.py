@@ -307,13 +307,23 @@ class RawAcpClient:
         self.close()
 
 
-def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str, stall_timeout: float = 30.0) -> dict:
+def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str, stall_timeout: float = 30.0,
+                metrics: bool = False) -> dict:
     """One Paddock round on the local agent: open, start ``sessions``, send each ``@chunks N``,
-    count at one subscriber until every turn completed, close (shared by throughput and peer-acp)."""
+    count at one subscriber until every turn completed, close (shared by throughput and peer-acp).
+    ``metrics`` runs the Prometheus collector of ``paddock serve`` on the runtime as well."""
     from paddock import Runtime
 
     state = tempfile.mkdtemp(prefix=f"rt-{'log' if event_log else 'nolog'}-", dir=tmp)
     rt = Runtime.open(local_config(1, event_log=event_log), state_dir=state)
+    collector = None
+    if metrics:
+        from paddock.server._metrics import TYPES, MetricsCollector
+
+        hub = rt._hub
+        collector = MetricsCollector(lambda: rt.subscribe(types=TYPES), last_seq=lambda: hub.last_seq,
+                                     log_path=hub.log_path)
+        collector.start()
     try:
         threads = [f"t{n}" for n in range(sessions)]
         for tid in threads:
@@ -354,6 +364,8 @@ def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str, stall_
         sub.close()
     finally:
         rt.close()
+        if collector is not None:
+            collector.close()
     return {
         "events": events,
         "content_deltas": deltas,

@@ -8,7 +8,10 @@ N local-agent sessions (one instance, one agent process, ``--buffered`` output) 
   seconds from the first ``send_turn`` to the last ``turn.completed``;
 - ``raw``: the limit for the same bytes on this machine: one plain thread reads the agent's pipe
   and decodes every line with msgspec (no actors, no events);
-- ``agent_write``: the agent's own write rate (the reader only counts lines).
+- ``agent_write``: the agent's own write rate (the reader only counts lines);
+- ``runtime_log_on_metrics`` (``--metrics``): ``runtime_log_on`` with the Prometheus collector of
+  ``paddock serve`` reading its own subscription; ``ratio_metrics_to_log_on`` is its rate over
+  ``runtime_log_on``'s in the same round.
 
 CPU: ``host_cpu_per_100k`` is this process's CPU (every runtime thread, or the raw reader) per
 100k events; the agent's CPU is reported apart. Ratios are runtime / raw of the same round.
@@ -74,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=20_000, help="@chunks per session")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians reported)")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw limit and the write rate")
+    parser.add_argument("--metrics", action="store_true", help="also run log-on rounds with the /metrics collector")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
     rounds: list[dict] = []
@@ -85,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
                 r["raw"] = run_raw(args.sessions, args.chunks, decode=True, tmp=tmp)
             r["runtime_log_on"] = run_runtime(args.sessions, args.chunks, event_log=True, tmp=tmp)
             r["runtime_log_off"] = run_runtime(args.sessions, args.chunks, event_log=False, tmp=tmp)
+            if args.metrics:
+                r["runtime_log_on_metrics"] = run_runtime(args.sessions, args.chunks, event_log=True, tmp=tmp, metrics=True)
+                r["ratio_metrics_to_log_on"] = round(
+                    r["runtime_log_on_metrics"]["events_per_s"] / r["runtime_log_on"]["events_per_s"], 3)
             if not args.no_raw:
                 raw = r["raw"]["events_per_s"]
                 r["ratio_log_on_to_raw"] = round(r["runtime_log_on"]["events_per_s"] / raw, 3)
@@ -95,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_raw:
         summary["ratio_log_on_to_raw_median"] = median(r["ratio_log_on_to_raw"] for r in rounds)
         summary["ratio_log_off_to_raw_median"] = median(r["ratio_log_off_to_raw"] for r in rounds)
+    if args.metrics:
+        summary["ratio_metrics_to_log_on_median"] = median(r["ratio_metrics_to_log_on"] for r in rounds)
     on, off = summary["runtime_log_on"], summary["runtime_log_off"]
     emit({
         "benchmark": "throughput",

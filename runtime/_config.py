@@ -18,7 +18,7 @@ import msgspec
 from paddock._handoff import InstanceHandoff, take_handoff
 from paddock.contract import ConfigError
 
-__all__ = ["InstanceEntry", "RuntimeConfig", "RuntimeSettings", "load_config"]
+__all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
 
 _INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -31,7 +31,9 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     ``"require"`` raises instead. ``event_log``: keep the durable event log (on by default; off only
     for benchmarks). ``event_log_max_bytes``: size-based retention of the log (``None`` keeps
     everything). There is no ``raw_events``: native payloads are never attached to events (the
-    key is refused with a :class:`ConfigError` saying so).
+    key is refused with a :class:`ConfigError` saying so). ``stall_warning``: seconds a running
+    turn may go without any event before a ``runtime.warning`` (``turn.stalled``) says so
+    (``false``: never).
     """
 
     idle_timeout: float = 1800.0
@@ -39,6 +41,7 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log: bool = True
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
+    stall_warning: float | Literal[False] = 120.0
 
 
 class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,9 +105,9 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
     if unknown:
         raise ConfigError(path, f"unknown top-level table(s): {', '.join(sorted(unknown))}")
     runtime_table = data.get("runtime", {})
-    if isinstance(runtime_table, Mapping) and "raw_events" in runtime_table:
-        raise ConfigError(path, "[runtime] key 'raw_events': removed; native payloads are not attached to "
-                                "events (they can carry credentials), so the key has no effect to offer")
+    if isinstance(runtime_table, Mapping):
+        _refuse_removed(path, runtime_table)
+        _check_durations(path, "[runtime]", runtime_table)
     try:
         settings = msgspec.convert(runtime_table, RuntimeSettings)
     except msgspec.ValidationError as exc:
@@ -125,9 +128,41 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         driver = table.get("driver")
         if not isinstance(driver, str) or not driver:
             raise ConfigError(path, f"{where} key 'driver': required, a driver name such as 'local'")
+        _check_durations(path, where, table)
         table, handoff = take_handoff(table, path=path, instance_id=str(instance_id))
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff))
     return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
+
+
+REMOVED_RUNTIME_KEYS: dict[str, str] = {
+    "raw_events": "removed; native payloads are not attached to events (they can carry credentials), so the "
+                  "key has no effect to offer",
+}
+"""``[runtime]`` keys Paddock once had, and why each is gone (a clear refusal, not 'unknown key')."""
+
+
+def _refuse_removed(path: str | None, table: Mapping[str, Any]) -> None:
+    for key, why in REMOVED_RUNTIME_KEYS.items():
+        if key in table:
+            raise ConfigError(path, f"[runtime] key {key!r}: {why}; delete the line")
+
+
+def _check_durations(path: str | None, where: str, table: Mapping[str, Any]) -> None:
+    """Refuse a timeout (a key ending in ``_timeout``, and ``stall_warning``) that is zero or
+    negative: such a bound would end every wait at once. ``stall_warning = false`` stays allowed."""
+    for key, value in table.items():
+        if not (str(key).endswith("_timeout") or key == "stall_warning"):
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            raise ConfigError(path, f"{where} key {key!r}: must be a positive number of seconds, got {value!r}")
+
+
+def config_warnings(config: RuntimeConfig) -> list[str]:
+    """What is legal but likely not meant: a config file with no instance (every command then
+    has nothing to run)."""
+    if config.path is not None and not config.instances:
+        return [f"{config.path} configures no instance: add an [instances.<id>] table (paddock init writes one)"]
+    return []
 
 
 def issue_from(exc: msgspec.ValidationError, instance_id: str) -> str:

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from paddock._config import RuntimeConfig, issue_from, load_config
+from paddock._config import InstanceEntry, RuntimeConfig, issue_from, load_config
 from paddock._isolation import build_env
 from paddock.contract import ConfigError
 
 if TYPE_CHECKING:
     from paddock.actors import HubHandle
+    from paddock.drivers import DriverSpec
 
 __all__ = ["InstanceCheck", "check_config"]
 
@@ -51,67 +53,87 @@ def _homes(home: Path) -> dict[str, str]:
             "XDG_CACHE_HOME": str(home / ".cache")}
 
 
-def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.PathLike[str] | None = None) -> list[InstanceCheck]:
+def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.PathLike[str] | None = None,
+                 versions: bool = False) -> list[InstanceCheck]:
     """Validate ``config`` (a TOML path, or ``None`` for the built-in ``local`` instance) and
-    resolve every instance. Raises :class:`ConfigError` for a malformed file or table."""
-    from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
-    from paddock.drivers._access import model_access
+    resolve every instance, all at once (one worker thread per instance, at most 16). Without
+    ``versions`` nothing is started (the binary is what the command line names); with it each
+    driver's ``diagnose`` hook runs (``<binary> --version``, login state). Raises
+    :class:`ConfigError` for a malformed file or table."""
+    from paddock.drivers import BUILT_IN_DRIVERS
 
     cfg: RuntimeConfig = load_config(None if config is None else Path(config))
     root = Path(state_dir if state_dir is not None else os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
-    out: list[InstanceCheck] = []
-    for entry in cfg.instances:
+    decoded_all = []
+    for entry in cfg.instances:  # every table decodes before any is resolved: the first bad one raises
         spec = BUILT_IN_DRIVERS.get(entry.driver)
-        if spec is None:
-            out.append(InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=False,
-                                     reason=f"unknown driver {entry.driver!r}; known drivers: {', '.join(sorted(BUILT_IN_DRIVERS))}"))
-            continue
         try:
-            decoded = msgspec.convert(entry.table, spec.config_type)
+            decoded_all.append((entry, spec, None if spec is None else msgspec.convert(entry.table, spec.config_type)))
         except msgspec.ValidationError as exc:
             raise ConfigError(cfg.path, issue_from(exc, entry.instance_id)) from None
-        home = _home(root, entry.instance_id, getattr(decoded, "home", None))
+    if not decoded_all:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(decoded_all)), thread_name_prefix="paddock-check") as pool:
+        return list(pool.map(lambda item: _check_one(*item, root=root, versions=versions), decoded_all))
+
+
+def _check_one(entry: InstanceEntry, spec: DriverSpec | None, decoded: Any, *, root: Path, versions: bool) -> InstanceCheck:
+    """One instance of :func:`check_config` (a worker thread)."""
+    from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
+    from paddock.drivers._access import model_access
+
+    if spec is None:
+        return InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=False,
+                             reason=f"unknown driver {entry.driver!r}; known drivers: {', '.join(sorted(BUILT_IN_DRIVERS))}")
+    home = _home(root, entry.instance_id, getattr(decoded, "home", None))
+    with tempfile.TemporaryDirectory(prefix="paddock-check-") as scratch:
+        env = build_env(home=Path(scratch), configured=decoded.env, pass_env=decoded.pass_env)
+    env.update(_homes(home))
+    env.update(decoded.env)
+    shown: dict[str, str] = {}
+    reason: str | None = None
+    try:
+        access = model_access(decoded, os.environ)
+    except LookupError as exc:
+        access = None
+        reason = str(exc)
+    if access is not None:
+        shown = {k: v for k, v in (("endpoint", access.endpoint), ("model", access.model)) if v}
+        if access.api_key:
+            shown["api_key"] = "***"
+    ctx = InstanceContext(instance_id=entry.instance_id, driver=entry.driver, config=decoded, home=str(home),
+                          env=env, state_dir=str(root),
+                          # No adapter is built from this context: nothing emits.
+                          hub=cast("HubHandle", None), **({"access": access} if access else {}))
+    if reason is None and spec.probe is not None:
+        reason = spec.probe(ctx)
+    report: dict[str, Any] = {}
+    if versions and spec.diagnose is not None and reason is None:
+        # A diagnose hook may run `<binary> --version`, and some CLIs write their home on any
+        # run (codex): give that run a scratch home so the check creates nothing.
         with tempfile.TemporaryDirectory(prefix="paddock-check-") as scratch:
-            env = build_env(home=Path(scratch), configured=decoded.env, pass_env=decoded.pass_env)
-        env.update(_homes(home))
-        env.update(decoded.env)
-        shown: dict[str, str] = {}
-        reason: str | None = None
-        try:
-            access = model_access(decoded, os.environ)
-        except LookupError as exc:
-            access = None
-            reason = str(exc)
-        if access is not None:
-            shown = {k: v for k, v in (("endpoint", access.endpoint), ("model", access.model)) if v}
-            if access.api_key:
-                shown["api_key"] = "***"
-        ctx = InstanceContext(instance_id=entry.instance_id, driver=entry.driver, config=decoded, home=str(home),
-                              env=env, state_dir=str(root),
-                              # No adapter is built from this context: nothing emits.
-                              hub=cast("HubHandle", None), **({"access": access} if access else {}))
-        if reason is None and spec.probe is not None:
-            reason = spec.probe(ctx)
-        report: dict[str, Any] = {}
-        if spec.diagnose is not None and reason is None:
-            # A diagnose hook may run `<binary> --version`, and some CLIs write their home on any
-            # run (codex): give that run a scratch home so the check creates nothing.
-            with tempfile.TemporaryDirectory(prefix="paddock-check-") as scratch:
-                quiet = msgspec.structs.replace(ctx, env={**env, **_homes(Path(scratch))})
-                try:
-                    report = spec.diagnose(quiet)
-                except Exception as exc:  # a report, never a crash
-                    reason = f"cannot inspect the binary: {exc!r}"
-        command = None
-        if spec.command is not None and reason is None:
+            quiet = msgspec.structs.replace(ctx, env={**env, **_homes(Path(scratch))})
             try:
-                command = spec.command(ctx)
-            except LookupError as exc:
-                reason = str(exc)
-        out.append(InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=reason is None, reason=reason,
-                                 home=str(home), binary=report.get("binary"), source=report.get("source"),
-                                 command=command, model=shown,
-                                 mcp_servers=[f"{m.name} ({getattr(m, 'transport', 'stdio')})"
-                                              for m in entry.handoff.mcp_servers],
-                                 preamble=len(entry.handoff.preamble) if entry.handoff.preamble is not None else None))
-    return out
+                report = spec.diagnose(quiet)
+            except Exception as exc:  # a report, never a crash
+                reason = f"cannot inspect the binary: {exc!r}"
+    command = None
+    if spec.command is not None and reason is None:
+        try:
+            command = spec.command(ctx)
+        except LookupError as exc:
+            reason = str(exc)
+    if reason is None and not report and command is None:
+        # A driver with no command hook (opencode): its configured binary or pinned peer, found
+        # the way its probe finds it (no process).
+        from paddock.drivers import BinaryLocation, find_binary
+
+        found = find_binary(getattr(decoded, "binary", None), peer=entry.driver, env=env)
+        if isinstance(found, BinaryLocation):
+            report = {"binary": found.path, "source": found.source}
+    return InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=reason is None, reason=reason,
+                         home=str(home), binary=report.get("binary") or (command[0] if command else None),
+                         source=report.get("source"), command=command, model=shown,
+                         mcp_servers=[f"{m.name} ({getattr(m, 'transport', 'stdio')})"
+                                      for m in entry.handoff.mcp_servers],
+                         preamble=len(entry.handoff.preamble) if entry.handoff.preamble is not None else None)

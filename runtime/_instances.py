@@ -12,6 +12,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ import msgspec
 from paddock._config import InstanceEntry, RuntimeConfig, issue_from
 from paddock._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._isolation import build_env, instance_home, secret_values
+from paddock._probes import credentials_present, endpoint_reachable
 from paddock._recovery import kill_leased_processes
 from paddock.actors import HubHandle, Redactor
 from paddock.contract import (
@@ -260,30 +262,55 @@ class InstanceTable:
 
     def diagnose(self, timeout: float) -> list[dict[str, Any]]:
         """For each instance: id, driver, status, reason, binary, version, auth state and home
-        (the driver's ``diagnose`` hook, else ``<binary> --version``). Never starts a session."""
-        out = []
-        for info in self.infos():
-            inst = self._by_id[info.id]
-            report: dict[str, Any] = {
-                "id": info.id, "driver": info.driver, "status": info.status, "reason": info.reason,
-                "binary": info.binary, "version": None, "auth": "unknown", "home": info.home,
-            }
-            hook = inst.spec.diagnose if inst.spec is not None else None
-            if hook is not None and info.status == "available":
-                try:
-                    report.update(hook(self._context(inst)))
-                except PaddockError as exc:
-                    report["reason"] = str(exc)
-            elif info.binary and info.status == "available":
-                binary = shutil.which(info.binary, path=inst.env.get("PATH")) or info.binary
-                try:
-                    res = run_command([binary, "--version"], env=inst.env, timeout=timeout)
-                    text = (res.stdout or res.stderr).strip()
-                    report["version"] = text.splitlines()[0] if text else None
-                except PaddockError as exc:
-                    report["version"] = f"unknown ({exc})"
-            out.append(report)
-        return out
+        (the driver's ``diagnose`` hook, else ``<binary> --version``), the login state where the
+        agent reports one, whether its model endpoint answers (TCP and HTTP), where its
+        credentials come from (names only), and ``problems``: what will keep it from working.
+        Never starts a session; every instance is checked at once (caller's thread plus one
+        worker per instance, at most 16), each probe bounded by ``timeout``."""
+        infos = self.infos()
+        if not infos:
+            return []
+        with ThreadPoolExecutor(max_workers=min(16, len(infos)), thread_name_prefix="paddock-doctor") as pool:
+            return list(pool.map(lambda info: self._diagnose_one(info, timeout), infos))
+
+    def _diagnose_one(self, info: InstanceInfo, timeout: float) -> dict[str, Any]:
+        inst = self._by_id[info.id]
+        report: dict[str, Any] = {
+            "id": info.id, "driver": info.driver, "status": info.status, "reason": info.reason,
+            "binary": info.binary, "version": None, "auth": "unknown", "home": info.home,
+        }
+        hook = inst.spec.diagnose if inst.spec is not None else None
+        if hook is not None and info.status == "available":
+            try:
+                report.update(hook(self._context(inst)))
+            except PaddockError as exc:
+                report["reason"] = str(exc)
+        elif info.binary and info.status == "available":
+            binary = shutil.which(info.binary, path=inst.env.get("PATH")) or info.binary
+            try:
+                res = run_command([binary, "--version"], env=inst.env, timeout=timeout)
+                text = (res.stdout or res.stderr).strip()
+                report["version"] = text.splitlines()[0] if text else None
+            except PaddockError as exc:
+                report["version"] = f"unknown ({exc})"
+        self._check(inst, report, timeout)
+        return report
+
+    @staticmethod
+    def _check(inst: _Instance, report: dict[str, Any], timeout: float) -> None:
+        """Add what doctor checks rather than reports: endpoint, credentials, problems."""
+        problems: list[str] = []
+        if inst.access.endpoint and report["status"] == "available":
+            ok, said = endpoint_reachable(inst.access.endpoint, min(timeout, 5.0))
+            report["endpoint_check"] = said
+            if not ok:
+                problems.append(f"the model endpoint {inst.access.endpoint} does not answer: {said}")
+        if inst.driver != "local":
+            found = credentials_present(inst.access.api_key, inst.env)
+            report["credentials"] = found or "none in the config or the instance env"
+            if found is None and str(report.get("login", "")).startswith("not logged in"):
+                problems.append("no credentials and the agent is not logged in")
+        report["problems"] = problems
 
     def close_all(self, deadline: float) -> None:
         """Close every created adapter at once, all under the one ``deadline`` (thread: the

@@ -27,7 +27,9 @@ from paddock._operations import Operation
 from paddock._pending import PendingRequest, PendingRequests
 from paddock._recovery import claim_state_dir, end_turns_left_open
 from paddock._state_dir import StateDirLock, private_file
+from paddock._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
 from paddock._threads import DEFAULT_TIMEOUT, ThreadDirectory
+from paddock._watchdog import StallWatchdog
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
     Attachment,
@@ -269,6 +271,11 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._pending = PendingRequests(self._hub)
             self._handlers = self._bind_handlers()
             self._threads.start()
+            hub = self._hub
+            after = config.settings.stall_warning
+            self._watchdog = StallWatchdog(hub, after).start() if after else None
+            # Turn and request spans only when the host configured an OpenTelemetry SDK.
+            self._spans = TurnSpans(lambda: hub.subscribe(types=SPAN_TYPES)).start() if tracing_configured() else None
         except BaseException:
             self._hub.close()
             store.close()
@@ -354,6 +361,9 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         self._threads.stop_tracking()
         self._pending.close()
         self._hub.close(timeout=max(0.25, deadline - time.monotonic()))
+        for reader in (self._spans, self._watchdog):
+            if reader is not None:
+                reader.close(timeout=max(0.25, deadline - time.monotonic()))
         self._threads.close()
         self._owner.release()  # last: the next owner finds the log and bindings complete
         _open_runtimes.discard(self)
@@ -371,7 +381,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         the caller's). A closed runtime refuses the operations that need it open, first."""
         if op.needs_open:
             self._check_open()
-        result: R = self._handlers[op](op.parse(args))
+        with control_span(op.name, args):
+            result: R = self._handlers[op](op.parse(args))
         return result
 
     def _bind_handlers(self) -> dict[Operation[Any], Callable[[Any], Any]]:

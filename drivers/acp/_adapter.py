@@ -76,7 +76,7 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
             client_terminal=client_terminal, terminal_output_limit=config.terminal_output_limit, env=dict(ctx.env),
             cancel_retry=flavor.cancel_retry, failed_text=flavor.failed_text, resume_hint=flavor.resume_hint,
             cancel_meta=dict(flavor.cancel_meta), set_model=flavor.set_model, home=ctx.home,
-            mcp_stdio=flavor.mcp_stdio,
+            mcp_stdio=flavor.mcp_stdio, title_is_command=flavor.title_is_command,
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps

@@ -113,6 +113,8 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     - ``mcp_stdio``: the agent takes stdio MCP servers from the client (the base protocol says
       every agent must); when off, each server reaches it as an HTTP-serving MCP relay the
       session starts (the agent's ``mcpCapabilities.http`` must be on).
+    - ``title_is_command``: an ``execute`` permission carries no ``rawInput`` and its title is
+      the exact command (the request's subject then takes the title).
     """
 
     kind: str
@@ -142,6 +144,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     client_fs: bool = False
     client_terminal: bool = False
     mcp_stdio: bool = True
+    title_is_command: bool = False
     config_type: type[AcpConfig] = AcpConfig
 
     # spawn ---------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ from ._mcp import wire_mcp_server
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
 from ._permissions import auto_decision, normalize_options, offered_decisions, outcome_for, request_kind_of_tool
+from ._subjects import permission_subject
 from ._translate import Translator, stop_reason_state
 
 __all__ = ["AcpSessionActor"]
@@ -670,10 +671,12 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         if p.toolCall.rawInput not in (None, {}):
             data["input"] = p.toolCall.rawInput
         title = p.toolCall.title or (tool.title if tool is not None else None)
+        kind = request_kind_of_tool(tool_kind)
         opened = RequestOpened(
             **self.identity, turn_id=tr.turn_id, item_id=tool.item_id if tool is not None else None,
-            request_id=request_id, kind=request_kind_of_tool(tool_kind), title=title,  # type: ignore[arg-type]
+            request_id=request_id, kind=kind, title=title,  # type: ignore[arg-type]
             decisions=decisions, data=data,  # type: ignore[arg-type]
+            subject=permission_subject(kind, p.toolCall, self.start_input.cwd, title_is_command=self.settings.title_is_command),
             provider_refs=ProviderRefs(thread=tr.native_session_id, item=p.toolCall.toolCallId or None, request=str(req.id)),
         )
         auto = auto_decision(self.start_input.runtime_mode, tool_kind, p.options, self.settings.auto_allow)

@@ -44,6 +44,8 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The instance home: each session's MCP relay folder (spec files, report socket) lives in it."""
     mcp_stdio: bool = True
     """The flavor's ``mcp_stdio``: the agent takes stdio MCP servers from the client."""
+    title_is_command: bool = False
+    """An ``execute`` permission's title is its exact command (the flavor's ``title_is_command``)."""
 
 
 @dataclass(slots=True)

@@ -49,6 +49,7 @@ from paddock.contract import (
     TurnStartResult,
     TurnState,
 )
+from paddock.drivers._subjects import input_subject
 from paddock.supervisors import ChildContext, ExitReason
 
 from ._cursor import cursor_for
@@ -554,10 +555,13 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             data["permission_suggestions"] = suggestions
         if req.get("blocked_path"):
             data["blocked_path"] = req["blocked_path"]
+        request_kind = request_kind_of_item(kind)
         opened = RequestOpened(
             **self.identity, turn_id=self.turn.turn_id, item_id=tool_use_id, request_id=request_id,
-            kind=request_kind_of_item(kind), title=req.get("description") or req.get("display_name") or tool,  # type: ignore[arg-type]
+            kind=request_kind, title=req.get("description") or req.get("display_name") or tool,  # type: ignore[arg-type]
             detail=tool_title(tool, inp), decisions=decisions, data=data,  # type: ignore[arg-type]
+            # can_use_tool names no cwd: the session's is the one Claude Code was started in.
+            subject=input_subject(request_kind, tool, inp, self.start_input.cwd),
             provider_refs=self._refs(item=tool_use_id, request=native),
         )
         self.open_request(events, opened, _Pending(native, inp, suggestions, tool_use_id),

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from paddock.contract import ProviderAdapter
+from paddock.contract import PaddockError, ProviderAdapter
 from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version
+from paddock.supervisors import run_command
 
 from ._adapter import ClaudeAdapter
 from ._capabilities import CLAUDE_CAPABILITIES
-from ._command import build_argv, locate
+from ._command import build_argv, child_env, locate
 from ._config import ClaudeConfig
 
 __all__ = ["claude_driver_spec", "locate", "probe"]
@@ -39,13 +41,33 @@ def diagnose(ctx: InstanceContext) -> dict[str, Any]:
         report.update(binary=None, reason=where)
     else:
         report.update(binary=where.path, source=where.source,
-                      version=where.pinned or binary_version(list(where.argv), ctx.env))
+                      version=where.pinned or binary_version(list(where.argv), ctx.env),
+                      login=login_state([*where.argv, "auth", "status"], child_env(ctx)))
     for key in ("endpoint", "model"):
         if getattr(ctx.access, key):
             report[key] = getattr(ctx.access, key)
     if ctx.access.api_key:
         report["api_key"] = "***"
     return report
+
+
+def login_state(argv: list[str], env: dict[str, str]) -> str:
+    """What ``claude auth status`` says of the login (JSON ``loggedIn``, ``authMethod``,
+    ``apiKeySource``; exit 1 when not logged in), never a credential: ``logged in (<method>
+    from <source>)``, ``not logged in``, or ``unknown (<why>)``."""
+    try:
+        result = run_command(argv, env=env, timeout=20)
+    except PaddockError as exc:
+        return f"unknown ({exc})"
+    try:
+        status = json.loads(result.stdout)
+    except ValueError:
+        return "unknown (claude auth status printed no JSON)"
+    if not isinstance(status, dict) or not status.get("loggedIn"):
+        return "not logged in"
+    method, source = status.get("authMethod"), status.get("apiKeySource")
+    how = f"{method} from {source}" if method and source else method or ""
+    return f"logged in ({how})" if how else "logged in"
 
 
 def command(ctx: InstanceContext) -> list[str]:

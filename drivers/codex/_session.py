@@ -38,6 +38,7 @@ from paddock.contract import (
     ProviderRefs,
     RequestError,
     RequestOpened,
+    RequestSubject,
     ResumeCursor,
     RuntimeWarningEvent,
     SendTurnInput,
@@ -54,6 +55,7 @@ from paddock.contract import (
     UserInputResolved,
     ValidationError,
 )
+from paddock.drivers._subjects import codex_changes, command_subject, files_subject, tool_subject
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
@@ -448,6 +450,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         detail: str | None = None
         permissions: Any = None
         approval_id: str | None = None
+        subject: RequestSubject | None = None
         data: dict[str, Any] = {"method": method, "rpc_id": req.id}
         try:
             if method == "item/commandExecution/requestApproval":
@@ -455,24 +458,33 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
                 item_id, native_turn, title, detail = c.itemId, c.turnId, c.command, c.reason
                 approval_id = c.approvalId
                 data.update(command=c.command, cwd=c.cwd, approval_id=c.approvalId)
+                if c.command:
+                    subject = command_subject(c.command, c.cwd or self.start_input.cwd)
             elif method == "item/fileChange/requestApproval":
                 f = _file_change.decode(req.params)
                 item_id, native_turn, detail = f.itemId, f.turnId, f.reason
                 data.update(grant_root=f.grantRoot)
+                # The request names only the item; its files came with item/started.
+                files = self.tr.changes.get(f.itemId)
+                subject = files_subject(files) if files else None
             elif method == "item/permissions/requestApproval":
                 pr = _permissions.decode(req.params)
                 item_id, native_turn, detail, permissions = pr.itemId, pr.turnId, pr.reason, pr.permissions
                 data.update(permissions=pr.permissions)
+                subject = tool_subject("permissions", pr.permissions)
             elif method in ("execCommandApproval", "applyPatchApproval"):
                 lg = _legacy.decode(req.params)
                 item_id, detail, approval_id = lg.callId, lg.reason, lg.approvalId
                 if method == "execCommandApproval":
                     title = " ".join(lg.command)
                     data.update(command=list(lg.command), cwd=lg.cwd)
+                    subject = command_subject(lg.command, lg.cwd or self.start_input.cwd)
                 else:
                     data.update(files=sorted(lg.fileChanges))
+                    subject = files_subject(codex_changes(lg.fileChanges))
             else:
                 data["raw"] = msgspec.json.decode(req.params)  # a kind we do not know: the payload itself
+                subject = tool_subject(method, data["raw"])
         except msgspec.DecodeError as exc:
             data["raw"] = msgspec.json.decode(req.params) if req.params else None
             data["decode_error"] = str(exc)
@@ -485,7 +497,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
             title = self.tr.titles.get(item_id)
         opened = RequestOpened(
             **self.identity, turn_id=self.turn.turn_id, item_id=item_id, request_id=self.requests.new_id(self.turn.turn_id),
-            kind=request_kind(method), title=title, detail=detail, data=data,  # type: ignore[arg-type]
+            kind=request_kind(method), title=title, detail=detail, data=data, subject=subject,  # type: ignore[arg-type]
             # The native request id: Codex's approvalId where it gives one, else the item's id
             # (the model's call id); the JSON-RPC id is reused per process (data["rpc_id"]).
             provider_refs=self.tr.refs(item=item_id, request=approval_id or item_id or str(req.id)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paddock.contract import ConfigError
+from paddock.contract import ConfigError, PaddockError
 from paddock.drivers._binary import BinaryLocation, find_binary
 from paddock.contract import ProviderAdapter
 from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version
@@ -41,11 +41,33 @@ def diagnose(ctx: InstanceContext) -> dict[str, Any]:
     found = find_binary(ctx.config.binary, peer="codex", env=ctx.env)
     if not isinstance(found, BinaryLocation):
         return {"binary": ctx.config.binary or "codex", "version": None, "auth": "unknown"}
+    report: dict[str, Any] = {"binary": found.path, "version": binary_version(list(found.argv), ctx.env)}
     if ctx.access.api_key:
-        auth = "the instance's api key, passed to its model provider"
+        report["auth"] = "the instance's api key, passed to its model provider"
     else:
-        auth = "no key configured; relies on a login stored in its CODEX_HOME (auth.json)"
-    return {"binary": found.path, "version": binary_version(list(found.argv), ctx.env), "auth": auth}
+        report["auth"] = "no key configured; relies on a login stored in its CODEX_HOME (auth.json)"
+        report["login"] = login_state(ctx, list(found.argv))
+    return report
+
+
+def login_state(ctx: InstanceContext, argv: list[str]) -> str:
+    """What ``codex login status`` says of the login in the instance's ``CODEX_HOME`` (exit 0
+    "Logged in using ...", exit 1 "Not logged in"), never a credential."""
+    from paddock.supervisors import run_command
+
+    from ._process import codex_home_of
+
+    home, _ = codex_home_of(ctx)
+    if not home.exists():
+        return "not logged in (no CODEX_HOME yet)"
+    try:
+        result = run_command([*argv, "login", "status"], env={**ctx.env, "CODEX_HOME": str(home)}, timeout=20)
+    except PaddockError as exc:
+        return f"unknown ({exc})"
+    said = [line for line in (result.stdout + result.stderr).splitlines() if "logged in" in line.lower()]
+    if result.returncode != 0 or not said:
+        return "not logged in"
+    return said[-1].strip().lower().replace("logged in using", "logged in with")
 
 
 def command(ctx: InstanceContext) -> list[str]:

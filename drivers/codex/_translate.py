@@ -21,6 +21,7 @@ from paddock.contract import (
     ContentDelta,
     EventBase,
     EventIdentity,
+    FileEdit,
     ItemCompleted,
     ItemKind,
     ItemStarted,
@@ -37,6 +38,8 @@ from paddock.contract import (
     TurnPlanUpdated,
     json_str,
 )
+
+from paddock.drivers._subjects import edit, patch
 
 from . import _wire as w
 
@@ -119,6 +122,29 @@ def _text_of_content(content: JsonValue) -> str | None:
     return content if isinstance(content, str) else None
 
 
+def file_edits(changes: tuple[JsonValue, ...]) -> list[FileEdit]:
+    """A v2 ``fileChange`` item's changes as the files a request approves. ``diff`` holds the
+    whole content for ``add`` and ``delete`` and a unified diff for ``update``
+    (codex-app-server.md, recordings ``codex-transcript-patch-*``)."""
+    out = []
+    for change in changes:
+        path = change.get("path") if isinstance(change, dict) else None
+        if not isinstance(change, dict) or not isinstance(path, str):
+            continue
+        kind, diff = change.get("kind"), change.get("diff")
+        kind_type = kind.get("type") if isinstance(kind, dict) else kind
+        text = diff if isinstance(diff, str) else None
+        if kind_type == "add":
+            out.append(edit(path, None, text or ""))
+        elif kind_type == "delete":
+            out.append(edit(path, text or "", None))
+        else:
+            move = kind.get("move_path") if isinstance(kind, dict) else None
+            out.append(patch(path, text, "move" if isinstance(move, str) else "update",
+                             move_to=move if isinstance(move, str) else None))
+    return out
+
+
 def _change(change: JsonObject) -> JsonObject:
     kind = change.get("kind")
     return {"path": change.get("path"), "kind": kind.get("type") if isinstance(kind, dict) else kind}
@@ -183,6 +209,8 @@ class Translator:
         self.usage: TokenUsage | None = None
         self.titles: dict[str, str] = {}
         """Item id -> title, for the requests that name an item of the running turn."""
+        self.changes: dict[str, list[FileEdit]] = {}
+        """``fileChange`` item id -> its files, for the approval that names the item."""
         self._open_items: set[str] = set()
 
     # turn bookkeeping (the session actor owns start and completion) ---------------------------
@@ -192,12 +220,14 @@ class Translator:
         self.interrupted = False
         self._open_items.clear()
         self.titles.clear()
+        self.changes.clear()
 
     def end(self) -> None:
         self.turn_id = self.native_turn_id = None
         self.interrupted = False
         self._open_items.clear()
         self.titles.clear()
+        self.changes.clear()
 
     def _ours(self, native_turn: str | None) -> bool:
         return self.turn_id is not None and (native_turn is None or native_turn == self.native_turn_id)
@@ -224,6 +254,8 @@ class Translator:
         self._open_items.add(n.item.id)
         if f["title"]:
             self.titles[n.item.id] = f["title"]
+        if n.item.type == "fileChange":
+            self.changes[n.item.id] = file_edits(n.item.changes)
         out.append(ItemStarted(**self.identity, turn_id=self.turn_id, item_id=n.item.id, kind=f["kind"],
                                title=f["title"], status="in_progress", data=f["data"], provider_refs=self.refs(n.item.id)))
 

@@ -46,7 +46,16 @@ from ._config import model_ref, permission_rules
 from ._cursor import cursor_for, decode_cursor
 from ._messages import NativeMessages, OpencodeState, SessionSettings
 from ._server import ServerDown, ServerEvents, ServerLink, ServerUp
-from ._translate import Signal, Translator, error_message, question_answers, questions_of, reply_of_decision, request_kind_of_permission
+from ._translate import (
+    Signal,
+    Translator,
+    error_message,
+    permission_subject,
+    question_answers,
+    questions_of,
+    reply_of_decision,
+    request_kind_of_permission,
+)
 
 __all__ = ["OpencodeSessionActor"]
 
@@ -393,6 +402,7 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             kind=request_kind_of_permission(permission), title=permission, detail=detail,
             decisions=decisions,  # type: ignore[arg-type]
             data={"permission": permission, "patterns": patterns, "always": always, "metadata": metadata},
+            subject=permission_subject(permission, metadata, patterns, self.start_input.cwd),
             provider_refs=self._refs(request=native, item=signal.item_id),
         )
         auto = "accept" if self.start_input.runtime_mode == "full-access" else None

@@ -35,6 +35,7 @@ from paddock.contract import (
     JsonValue,
     ProviderRefs,
     RequestKind,
+    RequestSubject,
     RuntimeWarningEvent,
     StreamKind,
     TokenUsage,
@@ -43,12 +44,14 @@ from paddock.contract import (
     json_object,
     json_str,
 )
+from paddock.drivers._subjects import input_subject, tool_subject
 
 __all__ = [
     "Signal",
     "Translator",
     "error_message",
     "item_kind_of_tool",
+    "permission_subject",
     "question_answers",
     "questions_of",
     "reply_of_decision",
@@ -100,6 +103,17 @@ def item_kind_of_tool(tool: str) -> ItemKind:
 
 def request_kind_of_permission(permission: str) -> RequestKind:
     return _PERMISSION_KINDS.get(permission, "permission")
+
+
+def permission_subject(permission: str, metadata: JsonObject, patterns: list[str], cwd: str | None) -> RequestSubject:
+    """What a ``permission.asked`` approves: ``bash`` carries ``metadata.command``; ``edit`` (the
+    edit, write and patch tools) carries ``metadata.filepath`` and a unified ``metadata.diff``
+    (opencode-server.md, opencode-transcript); any other permission is the tool with its
+    metadata (and patterns). The command runs in the session's directory."""
+    kind = request_kind_of_permission(permission)
+    if kind in ("command", "file_change"):
+        return input_subject(kind, permission, metadata, cwd)
+    return tool_subject(permission, {**metadata, "patterns": list[JsonValue](patterns)} if patterns else metadata)
 
 
 def reply_of_decision(decision: str) -> str:

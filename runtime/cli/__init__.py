@@ -60,7 +60,10 @@ def _main(argv: Sequence[str] | None) -> int:
     import paddock
 
     commands = _available()
-    parser = argparse.ArgumentParser(prog="paddock", description="Supervised coding-agent runtime.")
+    parser = argparse.ArgumentParser(
+        prog="paddock", description="Supervised coding-agent runtime.",
+        epilog="Each command: paddock COMMAND --help. Every command reads its config from --config, $PADDOCK_CONFIG, "
+               "./paddock.toml or STATE_DIR/paddock.toml, and says which. The scripted model server: paddock mock-model --help.")
     parser.add_argument("--version", action="version", version=f"paddock {paddock.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in commands.items():

@@ -15,12 +15,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from paddock.contract import DECISIONS
+from paddock.contract import DECISIONS, CommandSubject, FileChangeSubject, ToolSubject
 
 if TYPE_CHECKING:
     from paddock import Runtime
     from paddock.client import RemoteRuntime
-    from paddock.contract import Decision, RequestOpened
+    from paddock.contract import Decision, RequestOpened, RequestSubject
 
 __all__ = [
     "ANSWER_WORDS",
@@ -35,6 +35,7 @@ __all__ = [
     "policy_decision",
     "request_details",
     "request_line",
+    "subject_details",
 ]
 
 ANSWER_WORDS: dict[str, Decision] = {
@@ -108,7 +109,9 @@ def policy_decision(policy: Policy, opened: RequestOpened) -> Decision:
 _PLUMBING = frozenset({"options", "tool_call_id", "rpc_id", "method", "permission_suggestions"})
 """Keys of ``RequestOpened.data`` that say how to answer, not what is asked."""
 _ENVELOPE = frozenset({"driver", "instance_id", "thread_id", "event_id", "seq", "created_at", "turn_id", "item_id",
-                       "request_id", "provider_refs", "raw", "kind", "title", "decisions", "data"})
+                       "request_id", "provider_refs", "raw", "kind", "title", "decisions", "data", "subject"})
+_RESTATED = frozenset({"command", "cwd", "input", "metadata", "changes", "files", "patterns", "tool_kind"})
+"""Keys of ``RequestOpened.data`` that restate its ``subject`` (shown instead, when there is one)."""
 _MAX_LINES = 40
 _MAX_CHARS = 4000
 
@@ -136,20 +139,44 @@ def _details(name: str, value: object, out: list[tuple[str, str]]) -> None:
     out.append((name, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)))
 
 
+def subject_details(subject: RequestSubject | None) -> list[tuple[str, str]]:
+    """(name, text) of what a request approves: ``command`` and ``cwd``; one ``file`` per edited
+    file (path, change and its diff); or ``tool`` and its ``arguments``."""
+    out: list[tuple[str, str]] = []
+    if isinstance(subject, CommandSubject):
+        out.append(("command", subject.command))
+        if subject.cwd:
+            out.append(("cwd", subject.cwd))
+    elif isinstance(subject, FileChangeSubject):
+        for edit in subject.files:
+            head = f"{edit.path} ({edit.change}{' to ' + edit.move_to if edit.move_to else ''})"
+            body = edit.diff.rstrip("\n") if edit.diff else "(the agent showed no content)"
+            out.append(("file", f"{head}\n{body}{chr(10) + '… (diff cut)' if edit.truncated else ''}"))
+    elif isinstance(subject, ToolSubject):
+        out.append(("tool", f"{subject.server}/{subject.tool}" if subject.server else subject.tool))
+        _details("arguments", subject.arguments if not isinstance(subject.arguments, dict) else
+                 json.dumps(subject.arguments, ensure_ascii=False, default=str), out)
+    return out
+
+
 def request_details(opened: RequestOpened) -> list[tuple[str, str]]:
-    """(name, text) of every detail a request carries: its ``detail`` (when the title is another
-    text), every other field the contract adds, and every entry of ``data`` but the answer
-    plumbing, nested objects flattened. A surface shows these, never only a model-written title."""
+    """(name, text) of every detail a request carries: first its subject (the exact command, the
+    diff, the tool and its arguments), then its ``detail`` (when the title is another text), every
+    other field the contract adds, and every entry of ``data`` but the answer plumbing and what
+    the subject already says, nested objects flattened. A surface shows these, never only a
+    model-written title."""
     import msgspec
 
-    out: list[tuple[str, str]] = []
-    if opened.detail and opened.title and opened.detail != opened.title:
+    out = subject_details(opened.subject)
+    restated = _RESTATED if opened.subject is not None else frozenset()
+    if opened.detail and opened.title and opened.detail != opened.title and (
+            not out or opened.detail not in (text for _, text in out)):
         _details("detail", opened.detail, out)
     for field in msgspec.structs.fields(type(opened)):
         if field.name not in _ENVELOPE and field.name != "detail":
             _details(field.name, getattr(opened, field.name), out)
     for key, value in (opened.data or {}).items():
-        if key not in _PLUMBING:
+        if key not in _PLUMBING and key not in restated:
             _details(key, value, out)
     return out
 

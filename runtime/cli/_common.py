@@ -55,7 +55,7 @@ def format_event(event: Any) -> str | None:
         return f"{who} turn {event.turn_id} started"
     if t == "turn.completed":
         extra = f": {event.error}" if event.error else ""
-        return f"{who} turn {event.turn_id} {event.state}{extra}"
+        return f"{who} turn {event.turn_id} {event.state}{extra}{_turn_usage(event.usage)}"
     if t == "turn.plan.updated":
         return f"{who} plan: " + "; ".join(f"{s.step} ({s.status})" for s in event.steps)
     if t == "item.started" and event.kind not in ("assistant_message", "reasoning"):
@@ -86,6 +86,17 @@ def format_event(event: Any) -> str | None:
     if t in ("runtime.warning", "runtime.error"):
         return f"{who} {t.split('.')[1]}: {event.code}: {event.message}"
     return None
+
+
+def _turn_usage(u: Any) -> str:
+    """`` (this turn: in N, out M, cost C)`` from a turn's own usage, apart from the thread's
+    running totals (``thread.token-usage.updated``)."""
+    if u is None:
+        return ""
+    counts = [f"{label} {value}" for label, value in (("in", u.input_tokens), ("out", u.output_tokens)) if value is not None]
+    if u.cost is not None:
+        counts.append(f"cost {u.cost:g}" + (f" {u.currency}" if u.currency else ""))
+    return f" (this turn: {', '.join(counts)})" if counts else ""
 
 
 def write(text: str, *, err: bool = False) -> None:

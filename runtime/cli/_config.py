@@ -10,9 +10,9 @@ import sys
 import msgspec
 
 from paddock.cli._common import write
-from paddock.cli._places import CONFIG_HELP, announce, find_config
+from paddock.cli._places import CONFIG_HELP, announce_config, find_config
 
-HELP = "check a config: each instance's resolved command, home and binary (no secrets)"
+HELP = "check a config without starting anything: each instance's resolved command, home and binary (no secrets)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help=CONFIG_HELP)
     p.add_argument("--state-dir", help="state directory (default: $PADDOCK_STATE_DIR or ./.paddock)")
     p.add_argument("--json", action="store_true", help="print one JSON object per instance")
+    p.add_argument("--versions", action="store_true",
+                   help="also run each agent's --version and login check (starts processes; the check alone starts none)")
 
 
 _SOURCES = {"peers": "pinned, from the peers dir", "path": "found on PATH", "config": "configured"}
@@ -31,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from paddock.contract import ConfigError
 
     found = find_config(args)
-    announce("config check", found.describe())
+    announce_config("config check", found)
     try:
-        checks = check_config(found.path, state_dir=args.state_dir)
+        checks = check_config(found.path, state_dir=args.state_dir, versions=args.versions)
     except ConfigError as exc:
         print(f"paddock config check: {exc}", file=sys.stderr)
         return 2

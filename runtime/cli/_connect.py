@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from paddock.cli._common import write
-from paddock.cli._places import announce, find_config, state_dir_of
+from paddock.cli._places import announce, announce_config, find_config, state_dir_of
 
 if TYPE_CHECKING:
     from paddock import Runtime
@@ -48,5 +48,5 @@ def connect(args: argparse.Namespace, command: str) -> tuple[Runtime | RemoteRun
     from paddock import Runtime
 
     found = find_config(args)
-    announce(command, found.describe())
+    announce_config(command, found)
     return Runtime.open(found.path, state_dir=args.state_dir), False

@@ -16,7 +16,35 @@ from paddock.testing import ModelServer
 HELP = "serve the scripted model (OpenAI Responses/Chat, Anthropic, Gemini) on 127.0.0.1"
 
 
+EPILOG = """\
+Point an instance at it with the three model keys (any key, any model name):
+  endpoint = "http://127.0.0.1:PORT"   api_key = "sk-anything"   model = "mock-model"
+and pick a scenario with the marker SCENARIO:<name> in the prompt.
+
+Built-in scenarios: text, tool_shell, tool_shell_escalated, tool_write, patch, slow, http400,
+http500.
+
+A script (JSON or TOML) names scenarios, each a list of steps, and the default one:
+  default = "greet"
+  [[scenarios.greet]]                   # text: streamed in `chunks` pieces, `delay` s apart
+  type = "text"    text = "Hi {output}" chunks = 2   delay = 0.05
+  [[scenarios.touch]]                   # shell: call the CLI's shell tool
+  type = "shell"   command = "touch a.txt"   escalate = false
+  [[scenarios.note]]                    # write: call its write-file tool (path joined to --workspace)
+  type = "write"   path = "notes.txt"   content = "hi\\n"
+  [[scenarios.add]]                     # patch: apply_patch where offered, else write
+  type = "patch"   path = "added.txt"   content = "hi\\n"
+  [[scenarios.down]]                    # error: answer the call with this HTTP status
+  type = "error"   status = 503   message = "overloaded"
+(one key per line in a real file). A call plays up to and including the next tool step; after
+the last one the model says "Tool finished: {output}". The whole format: docs/mock-model.md.
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Serve the scripted model API (OpenAI Responses and Chat, Anthropic, Gemini) on 127.0.0.1."
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default 0: a free one)")
     parser.add_argument("--script", type=Path, help="scenario script (JSON or TOML); default: built-ins")
     parser.add_argument("--log", type=Path, help="append every request as one JSON line to this file")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 
-__all__ = ["CONFIG_HELP", "CONFIG_NAME", "ConfigFile", "announce", "find_config", "state_dir_of"]
+__all__ = ["CONFIG_HELP", "CONFIG_NAME", "ConfigFile", "announce", "announce_config", "find_config", "state_dir_of"]
 
 CONFIG_NAME = "paddock.toml"
 CONFIG_HELP = (f"TOML config (default: $PADDOCK_CONFIG, else ./{CONFIG_NAME}, else STATE_DIR/{CONFIG_NAME}, "
@@ -55,6 +55,23 @@ def find_config(args: argparse.Namespace) -> ConfigFile:
     if in_state.is_file():
         return ConfigFile(str(in_state), "the state directory")
     return ConfigFile(None, "built-in")
+
+
+def announce_config(command: str, found: ConfigFile) -> None:
+    """Say which config ``paddock COMMAND`` reads, then each warning about it (an empty file).
+    A file that cannot be read is not reported here: reading it for real says why."""
+    announce(command, found.describe())
+    if found.path is None:
+        return
+    from paddock._config import config_warnings, load_config
+    from paddock.contract import ConfigError
+
+    try:
+        warnings = config_warnings(load_config(found.path))
+    except ConfigError:
+        return
+    for warning in warnings:
+        announce(command, f"warning: {warning}")
 
 
 def announce(command: str, text: str) -> None:

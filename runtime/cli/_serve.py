@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from paddock.cli._common import write
-from paddock.cli._places import CONFIG_HELP, announce, find_config
+from paddock.cli._places import CONFIG_HELP, announce_config, find_config
 
-HELP = "own a state directory and serve its Runtime over HTTP (unix socket, or loopback TCP with a token)"
+HELP = ("own a state directory and serve its Runtime over HTTP (unix socket, or loopback TCP with a token), "
+        "with the dashboard at / and Prometheus metrics at /metrics")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve on loopback TCP with a bearer token (written to STATE_DIR/server.token) instead of "
              "the unix socket STATE_DIR/paddock.sock",
     )
+    parser.add_argument("--no-metrics", action="store_true",
+                        help="do not serve Prometheus metrics at /metrics (they are on by default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,15 +36,26 @@ def run(args: argparse.Namespace) -> int:
     def ready(endpoint) -> None:
         if endpoint.socket:
             write(f"paddock serve: listening on unix:{endpoint.socket} (pid {endpoint.pid})\n")
+            return
+        token_file = os.path.join(state, "server.token")
+        write(f"paddock serve: listening on {endpoint.url} (pid {endpoint.pid}); the bearer token is in {token_file}\n")
+        # The token goes to a terminal only, never to a pipe or a log file: the page moves it
+        # out of the address bar into the tab's session storage.
+        if sys.stdout.isatty():
+            try:
+                with open(token_file, encoding="utf-8") as f:
+                    token = f.read().strip()
+            except OSError:
+                return
+            write(f"paddock serve: dashboard {endpoint.url}/#token={token}\n")
         else:
-            write(f"paddock serve: listening on {endpoint.url} (pid {endpoint.pid}); "
-                  f"dashboard {endpoint.url}/ ; the bearer token is in {os.path.join(state, 'server.token')}\n")
+            write(f"paddock serve: dashboard {endpoint.url}/ (it asks for the token)\n")
 
     state = os.path.abspath(args.state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock")
     found = find_config(args)
-    announce("serve", found.describe())
+    announce_config("serve", found)
     try:
-        return serve(found.path, state_dir=state, listen=args.listen, on_ready=ready)
+        return serve(found.path, state_dir=state, listen=args.listen, on_ready=ready, metrics=not args.no_metrics)
     except PaddockError as exc:
         write(f"paddock serve: {exc}\n", err=True)
         return 1

@@ -20,12 +20,16 @@ __all__ = [
     "AccountUpdated",
     "AuthStatus",
     "ConfigWarning",
+    "CommandSubject",
     "ContentDelta",
+    "DIFF_CHARS",
     "DeprecationNotice",
     "Event",
     "EventBase",
     "EventIdentity",
     "TO_BE_STAMPED",
+    "FileChangeSubject",
+    "FileEdit",
     "FilesPersisted",
     "HookCompleted",
     "HookProgress",
@@ -44,6 +48,7 @@ __all__ = [
     "RequestKind",
     "RequestOpened",
     "RequestResolved",
+    "RequestSubject",
     "RuntimeErrorEvent",
     "RuntimeWarningEvent",
     "SessionConfigured",
@@ -61,6 +66,7 @@ __all__ = [
     "ThreadTokenUsageUpdated",
     "TokenUsage",
     "ToolProgress",
+    "ToolSubject",
     "ToolSummary",
     "TurnAborted",
     "TurnCompleted",
@@ -376,8 +382,52 @@ class ContentDelta(EventBase, frozen=True, tag="content.delta"):
 # requests ----------------------------------------------------------------------------------------
 
 
+class CommandSubject(_Data, frozen=True, tag="command", tag_field="type"):
+    """The exact command line the agent will run, and the folder it runs in (the session's cwd
+    when the agent names none)."""
+
+    command: str
+    cwd: str | None = None
+
+
+class FileEdit(_Data, frozen=True):
+    """One file an edit touches: ``diff`` is a unified diff (for a new file, every line added),
+    cut at ``DIFF_CHARS`` characters with ``truncated`` set; ``None`` when the agent showed
+    nothing of the content. ``move_to`` is the new path of a rename."""
+
+    path: str
+    change: Literal["add", "update", "delete", "move"] = "update"
+    diff: str | None = None
+    truncated: bool = False
+    move_to: str | None = None
+
+
+class FileChangeSubject(_Data, frozen=True, tag="file_change", tag_field="type"):
+    """The files an edit writes, each with its diff."""
+
+    files: tuple[FileEdit, ...] = ()
+
+
+class ToolSubject(_Data, frozen=True, tag="tool", tag_field="type"):
+    """A tool call other than a shell command or an edit: its name (for MCP, ``server`` names
+    the MCP server) and the arguments the agent passes."""
+
+    tool: str
+    server: str | None = None
+    arguments: Any = None
+
+
+RequestSubject = Union[CommandSubject, FileChangeSubject, ToolSubject]
+"""What a request asks to do, exactly as the agent will do it (never a model-written summary)."""
+
+DIFF_CHARS = 8000
+"""The longest diff a :class:`FileEdit` carries (a longer one is cut and marked ``truncated``)."""
+
+
 class RequestOpened(EventBase, frozen=True, tag="request.opened"):
-    """The agent asks the host to decide; answer with ``respond_to_request``."""
+    """The agent asks the host to decide; answer with ``respond_to_request``. ``subject`` is
+    what the decision approves (the command with its cwd, the files with their diffs, the tool
+    with its arguments); ``title`` and ``detail`` are the agent's own words for it."""
 
     type: ClassVar[Literal["request.opened"]]
 
@@ -385,6 +435,7 @@ class RequestOpened(EventBase, frozen=True, tag="request.opened"):
     title: str | None = None
     detail: str | None = None
     decisions: tuple[Decision, ...] = ("accept", "accept_for_session", "decline", "cancel")
+    subject: RequestSubject | None = None
     data: dict[str, Any] | None = None
 
 

@@ -7,7 +7,8 @@ Routes:
   JSON body; ``GET /health``;
 - ``GET /v1/events``: Server-Sent Events, ``id:`` = ``seq``; ``Last-Event-ID`` (or ``from_seq``)
   replays from the durable log first, with no gap and no duplicate;
-- ``GET /openapi.json``; ``GET /`` the dashboard (static, holds no data; it asks for the token).
+- ``GET /openapi.json``; ``GET /`` the dashboard (static, holds no data; it asks for the token);
+- ``GET /metrics``: Prometheus text (:mod:`paddock.server._metrics`), behind the same token.
 
 Handlers run on the server's event loop; every Runtime call runs in the AsyncRuntime's executor.
 Errors are the PaddockError family as JSON (:func:`paddock._wire.error_document`).
@@ -22,7 +23,7 @@ import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from starlette.applications import Starlette
@@ -41,6 +42,9 @@ from paddock.actors import Subscription
 from paddock.actors.events import END, NEEDS_IO
 from paddock.server._openapi import openapi_document
 from paddock.contract import MAX_PROMPT_CHARS, PaddockError, ValidationError
+
+if TYPE_CHECKING:
+    from paddock.server._metrics import MetricsCollector
 
 __all__ = ["build_app"]
 
@@ -182,9 +186,10 @@ def _frame(event: Any) -> bytes:
     return b"data: " + _encode(event) + b"\n\n"
 
 
-def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp:
+def build_app(rt: AsyncRuntime, *, token: str | None, transport: str, metrics: MetricsCollector | None = None) -> ASGIApp:
     """The ASGI app serving ``rt``. ``token`` (TCP) makes every route but ``GET /`` need it;
-    ``transport`` (``unix`` or ``tcp``) is reported by ``/health``."""
+    ``transport`` (``unix`` or ``tcp``) is reported by ``/health``; ``metrics`` is served at
+    ``GET /metrics`` (Prometheus text)."""
     started = time.time()
     streams = [0]  # open event streams (the loop's thread only)
 
@@ -229,6 +234,12 @@ def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp
             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
         })
 
+    async def scrape(request: Request) -> Response:
+        assert metrics is not None
+        from paddock.server._metrics import CONTENT_TYPE
+
+        return Response(metrics.render(), media_type=CONTENT_TYPE, headers={"Cache-Control": "no-store"})
+
     async def not_found(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException) and exc.status_code == 405:
             return _plain_error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}")
@@ -240,6 +251,7 @@ def build_app(rt: AsyncRuntime, *, token: str | None, transport: str) -> ASGIApp
         Route("/openapi.json", openapi, methods=["GET"]),
         *(_operation_route(rt, op) for op in OPERATIONS),
         Route(f"{API_PREFIX}/events", events, methods=["GET"]),
+        *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
     return _BearerAuth(app, token)

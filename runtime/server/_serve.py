@@ -167,10 +167,12 @@ def serve(
     listen: str | None = None,
     on_ready: Callable[[Endpoint], None] | None = None,
     close_timeout: float = 10.0,
+    metrics: bool = True,
 ) -> int:
     """Serve one Runtime until SIGTERM, SIGINT or SIGHUP; returns the exit status (0 after an
     orderly close). Runs in the main thread. ``on_ready`` runs (in the loop's thread) once the
-    server accepts connections and ``state_dir/server.json`` names it.
+    server accepts connections and ``state_dir/server.json`` names it. ``metrics`` serves
+    Prometheus metrics at ``/metrics`` (:mod:`paddock.server._metrics`).
 
     Raises :class:`ConfigError` for a non-loopback ``listen``, a busy socket or port, and what
     :meth:`paddock.Runtime.open` raises.
@@ -190,8 +192,16 @@ def serve(
         runtime = Runtime.open(config, state_dir=folder)
         executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="paddock-serve")
         arun = AsyncRuntime(runtime, executor)
+        collector = None
         try:
-            app = build_app(arun, token=token, transport="unix" if endpoint.socket else "tcp")
+            if metrics:
+                from paddock.server._metrics import TYPES, MetricsCollector
+
+                hub = runtime._hub
+                collector = MetricsCollector(lambda: runtime.subscribe(types=TYPES), last_seq=lambda: hub.last_seq,
+                                             log_path=hub.log_path)
+                collector.start()
+            app = build_app(arun, token=token, transport="unix" if endpoint.socket else "tcp", metrics=collector)
             server = _uvicorn_server(uvicorn.Config(
                 app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=GRACEFUL_SECONDS,
                 timeout_keep_alive=30, ws="none", http="h11",
@@ -202,6 +212,8 @@ def serve(
                 runtime.close(timeout=close_timeout)
             finally:
                 executor.shutdown(wait=False)
+                if collector is not None:
+                    collector.close()
     return 0
 
 

@@ -18,8 +18,9 @@ def test_chat_asks_again_until_a_whole_word_and_never_writes_on_stop_it(short_ro
         chat.expect(b"you> ")
         chat.send(f"@write {ws}/danger.txt written\n".encode())
         shown = chat.expect(b"approve> ")
-        # The request shows what will be written, not only its title.
-        assert b"approve file_change" in shown and b"path: " in shown and b"content: written" in shown
+        # The request shows what will be written (the path and the diff), not only its title.
+        assert b"approve file_change" in shown and f"{ws}/danger.txt (add)".encode() in shown
+        assert b"+written" in shown
         for wrong in (b"stop it", b"never mind", b"can you explain", b"yes please", b"sure"):
             chat.send(wrong + b"\n")
             again = chat.expect(b"approve> ")
@@ -104,10 +105,10 @@ def test_run_clears_a_prompt_answered_elsewhere(make_server):
         run.expect(b"approve> ")
         listed = cli("requests", "--state-dir", str(served.state))
         [row] = [line for line in listed.stdout.splitlines() if line.startswith("e1 ")]
-        assert "elsewhere.txt" in row and "content: from afar" in listed.stdout, listed.stdout
+        assert "elsewhere.txt" in row and "+from afar" in listed.stdout, listed.stdout
         done = cli("approve", "e1", row.split()[1], "yes", "--state-dir", str(served.state))
         assert done.returncode == 0, done.stderr
-        assert "content: from afar" in done.stdout and ": accept" in done.stdout
+        assert "+from afar" in done.stdout and ": accept" in done.stdout
         run.expect(b"answered elsewhere: accept")
         run.expect(b"completed")
         assert run.wait() == 0

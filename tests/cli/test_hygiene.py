@@ -3,11 +3,12 @@ commands, and every command finds its config the same way and says which one it 
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
 
-from tests.cli.conftest import PADDOCK, ROOT, TWO_LOCAL_TOML, cli, env
+from tests.cli.conftest import PADDOCK, ROOT, TWO_LOCAL_TOML, Pty, cli, env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -146,3 +147,70 @@ def test_a_one_shot_run_through_a_server_stops_its_session_unless_keep(make_serv
         assert not rt.has_session("o1") and rt.has_session("o2")
     r = cli("run", "--state-dir", str(served.state), "--thread", "o1", "@reply-history")
     assert r.returncode == 0 and "history: 1" in r.stdout, r.stderr  # the stopped thread resumes on its instance
+
+
+def test_serve_prints_a_dashboard_url_with_its_token_to_a_terminal_only(short_root):
+    import signal
+    import urllib.request
+
+    state = short_root / "state"
+    served = Pty("serve", "--state-dir", str(state), "--listen", "127.0.0.1:0", cwd=short_root)
+    try:
+        line = served.expect(b"\n", timeout=30) + served.expect(b"#token=", timeout=30) + served.expect(b"\n")
+        url = line.split(b"dashboard ")[1].strip().decode()
+        token = (state / "server.token").read_text().strip()
+        assert url.endswith(f"/#token={token}")
+        with urllib.request.urlopen(url.split("#")[0], timeout=10) as page:  # works as printed
+            assert page.status == 200 and b"<title>paddock</title>" in page.read()
+        os.kill(served.pid, signal.SIGTERM)
+        assert served.wait() == 0
+    finally:
+        served.close()
+    # In a pipe (a log), the token stays in its file.
+    proc = subprocess.Popen([*PADDOCK, "serve", "--state-dir", str(short_root / "piped"), "--listen", "127.0.0.1:0"],
+                            cwd=short_root, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        from tests.helpers.streams import read_until
+
+        out = read_until(proc.stdout, b"asks for the token", 30)
+        token = (short_root / "piped" / "server.token").read_text().strip()
+        assert token.encode() not in out and b"#token=" not in out
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_run_shows_a_stalled_turn(short_root):
+    config = short_root / "paddock.toml"
+    config.write_text('[runtime]\nstall_warning = 0.5\n\n[instances.local]\ndriver = "local"\n')
+    r = cli("run", "--config", str(config), "--state-dir", str(short_root / "state"), "--cwd", str(short_root),
+            "@chunks 2\\n@delay 1.2\\n@reply slow answer")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout + r.stderr
+    # shown where the silence is: between the two halves of the answer
+    first, warning, rest = r.stdout.partition("warning: turn.stalled: no sign of life from the agent for")
+    assert warning, out
+    assert "\nslow a\n" in first and "nswer" in rest and "completed" in rest
+
+
+def test_chat_shows_a_stalled_turn_and_goes_on(short_root):
+    config = short_root / "paddock.toml"
+    config.write_text('[runtime]\nstall_warning = 0.5\n\n[instances.local]\ndriver = "local"\n')
+    r = cli("chat", "--config", str(config), "--state-dir", str(short_root / "state"), "--cwd", str(short_root),
+            input="@chunks 2\\n@delay 1.2\\n@reply slow answer\n@reply after\n")
+    assert r.returncode == 0, r.stderr
+    assert "warning: turn.stalled: no sign of life from the agent for" in r.stdout, r.stdout
+    assert "after" in r.stdout.split("turn.stalled", 1)[1]  # the next message still ran
+
+
+def test_a_turn_line_shows_its_own_usage_apart_from_the_thread_totals():
+    from paddock.cli._common import format_event
+    from paddock.contract import ThreadTokenUsageUpdated, TokenUsage, TurnCompleted
+
+    ident = {"driver": "claude", "instance_id": "c", "thread_id": "t", "turn_id": "u2"}
+    turn = format_event(TurnCompleted(**ident, state="completed", usage=TokenUsage(input_tokens=1200, output_tokens=80)))
+    assert turn == "[t] turn u2 completed (this turn: in 1200, out 80)"
+    totals = format_event(ThreadTokenUsageUpdated(**ident, usage=TokenUsage(input_tokens=212874, context_window=200000)))
+    assert "usage so far in the thread: in 212874" in totals and "context window 200000" in totals

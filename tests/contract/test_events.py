@@ -36,7 +36,10 @@ def _sample(t: mi.Type, depth: int = 0):
     if isinstance(t, (mi.VarTupleType, mi.ListType)):
         return [_sample(t.item_type, depth + 1)]
     if isinstance(t, mi.StructType):
-        return {f.encode_name: _sample(f.type, depth + 1) for f in t.fields}
+        sample = {f.encode_name: _sample(f.type, depth + 1) for f in t.fields}
+        if t.tag_field is not None:  # a member of a tagged union (RequestOpened.subject)
+            sample[t.tag_field] = t.tag
+        return sample
     raise AssertionError(f"no sample for {t}")
 
 

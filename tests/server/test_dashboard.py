@@ -52,7 +52,7 @@ def test_dashboard_streams_a_turn_approves_by_click_and_interrupts(make_server, 
     page.goto(f"{served.url}/#token={served.token}")
     assert "token=" not in page.url  # the page moved the token out of the address bar
     page.wait_for_selector("#instances li[data-instance='local-a'] .available")
-    assert "turns.interrupt" in page.inner_text("#instances li[data-instance='local-a']")
+    assert "turns.interrupt" in page.text_content("#instances li[data-instance='local-a'] details.caps")
     page.click("#sessions li[data-thread='web']")
     page.wait_for_selector("#sessions li.selected[data-thread='web']")
 
@@ -105,3 +105,53 @@ def test_dashboard_without_the_token_asks_for_it(make_server, browser):
     page.click("#token-save")
     page.wait_for_selector("#instances li[data-instance='local-b']")
     assert page.is_hidden("#token-form")
+
+
+NINE_LOCAL_TOML = "".join(f'\n[instances.local-{i}]\ndriver = "local"\n' for i in range(1, 10))
+
+
+def _within_the_viewport(locator, height: int) -> bool:
+    box = locator.bounding_box()
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height
+
+
+def test_dashboard_for_many_accounts_puts_the_approval_with_its_command_first(make_server, browser):
+    served = make_server("tcp", config=NINE_LOCAL_TOML)
+    ws = served.workspace
+    with served.remote() as rt:
+        for i in range(1, 10):
+            rt.start_session(f"t{i}", instance=f"local-{i}", cwd=ws, runtime_mode="approval-required")
+        rt.send_turn("t5", "@run echo approved > approved.txt")  # waits at its approval
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{served.url}/#token={served.token}")
+    page.wait_for_selector("#instances li[data-instance='local-9']")
+    assert page.locator("#instances li").count() == 9
+    card = page.locator("#requests li.request")
+    card.wait_for()
+    subject = card.locator(".subject")
+    assert "$ echo approved > approved.txt" in subject.inner_text() and f"in {ws}" in subject.inner_text()
+    accept = card.locator("button[data-decision='accept']")
+    # Without scrolling: the approval, its command and its Accept button are on the first screen.
+    assert page.evaluate("window.scrollY") == 0
+    for part in (card, subject, accept):
+        assert _within_the_viewport(part, 900), part.bounding_box()
+    assert card.locator("a.thread").get_attribute("href") == "#thread=t5"
+    # Capabilities are collapsed: nine instances take little room.
+    assert not page.locator("#instances details.caps[open]").count()
+
+    accept.click()
+    assert _wait_for_file(ws / "approved.txt") == "approved\n"
+    page.wait_for_selector("#requests >> text=none")
+
+    # A thread view reachable by URL, and a filter by instance.
+    page.goto(f"{served.url}/#thread=t5")
+    page.wait_for_selector("#sessions li.selected[data-thread='t5']")
+    page.wait_for_selector("#transcript >> text=approval answered: accept")
+    assert "$ echo approved > approved.txt" in page.inner_text("#transcript")
+    page.select_option("#filter-instance", "local-3")
+    page.wait_for_function("() => document.querySelectorAll('#sessions li.session').length === 1")
+    assert page.get_attribute("#sessions li.session", "data-thread") == "t3"
+    assert "approval-required" in page.inner_text("#sessions li.session")
+    assert not errors, errors

@@ -77,4 +77,7 @@ GEMINI_FLAVOR = AcpFlavor(
     native_modes={"approval-required": "default", "auto-accept-edits": "autoEdit", "full-access": "yolo", "plan": "plan"},
     # acp.md pitfall 1: with fs advertised, creating a new file fails.
     client_fs=False,
+    # 0.61.0's run_shell_command permission has no rawInput; its title is the command and its
+    # content "[current working directory <dir>] (<description>)" (acp-gemini-transcript).
+    title_is_command=True,
 )

@@ -1,0 +1,118 @@
+"""The stall watchdog: a running turn with no event for ``[runtime] stall_warning`` seconds gets a
+canonical ``runtime.warning`` (code ``turn.stalled``), so every surface says the agent shows no
+sign of life (a model API that does not answer, an agent retrying it silently) instead of
+printing nothing.
+
+One daemon thread (``paddock-watchdog``) reads a subscription of every event and notes, per
+thread with a running turn, when it last heard of it; it wakes at least every quarter of the
+bound to compare. It warns once per silence (its own warning is not a sign of life) and again
+after each further bound of silence; any event of the thread ends the silence.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from paddock.actors.events import END, NEEDS_IO
+from paddock.contract import PaddockError, RuntimeWarningEvent, SessionExited, TurnCompleted, TurnStarted
+
+if TYPE_CHECKING:
+    from paddock.actors import HubHandle, Subscription
+
+__all__ = ["STALLED", "StallWatchdog"]
+
+STALLED = "turn.stalled"
+"""The ``runtime.warning`` code of a turn that has been silent for the configured bound."""
+_BATCH = 4096
+
+
+class _Turn:
+    __slots__ = ("driver", "instance_id", "turn_id", "heard", "warned")
+
+    def __init__(self, driver: str, instance_id: str, turn_id: str, heard: float) -> None:
+        self.driver = driver
+        self.instance_id = instance_id
+        self.turn_id = turn_id
+        self.heard = heard
+        self.warned = 0  # warnings sent in the current silence
+
+
+class StallWatchdog:
+    """See the module docstring. :meth:`start` subscribes and starts the thread; :meth:`close`
+    ends the subscription and joins it. ``clock`` is ``time.monotonic`` (injectable for tests
+    of the arithmetic only)."""
+
+    def __init__(self, hub: HubHandle, after: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._hub = hub
+        self._after = after
+        self._clock = clock
+        self._turns: dict[str, _Turn] = {}
+        self._sub: Subscription | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> StallWatchdog:
+        self._sub = self._hub.subscribe()
+        self._thread = threading.Thread(target=self._run, name="paddock-watchdog", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self._sub is not None:
+            self._sub.close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        sub = self._sub
+        assert sub is not None
+        tick = max(0.05, self._after / 4)
+        while True:
+            event = sub.get(timeout=tick)
+            if event is None:
+                if sub.ended:
+                    return
+            else:
+                now = self._clock()
+                turns = self._turns
+                count = 0
+                while True:
+                    if isinstance(event, TurnStarted):
+                        if event.turn_id:
+                            turns[event.thread_id] = _Turn(event.driver, event.instance_id, event.turn_id, now)
+                    elif isinstance(event, (TurnCompleted, SessionExited)):
+                        turns.pop(event.thread_id, None)
+                    elif not (isinstance(event, RuntimeWarningEvent) and event.code == STALLED):
+                        turn = turns.get(event.thread_id)
+                        if turn is not None:
+                            turn.heard = now
+                            turn.warned = 0
+                    count += 1
+                    if count == _BATCH:
+                        break
+                    more = sub._poll()
+                    if more is None or more is NEEDS_IO or more is END:
+                        break
+                    event = more
+            self._check()
+
+    def _check(self) -> None:
+        now = self._clock()
+        for thread_id, turn in list(self._turns.items()):
+            silent = now - turn.heard
+            if silent < self._after * (turn.warned + 1):
+                continue
+            turn.warned += 1
+            warning = RuntimeWarningEvent(
+                driver=turn.driver, instance_id=turn.instance_id, thread_id=thread_id, turn_id=turn.turn_id,
+                code=STALLED,
+                message=f"no sign of life from the agent for {silent:.0f} s (the model API may be unreachable, "
+                        "or the agent is retrying it); the turn is still running",
+                detail={"silent_seconds": round(silent, 1), "stall_warning": self._after},
+            )
+            try:
+                self._hub.emitter(turn.driver, turn.instance_id, thread_id).emit([warning])
+            except PaddockError:
+                return  # the hub is closing
