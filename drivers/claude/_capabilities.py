@@ -25,5 +25,8 @@ CLAUDE_CAPABILITIES = override(
     approvals={"user_input": False},
     # The driver has no compaction call.
     context={"compaction": False},
+    # A stream-json user message's content takes Messages API image blocks (base64 source). No
+    # file kind: the CLI has no embedded-document block; steering has no user message of its own.
+    turns={"attachments": ("image",)},
 )
 """The capabilities of every ``claude`` instance."""

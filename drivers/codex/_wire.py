@@ -43,6 +43,9 @@ __all__ = [
     "TurnResult",
     "UserInputParams",
     "WarningNotification",
+    "ModelReroutedNotification",
+    "ImageInput",
+    "LocalImageInput",
 ]
 
 
@@ -79,6 +82,20 @@ class TextInput(msgspec.Struct, frozen=True, kw_only=True):
     type: str = "text"
     text: str
     text_elements: tuple[JsonValue, ...] = ()
+
+
+class LocalImageInput(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``localImage`` ``UserInput``: Codex reads the file itself."""
+
+    type: str = "localImage"
+    path: str
+
+
+class ImageInput(msgspec.Struct, frozen=True, kw_only=True):
+    """An ``image`` ``UserInput`` by URL (a ``data:`` URL for bytes the host passed)."""
+
+    type: str = "image"
+    url: str
 
 
 # -- inbound ----------------------------------------------------------------------------------
@@ -228,6 +245,14 @@ class ErrorNotification(_In, frozen=True):
     error: TurnError
     willRetry: bool = False
     turnId: str | None = None
+
+
+class ModelReroutedNotification(_In, frozen=True):
+    threadId: str
+    toModel: str
+    turnId: str | None = None
+    fromModel: str | None = None
+    reason: str | None = None
 
 
 class WarningNotification(_In, frozen=True):

@@ -183,8 +183,8 @@ def check_attachments_allowed(turns: TurnsCaps, attachments: Sequence[Attachment
 def check_model_name(model: str | None, ids: Sequence[str], *, operation: str, thread_id: str | None = None) -> None:
     """Refuse ``model`` when a catalog (``ids``, non-empty) exists and does not list it; the
     :class:`ValidationError` names up to three close matches (``difflib``). ``None`` passes."""
-    if model is None or not ids or model in ids:
-        return
+    if model is None or not ids or model in ids or any(i.endswith("/" + model) for i in ids):
+        return  # a bare name matches a provider's ``provider/model`` (OpenCode)
     close = difflib.get_close_matches(model, list(ids), n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else f"; known: {', '.join(sorted(ids)[:10])}"
     raise ValidationError(operation, f"unknown model {model!r}{hint}", thread_id=thread_id)

@@ -38,7 +38,7 @@ from ._gemini import Gemini
 from ._reply import Ids, Reply, TextOut, ToolOut, plan_reply
 from ._responses import Responses
 from ._scenario import Script, load_script, parse_script
-from ._wire import dumps
+from ._wire import dumps, image_parts
 
 __all__ = ["ModelServer", "RequestRecord"]
 
@@ -65,6 +65,8 @@ class RequestRecord(msgspec.Struct, frozen=True, kw_only=True):
     prompt_text: str | None = None
     tool_output: str | None = None
     tools_offered: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    """The MIME type of each image part the request carried (any message), in order."""
     tool_calls: tuple[str, ...] = ()
     """Names of the tools the reply called."""
     reply_text: str = ""
@@ -379,6 +381,7 @@ class ModelServer:
             "prompt_text": call.prompt_text,
             "tool_output": call.tool_output,
             "tools_offered": tuple(t.name for t in call.tools),
+            "images": image_parts(body),
             "tool_calls": tuple(p.name for p in reply.parts if isinstance(p, ToolOut)),
             "reply_text": "".join(p.text for p in reply.parts if isinstance(p, TextOut)),
             "body": body,
