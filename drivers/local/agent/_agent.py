@@ -161,6 +161,10 @@ MODELS_ENV = "PADDOCK_LOCAL_MODELS"
 option (the first current), for tests of model catalogs."""
 
 
+NO_ATTACHMENTS_ENV = "PADDOCK_LOCAL_NO_ATTACHMENTS"
+"""``1``: ``initialize`` declares no image or embedded-context prompts, for tests of refusals."""
+
+
 def _received(blocks: list[JsonValue]) -> tuple[str, ...]:
     """One line per image or embedded resource block of a prompt: ``image <mimeType> <bytes>
     bytes`` (the base64 decoded) or ``resource <uri> <mimeType> <chars> chars``. Raises
@@ -293,13 +297,14 @@ class Agent:
         caps = params.get("clientCapabilities")
         fs = caps.get("fs") if isinstance(caps, dict) else None
         self._client_writes_files = isinstance(fs, dict) and fs.get("writeTextFile") is True
+        takes = os.environ.get(NO_ATTACHMENTS_ENV) != "1"
         self._respond(
             req_id,
             {
                 "protocolVersion": 1,
                 "agentCapabilities": {
                     "loadSession": True,
-                    "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                    "promptCapabilities": {"image": takes, "audio": False, "embeddedContext": takes},
                     "mcpCapabilities": {"http": False, "sse": False},
                 },
                 "authMethods": [],
@@ -559,7 +564,7 @@ class Agent:
                 if received and not turn.cancelled:
                     # Echo what the prompt carried besides text, for tests of attachments.
                     echo = "received: " + "; ".join(received) + "\n"
-                    self._update(session, {"sessionUpdate": "agent_message_chunk", "content": _text(echo)})
+                    self._update(session, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}})
                     sent.append(echo)
                 stop = "cancelled" if turn.cancelled else self._turn_body(session, turn, d, user_text, sent)
             except Exception as exc:
