@@ -1,0 +1,89 @@
+"""Live: model catalogs and image attachments through the public Runtime on every pinned driver
+(codex, claude, opencode and the ACP flavors), against the scripted model server, with every
+proxy variable pointing at the tripwire.
+
+For each: ``models()`` is non-empty where the agent reports a catalog; a near-miss model name is
+a ``ValidationError`` naming the close match before any session starts; a PNG attached to a turn
+reaches the model server as an image part.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+
+from paddock import Runtime
+from paddock.contract import ImageAttachment, ValidationError
+from paddock.testing import ModelServer, build_offline_env
+
+from tests.codex.conftest import offline_config
+from tests.turninputs.conftest import PNG, run_turn
+
+from .conftest import Tripwire, require_peer
+from .test_acp_flavors import KEY, MODELS as ACP_MODELS, _proxied, _restore
+
+pytestmark = [pytest.mark.live, pytest.mark.timeout(240)]
+
+DRIVERS = ("codex", "claude", "opencode", *sorted(ACP_MODELS))
+
+
+def _config(driver: str, server: ModelServer, root: Path, tripwire: Tripwire) -> dict:
+    if driver in ACP_MODELS:
+        entry = {"driver": driver, "endpoint": server.url, "api_key": KEY, "model": ACP_MODELS[driver]}
+    elif driver == "claude":
+        _, argv = require_peer("claude")
+        offline = build_offline_env("claude", root / "env", model_url=server.url, proxy_url=tripwire.url)
+        entry = {"driver": "claude", "binary": argv[0], "model": offline.model, "env": offline.env}
+    else:
+        offline = build_offline_env(driver, root / "env", model_url=server.url, proxy_url=tripwire.url)
+        proxies = {k: v for k, v in offline.env.items() if k.upper().endswith("_PROXY")}
+        keys = offline_config(server.url) if driver == "codex" else {
+            "endpoint": server.url, "api_key": KEY, "model": "mock-model"}
+        entry = {"driver": driver, **keys, "env": proxies}
+    return {"instances": {"agent": entry}}
+
+
+@pytest.fixture(params=DRIVERS)
+def live(request, tmp_path):
+    driver = request.param
+    require_peer(driver)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "red.png").write_bytes(PNG)
+    tripwire = Tripwire()
+    saved = _proxied(tripwire)
+    try:
+        with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+            with Runtime.open(_config(driver, server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
+                yield driver, rt, server, workspace
+    finally:
+        _restore(saved)
+        tripwire.close()
+    assert not tripwire.hits, f"{driver} tried to leave 127.0.0.1: {tripwire.hits}"
+
+
+def test_catalog_model_check_and_a_png_reaching_the_model(live):
+    driver, rt, server, workspace = live
+    models = rt.models("agent", timeout=180)
+    print(f"{driver}: {len(models)} models: {[m.id for m in models][:8]}")
+    assert models, f"{driver} reported no model catalog"
+    assert len({m.id for m in models}) == len(models)
+    first = models[0].id
+    children = len(psutil.Process().children(recursive=True))
+    with pytest.raises(ValidationError, match="did you mean") as err:
+        rt.start_session("t1", instance="agent", cwd=str(workspace), model=first[:-1] + "#")
+    assert repr(first) in str(err.value)
+    assert rt.list_threads() == [] and rt.list_sessions() == []
+    assert len(psutil.Process().children(recursive=True)) <= children
+
+    caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
+    rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=120)
+    caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
+    assert "image" in caps.turns.attachments, f"{driver} declares {caps.turns.attachments}"
+    _, events = run_turn(rt, "t1", "what colour is it? SCENARIO:text", timeout=120,
+                         attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
+    assert events[-1].type == "turn.completed" and events[-1].state == "completed", events[-1]
+    turns = [r for r in server.requests if r.kind in ("turn", "follow_up") and r.images]
+    assert turns and turns[-1].images.count("image/png") == 1, [(r.kind, r.images) for r in server.requests]
