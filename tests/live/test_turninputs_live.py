@@ -27,6 +27,13 @@ from .test_acp_flavors import KEY, MODELS as ACP_MODELS, _proxied, _restore
 pytestmark = [pytest.mark.live, pytest.mark.timeout(240)]
 
 DRIVERS = ("codex", "claude", "opencode", *sorted(ACP_MODELS))
+NO_CATALOG = {"copilot"}
+"""Copilot's session/new answers neither a ``models`` block nor a ``model`` config option."""
+TEXT_ONLY = {"qwen"}
+"""Qwen Code takes image blocks (promptCapabilities.image) but, for a model its runtime
+configuration does not mark multimodal (the endpoint's model here: auto-detected modalities come
+only with a configured modelProviders entry), puts an "Unsupported image file" text part in the
+image's place: the PNG reaches the agent, not the model."""
 
 
 def _config(driver: str, server: ModelServer, root: Path, tripwire: Tripwire) -> dict:
@@ -68,22 +75,28 @@ def test_catalog_model_check_and_a_png_reaching_the_model(live):
     driver, rt, server, workspace = live
     models = rt.models("agent", timeout=180)
     print(f"{driver}: {len(models)} models: {[m.id for m in models][:8]}")
-    assert models, f"{driver} reported no model catalog"
-    assert len({m.id for m in models}) == len(models)
-    first = models[0].id
-    children = len(psutil.Process().children(recursive=True))
-    with pytest.raises(ValidationError, match="did you mean") as err:
-        rt.start_session("t1", instance="agent", cwd=str(workspace), model=first[:-1] + "#")
-    assert repr(first) in str(err.value)
-    assert rt.list_threads() == [] and rt.list_sessions() == []
-    assert len(psutil.Process().children(recursive=True)) <= children
+    if driver in NO_CATALOG:
+        assert models == []
+    else:
+        assert models, f"{driver} reported no model catalog"
+        assert len({m.id for m in models}) == len(models) and sum(m.is_default for m in models) <= 1
+        first = models[0].id
+        children = len(psutil.Process().children(recursive=True))
+        with pytest.raises(ValidationError, match="did you mean") as err:
+            rt.start_session("t1", instance="agent", cwd=str(workspace), model=first[:-1] + "#")
+        assert repr(first) in str(err.value)
+        assert rt.list_threads() == [] and rt.list_sessions() == []
+        assert len(psutil.Process().children(recursive=True)) <= children
 
-    caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
     rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=120)
     caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
     assert "image" in caps.turns.attachments, f"{driver} declares {caps.turns.attachments}"
     _, events = run_turn(rt, "t1", "what colour is it? SCENARIO:text", timeout=120,
                          attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
     assert events[-1].type == "turn.completed" and events[-1].state == "completed", events[-1]
+    if driver in TEXT_ONLY:
+        [turn] = [r for r in server.requests if r.kind == "turn"]
+        assert 'Unsupported image file: "image/png"' in str(turn.body)
+        return
     turns = [r for r in server.requests if r.kind in ("turn", "follow_up") and r.images]
     assert turns and turns[-1].images.count("image/png") == 1, [(r.kind, r.images) for r in server.requests]
