@@ -100,3 +100,36 @@ def test_catalog_model_check_and_a_png_reaching_the_model(live):
         return
     turns = [r for r in server.requests if r.kind in ("turn", "follow_up") and r.images]
     assert turns and turns[-1].images.count("image/png") == 1, [(r.kind, r.images) for r in server.requests]
+
+
+def test_codex_steers_an_image_into_the_running_turn(tmp_path):
+    """``turns.steer_attachments`` on codex: ``turn/steer`` carries a ``localImage`` into the
+    running turn, and the turn's next model request holds it as an image part."""
+    from paddock.testing import Text
+
+    require_peer("codex")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "red.png").write_bytes(PNG)
+    tripwire = Tripwire()
+    script = {"scenarios": {"slow": [Text(text="".join(f"tick{i} " for i in range(40)), chunks=40, delay=0.1)]}}
+    try:
+        with ModelServer(script, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+            with Runtime.open(_config("codex", server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
+                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required")
+                caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
+                assert caps.turns.steer and caps.turns.steer_attachments
+                with rt.subscribe(thread_id="t1", types=("turn.completed",)) as sub:
+                    turn = rt.send_turn("t1", "count SCENARIO:slow")
+                    server.wait_stream_started(timeout=60)
+                    steered = rt.steer_turn("t1", "and look at this SCENARIO:text",
+                                            attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
+                    assert steered.turn_id == turn.turn_id
+                    done = sub.get(timeout=90)
+                assert done is not None and done.turn_id == turn.turn_id and done.state == "completed", done
+    finally:
+        tripwire.close()
+    assert not tripwire.hits
+    with_image = [r for r in server.requests if r.images]
+    assert with_image and with_image[0].images == ("image/png",), [(r.kind, r.prompt_text, r.images) for r in server.requests]
+    assert "and look at this" in str(with_image[0].body)  # Codex wraps the image in <image> text parts
