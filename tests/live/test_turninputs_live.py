@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from paddock import Runtime
-from paddock.contract import ImageAttachment, ValidationError
+from paddock.contract import CapabilityUnsupportedError, FileAttachment, ImageAttachment, ValidationError
 from paddock.testing import ModelServer, build_offline_env
 
 from tests.codex.conftest import offline_config
@@ -45,7 +45,8 @@ def _config(driver: str, server: ModelServer, root: Path, tripwire: Tripwire) ->
         entry = {"driver": "claude", "binary": argv[0], "model": offline.model, "env": offline.env}
     else:
         offline = build_offline_env(driver, root / "env", model_url=server.url, proxy_url=tripwire.url)
-        proxies = {k: v for k, v in offline.env.items() if k.upper().endswith("_PROXY")}
+        # The proxies, and (opencode) the closed package registry its background plugin install meets.
+        proxies = {k: v for k, v in offline.env.items() if k.upper().endswith(("_PROXY", "_REGISTRY"))}
         keys = offline_config(server.url) if driver == "codex" else {
             "endpoint": server.url, "api_key": KEY, "model": "mock-model"}
         entry = {"driver": driver, **keys, "env": proxies}
@@ -100,6 +101,39 @@ def test_catalog_model_check_and_a_png_reaching_the_model(live):
         return
     turns = [r for r in server.requests if r.kind in ("turn", "follow_up") and r.images]
     assert turns and turns[-1].images.count("image/png") == 1, [(r.kind, r.images) for r in server.requests]
+
+
+FILE_KINDS = {"codex": (), "claude": ()}
+"""Drivers that take no file attachment; every other one takes files (OpenCode file parts, ACP
+embedded resources)."""
+
+FILE_BY_REFERENCE = {"copilot"}
+"""Copilot turns an embedded resource with a file URI into a ``<tagged_files>`` entry naming the
+path and its line count; its model reads the file with a tool."""
+
+
+def test_a_text_file_reaches_the_model_or_is_refused_before_the_process(live):
+    driver, rt, server, workspace = live
+    (workspace / "notes.txt").write_text("the secret word is PELICAN\n")
+    rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=120)
+    caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
+    attachment = FileAttachment(path="notes.txt")
+    if driver in FILE_KINDS:
+        assert "file" not in caps.turns.attachments
+        before = len(server.requests)
+        with pytest.raises(CapabilityUnsupportedError) as err:
+            rt.send_turn("t1", "read it SCENARIO:text", attachments=[attachment])
+        assert err.value.capability == "turns.attachments"
+        assert rt.read_thread("t1").turns == () and len(server.requests) == before
+        return
+    assert "file" in caps.turns.attachments
+    _, events = run_turn(rt, "t1", "read it SCENARIO:text", timeout=120, attachments=[attachment])
+    assert events[-1].state == "completed", events[-1]
+    bodies = [str(r.body) for r in server.requests if r.kind == "turn"]
+    if driver in FILE_BY_REFERENCE:
+        assert any(f"{workspace / 'notes.txt'} (2 lines)" in b for b in bodies)
+    else:
+        assert any("PELICAN" in b for b in bodies)
 
 
 def test_codex_steers_an_image_into_the_running_turn(tmp_path):
