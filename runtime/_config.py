@@ -17,6 +17,7 @@ import msgspec
 
 from paddock._handoff import InstanceHandoff, take_handoff
 from paddock.contract import ConfigError
+from paddock.drivers.ray import RayPlacement
 
 __all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
 
@@ -42,6 +43,9 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
     stall_warning: float | Literal[False] = 120.0
+    ray: dict[str, Any] = {}
+    """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
+    keys); an instance's own keys win."""
 
 
 class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,8 +54,11 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     instance_id: str
     driver: str
     table: dict[str, Any]
+    """The table without ``placement`` and the hand-off keys."""
     handoff: InstanceHandoff = InstanceHandoff()
     """The MCP servers and preamble keys, taken out of ``table`` (``paddock._handoff``)."""
+    placement: RayPlacement | None = None
+    """``None``: ``placement = "local"`` (the default), in this process."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,8 +136,11 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         if not isinstance(driver, str) or not driver:
             raise ConfigError(path, f"{where} key 'driver': required, a driver name such as 'local'")
         _check_durations(path, where, table)
+        table = dict(table)
+        placement = _placement(path, where, table.pop("placement", "local"), settings.ray)
         table, handoff = take_handoff(table, path=path, instance_id=str(instance_id))
-        entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff))
+        entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
+                                     placement=placement))
     return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
 
 
@@ -163,6 +173,21 @@ def config_warnings(config: RuntimeConfig) -> list[str]:
     if config.path is not None and not config.instances:
         return [f"{config.path} configures no instance: add an [instances.<id>] table (paddock init writes one)"]
     return []
+
+
+def _placement(path: str | None, where: str, value: Any, default: Mapping[str, Any]) -> RayPlacement | None:
+    """``placement``: ``"local"`` -> ``None``; ``"ray"`` or ``{ ray = {...} }`` -> the
+    :class:`RayPlacement` of ``[runtime] ray`` with the instance's keys on top."""
+    if value == "local":
+        return None
+    if value == "ray":
+        value = {"ray": {}}
+    if not isinstance(value, Mapping) or set(value) != {"ray"} or not isinstance(value["ray"], Mapping):
+        raise ConfigError(path, f"{where} key 'placement': \"local\" (the default), \"ray\" or {{ ray = {{...}} }}")
+    try:
+        return msgspec.convert({**default, **value["ray"]}, RayPlacement)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(path, _issue(exc, f"{where} placement.ray")) from None
 
 
 def issue_from(exc: msgspec.ValidationError, instance_id: str) -> str:

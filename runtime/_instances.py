@@ -35,6 +35,7 @@ from paddock.contract import (
     mcp_secrets,
 )
 from paddock.drivers import BUILT_IN_DRIVERS, DriverConfig, DriverSpec, InstanceContext, ModelAccess, model_access
+from paddock.drivers.ray import Prepared, placed_spec
 from paddock.supervisors import run_command
 
 __all__ = ["InstanceInfo", "InstanceTable", "mask_error"]
@@ -58,6 +59,12 @@ class InstanceInfo(msgspec.Struct, frozen=True, kw_only=True):
     models: tuple[ModelInfo, ...] | None = None
     """The instance's model catalog, once its agent listed one (drivers with an optional
     ``models()`` method, e.g. ``codex``'s ``model/list``); ``None`` when unknown."""
+    placement: Literal["local", "ray"] = "local"
+    node: str | None = None
+    """A placed instance's Ray node (id prefix, address, worker pid) once placed."""
+    ray: str | None = None
+    """A placed instance's Ray status: ``not placed``, ``placing``, ``alive``, ``restarting``,
+    ``failed: ...``, ``unavailable: ...``, ``closed``."""
 
 
 class _Instance:
@@ -78,6 +85,7 @@ class _Instance:
         self.secrets: set[str] = set()
         self.handoff = InstanceHandoff()
         self.threads: ThreadHandoffFiles | None = None
+        self.placement: Literal["local", "ray"] = "local"
 
 
 class InstanceTable:
@@ -105,17 +113,30 @@ class InstanceTable:
             inst.config = msgspec.convert(entry.table, spec.config_type)
         except msgspec.ValidationError as exc:
             raise ConfigError(self._config.path, issue_from(exc, entry.instance_id)) from None
-        inst.home = instance_home(self._state_dir, entry.instance_id, getattr(inst.config, "home", None))
-        pass_env = getattr(inst.config, "pass_env", ()) or ()
-        inst.env = build_env(home=inst.home, configured=getattr(inst.config, "env", {}) or {}, pass_env=pass_env)
-        try:
-            inst.access = model_access(inst.config, os.environ)
-        except LookupError as exc:
-            inst.reason = str(exc)
-        secrets = secret_values(inst.env, pass_env=pass_env, args=getattr(inst.config, "args", ()) or ())
-        secrets |= set(inst.access.secrets)  # the configured key (api_key / api_key_env)
+        if entry.placement is not None:
+            # Placed on Ray: home, environment, probe and model access are built on the node
+            # (prepare_instance runs there); the host masks what the config itself holds.
+            inst.spec = placed_spec(spec, entry.placement, entry.table, prepare_instance)
+            inst.placement = "ray"
+            secrets = secret_values(dict(getattr(inst.config, "env", {}) or {}),
+                                    args=getattr(inst.config, "args", ()) or ())
+            try:
+                secrets |= set(model_access(inst.config, os.environ).secrets)
+            except LookupError:
+                pass  # the variable is the node's to have
+        else:
+            prepared = prepare_instance(inst.id, inst.config, str(self._state_dir))
+            inst.home = Path(prepared.home)
+            inst.env = prepared.env
+            inst.access = prepared.access
+            inst.reason = prepared.reason
+            secrets = set(prepared.secrets)
         secrets |= set(mcp_secrets(inst.handoff.mcp_servers))  # every env and headers value
-        inst.threads = ThreadHandoffFiles(inst.home)
+        # The thread's merged MCP servers stay on the host, in the home this host would give the
+        # instance (a placed instance's agent home is on its node).
+        inst.threads = ThreadHandoffFiles(
+            inst.home if inst.home is not None
+            else instance_home(self._state_dir, entry.instance_id, getattr(inst.config, "home", None)))
         self.add_secrets(inst, secrets)
         if inst.reason is None:
             inst.reason = self._probe(inst)
@@ -127,6 +148,8 @@ class InstanceTable:
         probe = inst.spec.probe if inst.spec is not None else None
         if probe is None:
             return None
+        if inst.placement != "local":
+            return probe(self._context(inst))  # on the host it only checks Ray is installed: no cache
         key = (str(getattr(inst.config, "binary", None) or inst.driver), str(inst.home))
         with _probe_lock:
             hit = _probe_cache.get(key)
@@ -253,10 +276,13 @@ class InstanceTable:
                 models = catalog() if callable(catalog) else None
             elif inst.spec is not None and inst.reason is None:
                 caps = inst.spec.capabilities
+            placed = _placement_info(inst)
             out.append(InstanceInfo(
                 id=inst.id, driver=inst.driver, status="unavailable" if inst.reason else "available",
-                reason=inst.reason, capabilities=caps, home=str(inst.home) if inst.home else None,
+                reason=inst.reason, capabilities=caps,
+                home=placed.get("home") or (str(inst.home) if inst.home else None),
                 binary=getattr(inst.config, "binary", None), models=models,
+                placement=inst.placement, node=placed.get("node"), ray=placed.get("ray"),
             ))
         return out
 
@@ -278,8 +304,16 @@ class InstanceTable:
         report: dict[str, Any] = {
             "id": info.id, "driver": info.driver, "status": info.status, "reason": info.reason,
             "binary": info.binary, "version": None, "auth": "unknown", "home": info.home,
+            "placement": info.placement, "node": info.node, "ray": info.ray,
         }
         hook = inst.spec.diagnose if inst.spec is not None else None
+        if info.placement != "local":
+            # Its binary and version are the node's (the node's probe checks them at
+            # placement); before that, the hook says whether the cluster can place it.
+            if hook is not None and info.status == "available" and inst.adapter is None:
+                report.update(hook(self._context(inst)))
+            report["problems"] = []
+            return report
         if hook is not None and info.status == "available":
             try:
                 report.update(hook(self._context(inst)))
@@ -345,6 +379,31 @@ class InstanceTable:
             kill_leased_processes(self._state_dir)
             for t in threads:
                 t.join(max(0.0, deadline + 0.5 - time.monotonic()))
+
+
+def prepare_instance(instance_id: str, config: DriverConfig, state_dir: str) -> Prepared:
+    """An instance's private home, child environment, model access and secrets, built against
+    this process's environment (thread: caller). A placed instance runs it on its node."""
+    home = instance_home(Path(state_dir), instance_id, getattr(config, "home", None))
+    pass_env = getattr(config, "pass_env", ()) or ()
+    env = build_env(home=home, configured=getattr(config, "env", {}) or {}, pass_env=pass_env)
+    reason = None
+    try:
+        access = model_access(config, os.environ)
+    except LookupError as exc:
+        access, reason = ModelAccess(), str(exc)
+    secrets = secret_values(env, pass_env=pass_env, args=getattr(config, "args", ()) or ())
+    secrets |= set(access.secrets)  # the configured key (api_key / api_key_env)
+    return Prepared(home=str(home), env=env, access=access, secrets=sorted(secrets), reason=reason)
+
+
+def _placement_info(inst: _Instance) -> dict[str, Any]:
+    """``node``/``ray``/``home`` of a placed instance's proxy (empty for a local one)."""
+    info = getattr(inst.adapter, "placement_info", None)
+    if callable(info):
+        result: dict[str, Any] = info()
+        return result
+    return {"ray": "not placed"} if inst.placement == "ray" else {}
 
 
 def mask_error(exc: PaddockError, redactor: Redactor | None) -> PaddockError:

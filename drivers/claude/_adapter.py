@@ -23,7 +23,7 @@ from paddock.drivers._registry import InstanceContext
 from paddock.supervisors import ChildContext
 
 from ._capabilities import CLAUDE_CAPABILITIES
-from ._command import build_argv, child_env, locate
+from ._command import build_argv, child_env, locate, mcp_config_path, write_mcp_config
 from ._config import DEFAULT_PERMISSION_MODES, ClaudeConfig
 from ._cursor import session_id_of
 from ._link import ProcessLink
@@ -101,12 +101,15 @@ class ClaudeAdapter(ProcessPerSessionAdapter[ClaudeState]):
             runtime_mode = self._modes["approval-required"]
         permission_mode = self._modes["plan"] if input.interaction_mode == "plan" else runtime_mode
         model = input.model or self._config.model
+        mcp_config = None
+        if input.mcp_servers:
+            mcp_config = write_mcp_config(mcp_config_path(self._ctx.home, input.thread_id), input.mcp_servers)
         argv = build_argv(binary, self._config, permission_mode=permission_mode, model=model,
-                          session_id=session_id, resume=resume)
+                          session_id=session_id, resume=resume, mcp_config=mcp_config)
         link = ProcessLink(f"paddock_init_{uuid.uuid4().hex[:8]}")
         state = ClaudeState(link=link, session_id=session_id, resumed=resume, resume_failed=failed is not None,
                             resume_detail=failed, permission_mode=permission_mode, runtime_permission_mode=runtime_mode,
-                            auto_allow=input.runtime_mode == "full-access", usage=usage)
+                            auto_allow=input.runtime_mode == "full-access", usage=usage, mcp_config=mcp_config)
         thread_id = input.thread_id
         spec = ProcessSpec(argv=tuple(argv), env=env, cwd=input.cwd, name=f"{self.instance_id}:{thread_id}:claude",
                            owner=self.instance_id, lease_dir=self._ctx.state_dir,
@@ -121,5 +124,7 @@ class ClaudeAdapter(ProcessPerSessionAdapter[ClaudeState]):
             assert self._scope is not None  # _ensure_scope started it
             self._scope.start_child(scope_spec, timeout=max(0.1, deadline - time.monotonic()))  # typed errors (Scope)
             link.await_ready(min(deadline, time.monotonic() + start_timeout), start_timeout)
+            if input.mcp_servers:
+                link.await_mcp(min(deadline, time.monotonic() + start_timeout))
 
         return self._launch(input, model, state, start, lambda: max(0.1, deadline - time.monotonic()))

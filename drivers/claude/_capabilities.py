@@ -28,5 +28,9 @@ CLAUDE_CAPABILITIES = override(
     # A stream-json user message's content takes Messages API image blocks (base64 source). No
     # file kind: the CLI has no embedded-document block; steering has no user message of its own.
     turns={"attachments": ("image",)},
+    # --mcp-config <0600 file> --strict-mcp-config takes stdio, http and sse servers; what loaded
+    # is read back (mcp_status control request, system/init mcp_servers). One process per
+    # session, so the servers are the session's own.
+    tools={"mcp": True, "mcp_transports": ("stdio", "http", "sse"), "mcp_scope": "session"},
 )
 """The capabilities of every ``claude`` instance."""

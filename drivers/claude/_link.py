@@ -1,5 +1,6 @@
 """The link between one CLI process and its session actor: the spawn and its ``initialize``
-handshake (readiness), decoded stdout batches, the exit notice."""
+handshake (readiness), the wait for its MCP servers to settle, decoded stdout batches, the exit
+notice."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from paddock.supervisors import ChildContext
 __all__ = ["Exited", "Lines", "ProcessLink"]
 
 _decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+_MCP_POLL = 0.1  # seconds between mcp_status requests while a server is still pending
 
 
 class Lines:
@@ -52,6 +55,12 @@ class ProcessLink:
         self.init_response: dict[str, Any] | None = None
         self.handle: ProcessHandle | None = None  # set by the process child's start factory
         self.exit_info: ExitInfo | None = None
+        self.mcp_answer: dict[str, Any] | None = None
+        """The last ``mcp_status`` answer of :meth:`await_mcp` (``{mcpServers: [...]}``)."""
+        self._mcp_prefix = f"{init_request_id}_mcp_"
+        self._mcp_seq = 0
+        self._mcp_done = threading.Event()
+        self._exited = threading.Event()
         self._lock = threading.Lock()
         self._ref: Mailbox | None = None
         self._buffer: list[Lines | Exited | TransportWarning] = []
@@ -90,6 +99,27 @@ class ProcessLink:
         if response.get("subtype") != "success":
             raise ProcessError(f"Claude Code refused initialize: {response.get('error')}")
 
+    def await_mcp(self, deadline: float) -> None:
+        """Block the caller until no MCP server of the session is ``pending`` (each connected or
+        failed), asking ``mcp_status`` every :data:`_MCP_POLL` seconds, or until ``deadline``
+        or the process exits; the last answer is in :attr:`mcp_answer`. Protocol fact: Claude
+        Code connects MCP servers in the background and does not hold the first turn for them,
+        so a turn sent at once may go to the model without their tools."""
+        handle = self.handle
+        while handle is not None and self.exit_info is None:
+            self._mcp_seq += 1
+            self._mcp_done.clear()
+            request = {"type": "control_request", "request_id": f"{self._mcp_prefix}{self._mcp_seq}",
+                       "request": {"subtype": "mcp_status"}}
+            handle.write_lines([_encode(request)], timeout=max(0.1, deadline - time.monotonic()))
+            if not self._mcp_done.wait(max(0.0, deadline - time.monotonic())):
+                return
+            servers = (self.mcp_answer or {}).get("mcpServers") or ()
+            if not any(isinstance(s, dict) and s.get("status") == "pending" for s in servers):
+                return
+            if self._exited.wait(min(_MCP_POLL, max(0.0, deadline - time.monotonic()))) or time.monotonic() >= deadline:
+                return
+
     # reader thread ---------------------------------------------------------------------------
 
     def on_lines(self, lines: list[bytes]) -> None:
@@ -116,6 +146,15 @@ class ProcessLink:
                 self.init_response = msg["response"]
                 self.init_done.set()
                 continue
+            if (
+                msg.get("type") == "control_response"
+                and isinstance(msg.get("response"), dict)
+                and str(msg["response"].get("request_id")).startswith(self._mcp_prefix)
+            ):
+                answer = msg["response"].get("response")
+                self.mcp_answer = answer if isinstance(answer, dict) else {}
+                self._mcp_done.set()
+                continue
             messages.append(msg)
         if messages or skipped:
             self._deliver(Lines(messages, skipped))
@@ -128,6 +167,8 @@ class ProcessLink:
     def on_exit(self, info: ExitInfo) -> None:
         self.exit_info = info
         self.init_done.set()
+        self._mcp_done.set()
+        self._exited.set()
         self._deliver(Exited(info))
 
     # inside the session actor (a dispatcher worker) ------------------------------------------

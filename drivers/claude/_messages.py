@@ -43,3 +43,5 @@ class ClaudeState:
     """Answer every ask with allow (full-access, where the CLI's bypass mode is refused)."""
     usage: TokenUsage | None = None
     """The thread's cumulative token usage."""
+    mcp_config: str | None = None
+    """The session's MCP server file (0600; removed when the session ends), ``None`` without servers."""

@@ -16,11 +16,19 @@ Translation (stream-json -> canonical events), per turn:
 - ``control_request can_use_tool`` -> ``request.opened``; the decision goes back as
   ``control_response`` allow (+ ``updatedInput``) or deny;
 - ``result`` -> ``thread.token-usage.updated`` + ``turn.completed``; it is the only end of a turn.
+
+MCP servers (the session's, from ``--mcp-config``): read back with the ``mcp_status`` control
+request before the session is ready (the adapter waits until none is ``pending``,
+:meth:`ProcessLink.await_mcp`; again at a turn that finds one pending) and from each turn's
+``system/init`` ``mcp_servers`` -> ``mcp.status.updated`` per change (:class:`McpReadback`); a
+server not connected when the first turn ends -> ``runtime.warning`` ``mcp.not_connected``.
+Tool calls named ``mcp__<server>__<tool>`` are ``mcp_tool_call`` items.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from typing import Any
 
@@ -51,13 +59,14 @@ from paddock.contract import (
     TurnState,
 )
 from paddock.drivers._subjects import input_subject
+from paddock.drivers._mcp_native import McpReadback
 from paddock.supervisors import ChildContext, ExitReason
 
 from ._cursor import cursor_for
 from ._prompt import catalog_of, resolved_models, user_content
 from ._link import Exited, Lines, ProcessLink
 from ._messages import ClaudeState, SessionSettings
-from ._tools import item_kind_of_tool, request_kind_of_item, result_text, tool_title
+from ._tools import item_kind_of_tool, mcp_call_data, request_kind_of_item, result_text, tool_title
 
 __all__ = ["ClaudeSessionActor"]
 
@@ -124,6 +133,8 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.configured = False
         self.opened = False
         self.finished = False
+        self.mcp = McpReadback(self.identity, self.start_input.mcp_servers)
+        self.mcp_calls: dict[str, dict[str, Any]] = {}  # tool_use id -> item data of an MCP call
 
     # lifecycle -----------------------------------------------------------------------------------
 
@@ -144,6 +155,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.finished = True
         self.cancel_turn_timers()
         self.record.closed = True
+        self._remove_mcp_config()
         events: list[EventBase] = []
         if not self.opened:
             self.publish(status="stopped")  # never opened (a failed start): nothing to report
@@ -157,6 +169,16 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                                               info=info))
             self.publish(status="error", active_turn_id=None, last_error=detail)
         self.emit(events)
+
+    def _remove_mcp_config(self) -> None:
+        path = self.record.state.mcp_config
+        if path is not None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.warning("could not remove the MCP server file of thread %s: %s", self.thread_id, exc)
 
     def _recoverable(self) -> bool:
         # Observed: a session killed during its first turn cannot be resumed ("No conversation
@@ -228,6 +250,8 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         if isinstance(answer.get("output_style"), str):
             config["output_style"] = answer["output_style"]
         events.append(SessionConfigured(**self.identity, config=config, provider_refs=self._refs()))
+        if self.mcp and self.link.mcp_answer is not None:
+            self._mcp_status(self.link.mcp_answer, events)
         self.emit(events)
         return self.publish(status="ready", resume_cursor=self._cursor(), resumed=x.resumed)
 
@@ -264,8 +288,11 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.blocks.clear()
         self.block_count.clear()
         self.declined.clear()
+        self.mcp_calls.clear()
         self.stream_msg = None
         self.aborted = False
+        if self.mcp:
+            events += self.mcp.first_turn_ended(self.turn.turn_id)
         return usage if isinstance(usage, TokenUsage) else None
 
     def cancel_turn(self, events: list[EventBase]) -> None:
@@ -347,6 +374,8 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             if isinstance(msg.get("model"), str):
                 self._check_reroute(msg["model"], events)
                 self.model = msg["model"]
+            if self.mcp:
+                self._mcp_init(msg, events)
             if not self.configured:
                 self.configured = True
                 config: dict[str, Any] = {k: msg[k] for k in ("session_id", "model", "permissionMode", "cwd", "claude_code_version",
@@ -468,6 +497,9 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 inp: dict[str, Any] = block_input if isinstance(block_input, dict) else {}
                 kind = item_kind_of_tool(name)
                 title, data = tool_title(name, inp), {"tool": name, "input": inp}
+                if kind == "mcp_tool_call":
+                    data = mcp_call_data(name, inp, self.mcp.names)
+                    self.mcp_calls[tool_id] = data
                 if tool_id in self.items:
                     events.append(ItemUpdated(**self.identity, turn_id=self.turn.turn_id, item_id=tool_id, kind=kind,  # type: ignore[arg-type]
                                               title=title, data=data, provider_refs=self._refs(item=tool_id)))
@@ -488,7 +520,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 continue
             is_error = bool(block.get("is_error"))
             status = "declined" if tool_id in self.declined else ("failed" if is_error else "completed")
-            data: dict[str, Any] = {"is_error": is_error}
+            data: dict[str, Any] = {**self.mcp_calls.pop(item.item_id, {}), "is_error": is_error}
             if isinstance(extra, dict):
                 data.update({k: extra[k] for k in ("stdout", "stderr", "interrupted") if k in extra})
             self._complete(events, item, status=status, text=result_text(block.get("content")), data=data)
@@ -542,10 +574,61 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.end_turn(events, state, stop_reason=stop, error=error, usage=turn_usage)
         self.publish(status="ready", active_turn_id=None, resume_cursor=self._cursor())
 
+    # MCP readback ----------------------------------------------------------------------------------
+
+    def _mcp_report(self, name: str, status: object, detail: str | None, tools: int | None,
+                    events: list[EventBase]) -> bool:
+        """Map one native status; True while the server is still ``pending``."""
+        turn_id = self.turn.turn_id
+        if status == "connected":
+            events += self.mcp.report(name, "connected", tools=tools, turn_id=turn_id)
+        elif status == "failed":
+            # system/init names no reason; keep the one mcp_status gave.
+            detail = detail or self.mcp.detail.get(name) or "Claude Code could not start it"
+            events += self.mcp.report(name, "failed", detail=detail, turn_id=turn_id)
+        elif status == "pending":
+            return True
+        else:  # needs-auth, disabled: loaded but unusable
+            events += self.mcp.report(name, "not_connected", detail=f"Claude Code reports {status}", turn_id=turn_id)
+        return False
+
+    def _mcp_status(self, answer: dict[str, Any], events: list[EventBase]) -> None:
+        # control_request mcp_status -> {mcpServers: [{name, status, error?, tools?: [{name}]...}]}
+        listed = [s for s in answer.get("mcpServers") or () if isinstance(s, dict) and isinstance(s.get("name"), str)]
+        for entry in listed:
+            tools = entry.get("tools")
+            count = len(tools) if isinstance(tools, list) else None
+            error = entry.get("error") if isinstance(entry.get("error"), str) else None
+            self._mcp_report(entry["name"], entry.get("status"), error, count, events)
+        events += self.mcp.absent((s["name"] for s in listed), turn_id=self.turn.turn_id,
+                                  detail="Claude Code did not load this server")
+        # A server still pending: the next turn's system/init reports it again.
+
+    def _mcp_init(self, msg: dict[str, Any], events: list[EventBase]) -> None:
+        # system/init carries {mcp_servers: [{name, status}], tools: [..., "mcp__<server>__<tool>"]}
+        servers = msg.get("mcp_servers")
+        if not isinstance(servers, list):
+            return
+        tools = [t for t in msg.get("tools") or () if isinstance(t, str)]
+        pending = False
+        for entry in servers:
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                continue
+            name = entry["name"]
+            count = sum(1 for t in tools if t.startswith(f"mcp__{name}__"))
+            pending |= self._mcp_report(name, entry.get("status"), None, count, events)
+        listed = [str(s["name"]) for s in servers if isinstance(s, dict) and isinstance(s.get("name"), str)]
+        events += self.mcp.absent(listed, turn_id=self.turn.turn_id, detail="Claude Code did not load this server")
+        if pending:
+            self._control("mcp_status")
+
     # requests ------------------------------------------------------------------------------------
 
     def _control_response(self, response: dict[str, Any], events: list[EventBase]) -> None:
         subtype = self.ctl_pending.pop(str(response.get("request_id")), None)
+        if subtype == "mcp_status" and response.get("subtype") == "success":
+            self._mcp_status(response.get("response") or {}, events)
+            return
         if response.get("subtype") == "error":
             events.append(RuntimeWarningEvent(
                 **self.identity, turn_id=self.turn.turn_id, code="claude.control_error",

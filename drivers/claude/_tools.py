@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from paddock.contract import JsonObject, JsonValue, json_str
 
-__all__ = ["item_kind_of_tool", "request_kind_of_item", "result_text", "tool_title"]
+__all__ = ["item_kind_of_tool", "mcp_call_data", "request_kind_of_item", "result_text", "tool_title"]
 
 _TOOL_KINDS = {
     "Bash": "command", "BashOutput": "command", "KillShell": "command", "KillBash": "command",
@@ -26,6 +26,19 @@ def item_kind_of_tool(name: str) -> str:
     if name.startswith("mcp__"):
         return "mcp_tool_call"
     return _TOOL_KINDS.get(name, "tool_call")
+
+
+def mcp_call_data(name: str, inp: JsonObject, servers: tuple[str, ...]) -> JsonObject:
+    """The item data of an MCP tool call named ``mcp__<server>__<tool>``: ``server``, ``tool``,
+    ``arguments`` (and ``input``, as every Claude tool item has). A server name may hold ``__``,
+    so the session's own server names are tried first, longest first."""
+    rest = name[len("mcp__"):]
+    server, _, tool = rest.partition("__")
+    for known in sorted(servers, key=len, reverse=True):
+        if rest.startswith(known + "__"):
+            server, tool = known, rest[len(known) + 2:]
+            break
+    return {"server": server, "tool": tool, "arguments": inp, "input": inp}
 
 
 def tool_title(name: str, inp: JsonObject) -> str:

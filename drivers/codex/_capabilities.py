@@ -33,5 +33,9 @@ CODEX_CAPABILITIES = override(
     # request's native id is its approvalId, else its itemId (T3 Code correlates the same way),
     # not the JSON-RPC id, which Codex reuses per process (0, 1, ...).
     identity={"turn": "strong"},
+    # Per-thread config.mcp_servers on thread/start and thread/resume (stdio and streamable
+    # HTTP; Codex has no legacy SSE client), read back with mcpServerStatus/list {threadId} and
+    # mcpServer/startupStatus/updated: the servers are the thread's own.
+    tools={"mcp": True, "mcp_transports": ("stdio", "http"), "mcp_scope": "session"},
 )
 """The capabilities of every ``codex`` instance."""

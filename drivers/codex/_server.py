@@ -43,6 +43,7 @@ _DECODERS.update({
     "model/rerouted": msgspec.json.Decoder(w.ModelReroutedNotification),
     "thread/status/changed": msgspec.json.Decoder(w.ThreadStatusChanged),
     "serverRequest/resolved": msgspec.json.Decoder(w.ResolvedNotification),
+    "mcpServer/startupStatus/updated": msgspec.json.Decoder(w.McpStartupStatus),
 })
 _thread_of = msgspec.json.Decoder(w.ThreadIdOnly)
 
@@ -81,6 +82,8 @@ class Router(SharedRouter[Note | Req]):
         except msgspec.DecodeError as exc:
             log.debug("app-server notification %r not understood: %s", method, exc)
             return None
+        if params.threadId is None:
+            return None  # an MCP server of no thread (the instance's own config.toml)
         return params.threadId, (method, params)
 
     def _instance_note(self, method: str, raw: msgspec.Raw) -> None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -58,9 +60,12 @@ from paddock.contract import (
     ValidationError,
 )
 from paddock.drivers._subjects import codex_changes, command_subject, files_subject, tool_subject
+from paddock.actors import blocking
+from paddock.drivers._mcp_native import McpReadback
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
+from ._mcp import SSE_REFUSED, mcp_config, report_list, report_startup
 from ._approvals import NativeRequest, answer_for, cancel_answer, request_kind
 from ._server import Incoming, Note, Req, Router, ServerLink
 from ._settings import CodexState, SessionSettings, cursor_for, thread_id_of
@@ -77,6 +82,7 @@ _file_change = msgspec.json.Decoder(w.FileChangeApprovalParams)
 _permissions = msgspec.json.Decoder(w.PermissionsApprovalParams)
 _legacy = msgspec.json.Decoder(w.LegacyApprovalParams)
 _user_input = msgspec.json.Decoder(w.UserInputParams)
+_mcp_list = msgspec.json.Decoder(w.McpServerStatusList)
 _NO_TURN = "no turn is running"
 _HOLD_LIMIT = 4096  # events held across queued Incoming batches before an emit regardless
 
@@ -110,6 +116,8 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         self.tr.usage = record.state.usage
         self._inputs: dict[str, tuple[int | str, str | None]] = {}  # user-input request id -> (rpc id, turn)
         self._held: list[EventBase] = []  # translated, not yet emitted (see _handle_receive)
+        self.mcp = McpReadback(self.identity, self.start_input.mcp_servers)
+        self.mcp_servers, self.mcp_refused = mcp_config(self.start_input.mcp_servers)
 
     # lifecycle (the shared-process base's hooks) -------------------------------------------------
 
@@ -128,6 +136,12 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         self._resolve_inputs(events, "cancelled", answer=True)
         if in_turn:
             self._send_interrupt()
+        if self.mcp and link is not None and link.exit_info is None and self.tr.native_thread_id:
+            # Observed (0.171.0): a thread's MCP servers live while the thread is loaded, also
+            # after its session stopped; thread/unsubscribe of its only subscriber unloads it
+            # (thread/closed, with the delay 0 set at start) and stops them. Not awaited.
+            link.conn.request("thread/unsubscribe", {"threadId": self.tr.native_thread_id},
+                              timeout=self.settings.request_timeout)
 
     def persist(self) -> None:
         super().persist()
@@ -179,6 +193,10 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         }
         if model:
             params["model"] = model
+        if self.mcp_servers:
+            # thread_unload_delay_secs 0: once unsubscribed (the stop) and idle, the thread
+            # unloads at once and its MCP servers stop (else they live as long as the app-server).
+            params["config"] = {"mcp_servers": self.mcp_servers, "thread_unload_delay_secs": 0}
         return params
 
     # open and resume -----------------------------------------------------------------------------
@@ -210,6 +228,8 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
             provider_refs=ProviderRefs(thread=self.tr.native_thread_id),
         ))
         events += self._configured(link, result)
+        if self.mcp:
+            events += self._mcp_settle(link)
         self.emit(events)
         return self.publish(status="ready", resume_cursor=self._cursor(), resumed=resumed,
                             model=result.model or inp.model)
@@ -254,6 +274,25 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
                 events.append(DeprecationNotice(**self.identity, message=text))
         return events
 
+    def _mcp_settle(self, link: ServerLink) -> list[EventBase]:
+        """The thread's MCP servers as the app-server reports them (``mcpServerStatus/list``),
+        asked again every 0.1 s while one is still starting, at most ``request_timeout``
+        seconds: the session is ready once each connected, failed or was not loaded."""
+        events: list[EventBase] = []
+        for name in self.mcp_refused:
+            events += self.mcp.report(name, "failed", detail=SSE_REFUSED)
+        deadline = time.monotonic() + self.settings.request_timeout
+        pause = threading.Event()  # never set: a bounded pause between two asks
+        while True:
+            raw = self._call(link, "mcpServerStatus/list", {"threadId": self.tr.native_thread_id,
+                                                             "detail": "toolsAndAuthOnly"})
+            found, starting = report_list(self.mcp, _mcp_list.decode(raw).data, None)
+            events += found
+            if not starting or time.monotonic() >= deadline:
+                return events
+            with blocking():
+                pause.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+
     def reattach(self, link: ServerLink) -> list[EventBase]:
         """Hook: the app-server restarted; resume the thread on it (``thread/resume``), or start
         a new thread when Codex never persisted this one (no completed turn) or the resume
@@ -278,6 +317,9 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
             result = self._start_thread(link)
             state.native_turns = []
         self._bind(link, result)
+        if self.mcp:
+            self.mcp.restarted()
+            events += self._mcp_settle(link)
         events.append(SessionStarted(
             **self.identity, cwd=self.start_input.cwd, model=result.model, runtime_mode=self.start_input.runtime_mode,
             interaction_mode=self.start_input.interaction_mode, resumed=resumed, resume_failed=not resumed,
@@ -355,6 +397,8 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
     def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         """Hook: pending user inputs end with the turn; the translator forgets the turn."""
         self._resolve_inputs(events, "cancelled", answer=True)
+        if self.mcp:
+            events += self.mcp.first_turn_ended(self.turn.turn_id)
         self.tr.end()
         return usage if isinstance(usage, TokenUsage) else None
 
@@ -442,6 +486,8 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
                 elif method == "turn/started":
                     if tr.turn_id is not None and tr.native_turn_id is None:
                         tr.native_turn_id = p.turn.id  # the compaction turn Codex started for us
+                elif method == "mcpServer/startupStatus/updated":
+                    events += report_startup(self.mcp, p.name, p.status, p.error, self.turn.turn_id)
                 elif method == "serverRequest/resolved":
                     rid = p.requestId
                     for request_id in self.requests.take_where(lambda n: n.rpc_id == rid):

@@ -187,7 +187,9 @@ def item_fields(item: w.Item) -> ItemFields:
         title = ", ".join(str(c["path"]) for c in changes) or None
     elif kind == "mcp_tool_call":
         title = f"{item.server}/{item.tool}" if item.server else item.tool
-        data.update(server=item.server, tool=item.tool)
+        data.update(server=item.server, tool=item.tool, arguments=item.arguments)
+        if item.error is not None:
+            data["error"] = item.error
     elif kind == "web_search":
         title = item.query
     elif kind == "tool_call":

@@ -177,6 +177,34 @@ class Item(_In, frozen=True):
     error: JsonValue = None
 
 
+class McpStartupStatus(_In, frozen=True):
+    """``mcpServer/startupStatus/updated``: one MCP server of a thread (``threadId``; ``None``
+    for a server of no thread) is ``starting``, ``ready``, ``failed`` (with ``error``) or
+    ``cancelled``."""
+
+    name: str
+    status: str
+    threadId: str | None = None
+    error: str | None = None
+
+
+class McpServerStatus(_In, frozen=True):
+    """One entry of ``mcpServerStatus/list``: ``runtimeStatus`` notStarted | starting |
+    connected | authenticationRequired | failed | cancelled | disabled (``None``: unknown)."""
+
+    name: str
+    runtimeStatus: str | None = None
+    tools: dict[str, JsonValue] = {}
+    toolsError: str | None = None
+
+
+class McpServerStatusList(_In, frozen=True):
+    """``mcpServerStatus/list`` result (one page; ``nextCursor`` is ignored: a thread's own
+    servers fit the default page)."""
+
+    data: tuple[McpServerStatus, ...] = ()
+
+
 class ItemNotification(_In, frozen=True):
     """``item/started`` and ``item/completed``."""
 

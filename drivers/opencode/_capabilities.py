@@ -24,8 +24,11 @@ OPENCODE_CAPABILITIES = override(
     # /session/{id}/revert exists but is not wired to rollback_thread.
     threads={"metadata": True},
     # OpenCode runs bash, edit/write/patch and webfetch itself; its websearch tool needs
-    # OpenCode's own hosted provider.
-    tools={"web_search": False},
+    # OpenCode's own hosted provider. POST /mcp adds local (stdio) and remote servers (streamable
+    # HTTP, falling back to SSE); GET /mcp reads back what loaded. MCP servers belong to the
+    # server process and directory, so every session of the instance in that directory shares
+    # them (drivers/opencode/_mcp.py).
+    tools={"web_search": False, "mcp": True, "mcp_transports": ("stdio", "http", "sse"), "mcp_scope": "instance"},
     # message.updated carries tokens and cost but no context window.
     context={"context_window": False},
     # A prompt's parts take `file` parts (mime + data: URL): images reach the model as image

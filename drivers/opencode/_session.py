@@ -39,12 +39,15 @@ from paddock.contract import (
     UserInputRequested,
     UserInputResolved,
     ValidationError,
+    mcp_secrets,
 )
+from paddock.drivers._mcp_native import McpReadback
 from paddock.supervisors import ChildContext
 
 from ._models import file_parts
 from ._config import model_ref, permission_rules
 from ._cursor import cursor_for, decode_cursor
+from ._mcp import mcp_entry, report_status, tool_counts
 from ._messages import NativeMessages, OpencodeState, SessionSettings
 from ._server import ServerDown, ServerEvents, ServerLink, ServerUp
 from ._translate import (
@@ -97,6 +100,8 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         self.questions: dict[str, _Question] = {}
         self.asked: set[str] = set()  # per_… ids seen (each opens at most one request)
         self.question_seq = 0
+        self.mcp = McpReadback(self.identity, self.start_input.mcp_servers)
+        self.tr.mcp_servers = self.mcp.names
         self.opened = False
         self.finished = False
         self.turns_done = 0
@@ -238,8 +243,35 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             config["version"] = self.link.version
         events.append(SessionConfigured(**self.identity, config=config, provider_refs=self._refs()))
         events.append(ThreadMetadataUpdated(**self.identity, title=title, provider_refs=self._refs()))
+        if self.mcp:
+            events += self._mcp_add()
         self.emit(events)
         return self.publish(status="ready", resume_cursor=self._cursor(), resumed=resumed)
+
+    def _mcp_add(self) -> list[EventBase]:
+        """Add the session's MCP servers to the server for this directory (``POST /mcp``), then
+        read back what loaded (``GET /mcp``, tool counts from ``GET /experimental/tool/ids``).
+        A refused add is that server ``failed``, with the server's reason (secrets masked)."""
+        events: list[EventBase] = []
+        secrets = mcp_secrets(self.start_input.mcp_servers)
+        for server in self.start_input.mcp_servers:
+            try:
+                self._call("POST", "/mcp", {"name": server.name, "config": mcp_entry(server)})
+            except PaddockError as exc:
+                reason = str(exc)
+                for secret in secrets:
+                    reason = reason.replace(secret, "***")
+                events += self.mcp.report(server.name, "failed", detail=f"OpenCode refused it: {reason}")
+        try:
+            status = self._call("GET", "/mcp")
+        except PaddockError as exc:
+            log.debug("GET /mcp failed on thread %s: %s", self.thread_id, exc)
+            return events
+        try:
+            tools = tool_counts(self._call("GET", "/experimental/tool/ids"), self.mcp.names)
+        except PaddockError:
+            tools = {}  # the count is optional; the status is not
+        return events + report_status(self.mcp, status, tools, self.turn.turn_id)
 
     def _native_messages(self, limit: int | None) -> list[dict[str, Any]]:
         """The session's messages on the server, oldest first: ``{id, role, text}``."""
@@ -327,6 +359,8 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
 
     def close_turn(self, events: list[EventBase], state: TurnState, usage: object) -> TokenUsage | None:
         self._resolve_questions(events, "cancelled", answer=state != "completed")
+        if self.mcp:
+            events += self.mcp.first_turn_ended(self.turn.turn_id)
         self.tr.close(events, state)
         return usage if isinstance(usage, TokenUsage) else None
 
@@ -480,6 +514,9 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
             self.redeliver_preamble()  # a new server process: the next turn is a new live session's first
             events.append(SessionStateChanged(**self.identity, state="ready",
                                               reason="the OpenCode server restarted"))
+            if self.mcp:
+                self.mcp.restarted()
+                events += self._mcp_add()  # a new server process has none of them
             self.publish(status="running" if self.turn.in_turn else "ready", last_error=None)
         elif self.turn.in_turn:
             # Events may have been lost while the stream was down: ask where the session is.

@@ -46,6 +46,8 @@ from paddock.contract import (
 )
 from paddock.drivers._subjects import input_subject, tool_subject
 
+from ._mcp import mcp_tool_of
+
 __all__ = [
     "Signal",
     "Translator",
@@ -235,6 +237,8 @@ class Translator:
         self.session_id = session_id
         self.turn_id: str | None = None
         self.interrupt_requested = False
+        self.mcp_servers: tuple[str, ...] = ()
+        """The session's MCP server names: their tools (``<server>_<tool>``) are mcp_tool_call items."""
         self._seen_users: set[str] = set()
         self._seen_assistants: set[str] = set()
         self._reset()
@@ -408,10 +412,15 @@ class Translator:
         inp = json_object(state.get("input"))
         title = json_str(state.get("title")) or _tool_title(tool, inp)
         data: JsonObject = {"tool": tool, "input": inp}
+        kind = item_kind_of_tool(tool)
+        mcp = mcp_tool_of(tool, self.mcp_servers)
+        if mcp is not None:
+            kind = "mcp_tool_call"
+            data.update(server=mcp[0], tool=mcp[1], arguments=inp)
         if isinstance(call_id, str):
             data["call_id"] = call_id
         if item is None:
-            item = self._start(events, part_id, item_kind_of_tool(tool), None, part.get("messageID"), tool=tool,
+            item = self._start(events, part_id, kind, None, part.get("messageID"), tool=tool,
                                title=title, data=data)
             if isinstance(call_id, str):
                 self._calls[call_id] = part_id

@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         for key, label in (("login", "login:"), ("credentials", "credentials:"), ("endpoint_check", "endpoint check:")):
             if r.get(key):
                 write(f"    {label} {r[key]}\n")
+        if r.get("placement", "local") != "local":
+            write(f"    placed:  {r['placement']}, node {r.get('node') or '-'}, status {r.get('ray') or '-'}\n")
         if r["reason"]:
             write(f"    reason:  {r['reason']}\n")
         for problem in problems:

@@ -22,7 +22,7 @@ Point an instance at it with the three model keys (any key, any model name):
 and pick a scenario with the marker SCENARIO:<name> in the prompt.
 
 Built-in scenarios: text, tool_shell, tool_shell_escalated, tool_write, patch, slow, http400,
-http500.
+http500, mcp_echo.
 
 A script (JSON or TOML) names scenarios, each a list of steps, and the default one:
   default = "greet"
@@ -34,6 +34,8 @@ A script (JSON or TOML) names scenarios, each a list of steps, and the default o
   type = "write"   path = "notes.txt"   content = "hi\\n"
   [[scenarios.add]]                     # patch: apply_patch where offered, else write
   type = "patch"   path = "added.txt"   content = "hi\\n"
+  [[scenarios.ask]]                     # mcp: call the offered MCP tool, in the CLI's naming
+  type = "mcp"     tool = "echo"   arguments = { text = "hi" }
   [[scenarios.down]]                    # error: answer the call with this HTTP status
   type = "error"   status = 503   message = "overloaded"
 (one key per line in a real file). A call plays up to and including the next tool step; after

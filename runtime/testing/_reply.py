@@ -17,12 +17,20 @@ __all__ = ["Call", "ErrorOut", "Ids", "Reply", "TextOut", "ToolOut", "ToolSpec",
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool offered by the request: ``kind`` is ``function`` or ``custom`` (Responses grammar tools)."""
+    """A tool offered by the request: ``kind`` is ``function`` or ``custom`` (Responses grammar tools).
+    ``namespace``: the Responses ``namespace`` tool it sits in (Codex offers each MCP server's
+    tools as one namespace, ``mcp__<server>``), else ``None``."""
 
     name: str
     kind: str = "function"
     properties: frozenset[str] = frozenset()
     required: frozenset[str] = frozenset()
+    namespace: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        """``<namespace>__<name>``, or the name of a tool outside a namespace."""
+        return f"{self.namespace}__{self.name}" if self.namespace else self.name
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class ToolOut:
     kind: str = "function"
     arguments: dict | None = None
     input: str | None = None
+    namespace: str | None = None
 
     @property
     def arguments_json(self) -> str:
@@ -139,7 +148,7 @@ def _patch_text(path: str, content: str) -> str:
 
 def _mcp_tool(tools: tuple[ToolSpec, ...], step: McpCall) -> ToolSpec | None:
     for tool in tools:
-        name = tool.name
+        name = tool.qualified
         if name != step.tool and not re.search(rf"[_\-.:/]{re.escape(step.tool)}$", name):
             continue
         if step.server is None or step.server in name or step.server.replace("-", "_") in name:
@@ -149,13 +158,13 @@ def _mcp_tool(tools: tuple[ToolSpec, ...], step: McpCall) -> ToolSpec | None:
 
 def _tool_call(step, call: Call, ids: Ids, workspace: str | None) -> ToolOut | str:
     """The call for a tool step, or a note explaining why no offered tool fits."""
-    offered = ", ".join(t.name for t in call.tools) or "none"
+    offered = ", ".join(t.qualified for t in call.tools) or "none"
     call_id = ids.next("call_")
     if isinstance(step, McpCall):
         tool = _mcp_tool(call.tools, step)
         if tool is None:
             return f"mock: no MCP tool {step.tool!r} offered (tools: {offered})"
-        return ToolOut(call_id=call_id, name=tool.name, arguments=dict(step.arguments))
+        return ToolOut(call_id=call_id, name=tool.name, arguments=dict(step.arguments), namespace=tool.namespace)
     if isinstance(step, Patch):
         tool = _pick(call.tools, PATCH_TOOLS)
         if tool is not None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut
+from collections.abc import Iterator
+
+from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolSpec
 from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Responses"]
@@ -10,20 +12,18 @@ __all__ = ["Responses"]
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
-# A Responses `namespace` tool groups functions (Codex offers each MCP server's tools as one,
-# `mcp__<server>`); its functions are offered to scenarios as `<namespace>/<name>` and called back
-# with `name` and `namespace`.
-_NS = "/"
-
-
-def _flat_tools(tools: list) -> list[dict]:
-    out: list[dict] = []
-    for t in tools:
-        if isinstance(t, dict) and t.get("type") == "namespace" and isinstance(t.get("tools"), list):
-            out += [{**f, "name": f"{t.get('name')}{_NS}{f.get('name')}"} for f in t["tools"] if isinstance(f, dict)]
-        elif isinstance(t, dict):
-            out.append(t)
-    return out
+def _tools(declared: list, namespace: str | None = None) -> Iterator[ToolSpec | None]:
+    for t in declared:
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "custom":
+            yield function_tool(t.get("name"), None, kind="custom", namespace=namespace)
+        elif t.get("type") == "namespace" and namespace is None and isinstance(t.get("tools"), list):
+            # Codex 0.171 offers each MCP server's tools as one namespace (`mcp__<server>`); the
+            # model calls one with `name` plus `namespace`.
+            yield from _tools(t["tools"], str(t.get("name") or ""))
+        else:
+            yield function_tool(t.get("name"), t.get("parameters"), namespace=namespace)
 
 
 class Responses:
@@ -46,12 +46,7 @@ class Responses:
             elif kind == "message" and item.get("role") == "user":
                 prompt = text_of(item.get("content"), last=True)
                 break
-        tools = (
-            function_tool(t.get("name"), None, kind="custom") if t.get("type") == "custom"
-            else function_tool(t.get("name"), t.get("parameters"))
-            for t in _flat_tools(body.get("tools") or [])
-        )
-        return body_call(body, prompt, rounds, output, tools)
+        return body_call(body, prompt, rounds, output, _tools(body.get("tools") or []))
 
     @staticmethod
     def side_call(body: dict, path: str) -> tuple[str, str] | None:
@@ -74,9 +69,8 @@ class Responses:
             else:
                 added = {"type": "function_call", "id": ids.next("fc_"), "call_id": part.call_id,
                          "name": part.name, "arguments": "", "status": "in_progress"}
-                namespace, _, name = part.name.rpartition(_NS)
-                if namespace:
-                    added.update(name=name, namespace=namespace)
+                if part.namespace:
+                    added["namespace"] = part.namespace
                 done = {**added, "arguments": part.arguments_json, "status": "completed"}
             out.append((part, added, done))
         return out

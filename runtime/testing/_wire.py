@@ -40,11 +40,11 @@ def schema_props(schema: object) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(props if isinstance(props, dict) else ()), frozenset(r for r in required if isinstance(r, str))
 
 
-def function_tool(name: object, schema: object, kind: str = "function") -> ToolSpec | None:
+def function_tool(name: object, schema: object, kind: str = "function", namespace: str | None = None) -> ToolSpec | None:
     if not isinstance(name, str):
         return None
     props, required = schema_props(schema)
-    return ToolSpec(name=name, kind=kind, properties=props, required=required)
+    return ToolSpec(name=name, kind=kind, properties=props, required=required, namespace=namespace)
 
 
 def body_call(body: dict, prompt: str | None, rounds: int, output: str | None, tools: Iterable[ToolSpec | None],

@@ -380,7 +380,7 @@ class ModelServer:
             "model": call.model,
             "prompt_text": call.prompt_text,
             "tool_output": call.tool_output,
-            "tools_offered": tuple(t.name for t in call.tools),
+            "tools_offered": tuple(t.qualified for t in call.tools),
             "images": image_parts(body),
             "tool_calls": tuple(p.name for p in reply.parts if isinstance(p, ToolOut)),
             "reply_text": "".join(p.text for p in reply.parts if isinstance(p, TextOut)),
