@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     for name in (
         "demo", "run", "events", "doctor", "init", "config", "sessions", "stop", "version", "bench",
         "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate",
+        "models",
     )
 }
 """Subcommand name -> module path (``paddock.cli._<name>``, ``-`` as ``_``), in help order."""
