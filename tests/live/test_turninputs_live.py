@@ -167,3 +167,30 @@ def test_codex_steers_an_image_into_the_running_turn(tmp_path):
     with_image = [r for r in server.requests if r.images]
     assert with_image and with_image[0].images == ("image/png",), [(r.kind, r.prompt_text, r.images) for r in server.requests]
     assert "and look at this" in str(with_image[0].body)  # Codex wraps the image in <image> text parts
+
+
+REROUTE = {"claude-haiku-4-5-20251001": "claude-opus-4-1", "claude-haiku-4-5": "claude-opus-4-1"}
+"""Asked (what the ``haiku`` alias resolves to) -> the model the scripted server answers with."""
+
+
+def test_claude_publishes_model_rerouted_when_another_model_answers(tmp_path):
+    """The issue's case: a turn asked for one model and another answered. Claude Code names the
+    answering model in each ``assistant`` message; the driver publishes ``model.rerouted``."""
+    require_peer("claude")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    tripwire = Tripwire()
+    try:
+        with ModelServer(workspace=workspace, answer_models=REROUTE) as server:
+            with Runtime.open(_config("claude", server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
+                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required")
+                _, plain = run_turn(rt, "t1", "hello SCENARIO:text", timeout=120)
+                assert not [e for e in plain if e.type == "model.rerouted"]
+                _, events = run_turn(rt, "t1", "again SCENARIO:text", timeout=120, model="haiku")
+    finally:
+        tripwire.close()
+    assert not tripwire.hits
+    assert any(r.model in REROUTE for r in server.requests if r.kind == "turn")
+    rerouted = [e for e in events if e.type == "model.rerouted"]
+    assert [(e.from_model, e.to_model) for e in rerouted] == [("haiku", "claude-opus-4-1")], rerouted
+    assert events[-1].state == "completed"
