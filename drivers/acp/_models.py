@@ -35,10 +35,11 @@ def catalog_of(config_options: Sequence[JsonValue] | None, models: dict[str, Jso
                                 is_default=o["value"] == current) for o in _options(option.get("options")))
         if found:
             return found
-    if models is not None and isinstance(models.get("availableModels"), list):
+    available = models.get("availableModels") if models is not None else None
+    if models is not None and isinstance(available, list):
         current = models.get("currentModelId")
-        found = tuple(ModelInfo(id=m["modelId"], display_name=_text(m.get("name")), description=_text(m.get("description")),
-                                is_default=m["modelId"] == current)
-                      for m in models["availableModels"] if isinstance(m, dict) and isinstance(m.get("modelId"), str))
+        found = tuple(ModelInfo(id=str(m["modelId"]), display_name=_text(m.get("name")),
+                                description=_text(m.get("description")), is_default=m["modelId"] == current)
+                      for m in available if isinstance(m, dict) and isinstance(m.get("modelId"), str))
         return found or None
     return None

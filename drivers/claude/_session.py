@@ -117,7 +117,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.cost_base = self.usage.cost or 0.0
         self.model: str | None = self.start_input.model
         self.asked_model: str | None = self.start_input.model
-        self.resolved: dict[str, str] = {}  # alias -> model (initialize answer)
+        self.aliases: dict[str, str] = {}  # alias -> model (initialize answer)
         self.reroutes: set[tuple[str, str]] = set()  # (asked, answered) already reported
         self.permission_mode: str = x.permission_mode
         self.interaction_mode: str = self.start_input.interaction_mode
@@ -246,7 +246,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             config["models"] = models
             if self.record.report_models is not None:
                 self.record.report_models(catalog_of(answer))
-        self.resolved = resolved_models(answer)
+        self.aliases = resolved_models(answer)
         if isinstance(answer.get("output_style"), str):
             config["output_style"] = answer["output_style"]
         events.append(SessionConfigured(**self.identity, config=config, provider_refs=self._refs()))
@@ -456,7 +456,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         for nor what that alias resolves to (``system/init`` and each ``assistant`` message name
         the model that really answered)."""
         asked = self.asked_model
-        if not asked or seen in (asked, self.resolved.get(asked)) or seen.split("[", 1)[0] == asked.split("[", 1)[0]:
+        if not asked or seen in (asked, self.aliases.get(asked)) or seen.split("[", 1)[0] == asked.split("[", 1)[0]:
             return
         if (asked, seen) in self.reroutes:
             return

@@ -95,12 +95,12 @@ class CodexAdapter(SharedProcessAdapter[CodexState, ServerLink]):
         init = _init_decoder.decode(conn.request("initialize", params, timeout=left()).result(left() + 1.0))
         conn.notify("initialized")
         models = _models_decoder.decode(conn.request("model/list", {}, timeout=left()).result(left() + 1.0))
-        self.record_models(
+        self.record_models([
             ModelInfo(id=m.id, display_name=m.displayName, description=m.description, is_default=m.isDefault,
                       hidden=m.hidden, reasoning_efforts=tuple(e.reasoningEffort for e in m.supportedReasoningEfforts),
                       input_kinds=tuple(k for k in ("text", "image") if k in m.inputModalities))  # type: ignore[misc]
             for m in models.data
-        )
+        ])
         return init
 
     def _initial_state(self, input: StartSessionInput) -> CodexState:

@@ -12,26 +12,27 @@ from paddock.contract import Attachment, ImageAttachment, JsonObject, ModelInfo
 __all__ = ["catalog_of", "file_parts"]
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def catalog_of(answer: Any) -> tuple[ModelInfo, ...]:
     """Each provider's models as ``provider/model`` (how a prompt names one), the providers'
     defaults marked; ``capabilities.input.image`` (or ``attachment``) adds the image input kind."""
-    if not isinstance(answer, dict):
-        return ()
-    defaults = answer.get("default") if isinstance(answer.get("default"), dict) else {}
+    answer = _dict(answer)
+    defaults = _dict(answer.get("default"))
     out: list[ModelInfo] = []
     for provider in answer.get("providers") or ():
         if not isinstance(provider, dict) or not isinstance(provider.get("id"), str):
             continue
         pid = provider["id"]
-        models = provider.get("models") if isinstance(provider.get("models"), dict) else {}
-        for mid, model in models.items():
-            model = model if isinstance(model, dict) else {}
-            caps = model.get("capabilities") if isinstance(model.get("capabilities"), dict) else {}
-            inputs = caps.get("input") if isinstance(caps.get("input"), dict) else {}
-            image = inputs.get("image") is True or caps.get("attachment") is True
-            variants = model.get("variants") if isinstance(model.get("variants"), dict) else {}
-            out.append(ModelInfo(id=f"{pid}/{mid}", display_name=model.get("name") if isinstance(model.get("name"), str) else None,
-                                 is_default=defaults.get(pid) == mid, reasoning_efforts=tuple(variants),
+        for mid, value in _dict(provider.get("models")).items():
+            model = _dict(value)
+            caps = _dict(model.get("capabilities"))
+            image = _dict(caps.get("input")).get("image") is True or caps.get("attachment") is True
+            name = model.get("name")
+            out.append(ModelInfo(id=f"{pid}/{mid}", display_name=name if isinstance(name, str) else None,
+                                 is_default=defaults.get(pid) == mid, reasoning_efforts=tuple(_dict(model.get("variants"))),
                                  input_kinds=("text", "image") if image else ("text",)))
     return tuple(out)
 
@@ -40,12 +41,13 @@ def file_parts(attachments: tuple[Attachment, ...]) -> list[JsonObject]:
     """One ``file`` part (``mime``, ``url`` as a ``data:`` URL, ``filename``) per attachment."""
     parts: list[JsonObject] = []
     for a in attachments:
+        mime: str = a.mime_type
         if isinstance(a, ImageAttachment):
             assert a.data is not None  # resolved by the runtime
-            data, mime, name = a.data, a.mime_type, (a.path.rsplit("/", 1)[-1] if a.path else "image")
+            data, name = a.data, (a.path.rsplit("/", 1)[-1] if a.path else "image")
         else:
             assert a.text is not None
-            data, mime, name = a.text.encode("utf-8"), a.mime_type, a.name or "untitled"
+            data, name = a.text.encode("utf-8"), a.name or "untitled"
         parts.append({"type": "file", "mime": mime, "filename": name,
                       "url": f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"})
     return parts

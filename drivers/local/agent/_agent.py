@@ -180,8 +180,8 @@ def _received(blocks: list[JsonValue]) -> tuple[str, ...]:
             except (binascii.Error, ValueError):
                 raise DirectiveError("an image block's data is not base64") from None
             out.append(f"image {b.get('mimeType')} {size} bytes")
-        elif kind == "resource" and isinstance(res := b.get("resource"), dict) and isinstance(res.get("text"), str):
-            out.append(f"resource {res.get('uri')} {res.get('mimeType')} {len(res['text'])} chars")
+        elif kind == "resource" and isinstance(res := b.get("resource"), dict) and isinstance(text := res.get("text"), str):
+            out.append(f"resource {res.get('uri')} {res.get('mimeType')} {len(text)} chars")
         # Other blocks (resource_link, which every agent takes) are not echoed.
     return tuple(out)
 
