@@ -71,6 +71,7 @@ class AsyncRuntimeAPI:
         mcp_servers: Sequence[McpServer] | None = None,
         preamble: str | None = None,
         preamble_reminder: str | None = None,
+        require: Sequence[str] = (),
         timeout: float | None = None,
     ) -> Session:
         return await self._call(ops.START_SESSION, locals())

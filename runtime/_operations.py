@@ -100,6 +100,8 @@ class StartSessionBody(Body, frozen=True):
     """``None``: the servers the thread had (persisted), else the instance's."""
     preamble: str | None = None
     preamble_reminder: str | None = None
+    require: tuple[str, ...] = ()
+    """Capability paths the host needs (``paddock.contract.require_capabilities``)."""
     timeout: float | None = None
 
 

@@ -102,13 +102,20 @@ class RuntimeAPI:
         mcp_servers: Sequence[McpServer] | None = None,
         preamble: str | None = None,
         preamble_reminder: str | None = None,
+        require: Sequence[str] = (),
         timeout: float | None = None,
     ) -> Session:
         """Bind ``thread_id`` to ``instance`` and start its session.
 
         A thread that has a binding resumes from its cursor (``session.started`` has
         ``resumed=True``). A failed resume emits ``runtime.warning`` and starts fresh, unless
-        ``resume="require"`` (or the config's ``[runtime] resume``) where it raises. A thread live on
+        ``resume="require"`` (or the config's ``[runtime] resume``) where it raises.
+        ``require`` names capability paths the host needs (``"approvals.commands"``,
+        ``"turns.steer"``, ``"sessions.resume"``, ``"tools.mcp_transports.http"``, ...): an
+        instance without one, or one that cannot honour ``runtime_mode``, is refused with
+        :class:`CapabilityUnsupportedError` naming it before any process starts. ACP agents are
+        judged by the instance's cached negotiation (its last ``initialize`` answer), else by
+        what the flavor declares its agent answers; no process is started to ask. A thread live on
         another instance is stopped there first; one live on this instance with the same cwd,
         modes, model and hand-off is returned as it is, and restarted from its cursor when they
         differ. Returns when the session is ready.

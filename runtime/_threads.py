@@ -39,7 +39,11 @@ from paddock._operations import (
 )
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
+<<<<<<< HEAD
     Attachment,
+=======
+    Capabilities,
+>>>>>>> main
     CapabilityUnsupportedError,
     ModelInfo,
     McpServer,
@@ -59,7 +63,10 @@ from paddock.contract import (
     check_attachments_allowed,
     check_preamble,
     check_preamble_reminder,
+    capability_on,
+    check_runtime_mode,
     decide_steering,
+    require_capabilities,
     decode_event,
     fold_thread,
     mcp_secrets,
@@ -115,7 +122,11 @@ class ThreadDirectory:
             raise ValidationError("start_session", f"cwd {a.cwd!r} is not a directory", thread_id=a.thread_id)
         cwd = str(folder.resolve())
         adapter = self._instances.adapter(a.instance)
+<<<<<<< HEAD
         self._catalogs.check(a.model, a.instance, operation="start_session", thread_id=a.thread_id)
+=======
+        _check_requirements(adapter.capabilities(), a)
+>>>>>>> main
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
             binding = self._store.get(a.thread_id)
@@ -509,3 +520,18 @@ def _session_of(adapter: ProviderAdapter, thread_id: str) -> Session | None:
 
 def _t(timeout: float | None, default: float = DEFAULT_TIMEOUT) -> float:
     return default if timeout is None else timeout
+
+
+def _check_requirements(caps: Capabilities, a: StartSessionBody) -> None:
+    """Refuse, before any process starts, a mode the instance cannot honour and a required
+    capability it lacks (``CapabilityUnsupportedError`` naming it); an unknown path is a
+    ``ValidationError``. ``caps`` are the adapter's current ones: for ACP, the cached
+    negotiation of the instance's agent, else the flavor's declared flags."""
+    for path in a.require:
+        try:
+            capability_on(caps, path)
+        except KeyError:
+            raise ValidationError("start_session", f"require: unknown capability path {path!r}",
+                                  thread_id=a.thread_id) from None
+    check_runtime_mode(caps, a.runtime_mode)
+    require_capabilities(caps, a.require)

@@ -108,15 +108,14 @@ def auto_decision(
     options: Sequence[w.PermissionOption],
     auto_allow: Mapping[str, frozenset[str]] = DEFAULT_AUTO_ALLOW,
 ) -> str | None:
-    """The decision the runtime takes by itself, or ``None`` to ask the host. Full access picks
-    ``accept_for_session`` when an ``allow_always`` option exists (so the agent stops asking),
-    otherwise ``accept``."""
+    """The decision the runtime takes by itself, or ``None`` to ask the host: ``accept``, once.
+    Never ``allow_always``: the agent would keep that rule in its session, and a session
+    reloaded in a stricter runtime mode would then run commands unasked (seen with
+    claude-code-acp from the registry)."""
     allowed = auto_allow.get(runtime_mode, frozenset())
     if "*" not in allowed and (tool_kind or "other") not in allowed:
         return None
     kinds = {o.kind for o in options}
-    if runtime_mode == "full-access" and "allow_always" in kinds:
-        return "accept_for_session"
     if kinds & {"allow_once", "allow_always"}:
         return "accept"
     return None

@@ -37,5 +37,9 @@ CODEX_CAPABILITIES = override(
     # HTTP; Codex has no legacy SSE client), read back with mcpServerStatus/list {threadId} and
     # mcpServer/startupStatus/updated: the servers are the thread's own.
     tools={"mcp": True, "mcp_transports": ("stdio", "http"), "mcp_scope": "session"},
+    # auto-accept-edits maps to approvalPolicy `on-request`, under which Codex runs a sandboxed
+    # command without asking (a prompt comes only when the model asks for escalation): it cannot
+    # ask before every command, so the runtime refuses that mode (never fail open).
+    runtime_policy={"modes": ("approval-required", "full-access")},
 )
 """The capabilities of every ``codex`` instance."""

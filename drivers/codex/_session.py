@@ -118,6 +118,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         self._held: list[EventBase] = []  # translated, not yet emitted (see _handle_receive)
         self.mcp = McpReadback(self.identity, self.start_input.mcp_servers)
         self.mcp_servers, self.mcp_refused = mcp_config(self.start_input.mcp_servers)
+        self._turn_policy: str | None = None  # approvalPolicy every turn/start restates (see _resume)
 
     # lifecycle (the shared-process base's hooks) -------------------------------------------------
 
@@ -243,6 +244,11 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
     def _resume(self, link: ServerLink, native_id: str) -> w.ThreadResult:
         params = {"threadId": native_id, **self._thread_params(self.start_input.model or self.settings.model)}
         result = _thread_result.decode(self._call(link, "thread/resume", params))
+        # thread/resume of a thread this app-server still holds keeps its old approvalPolicy
+        # (seen after a restart in another runtime mode: commands then ran unasked): each turn
+        # restates the policy when the answer shows a different one.
+        wanted = params["approvalPolicy"]
+        self._turn_policy = wanted if result.approvalPolicy != wanted else None
         self.record.state.persisted_turns = len(result.thread.turns)
         self.record.state.native_turns = [t.id for t in result.thread.turns]
         return result
@@ -339,6 +345,8 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
             "threadId": self.tr.native_thread_id,
             "input": user_input(inp),
         }
+        if self._turn_policy is not None:
+            params["approvalPolicy"] = self._turn_policy
         if inp.model:
             params["model"] = inp.model
         try:

@@ -4,7 +4,10 @@ input types. Pure: msgspec and the standard library only; every other layer buil
 Each private module lists its public names once, in its own ``__all__``; the package
 re-exports them by name and its ``__all__`` is theirs joined."""
 
-from . import _adapter, _attachments, _capabilities, _cursor, _errors, _events, _ids, _json, _mcp, _preamble, _snapshot
+from . import (
+    _adapter, _attachments, _capabilities, _cursor, _errors, _events, _grammar, _ids, _json, _mcp, _preamble, _require,
+    _snapshot,
+)
 from ._ids import (
     DriverKind as DriverKind,
     InstanceId as InstanceId,
@@ -177,6 +180,17 @@ from ._preamble import (
     with_preamble as with_preamble,
     with_reminder as with_reminder,
 )
+from ._grammar import (
+    GRAMMAR_RULES as GRAMMAR_RULES,
+    TURN_BYTE_LIMIT as TURN_BYTE_LIMIT,
+    GrammarViolation as GrammarViolation,
+    check_grammar as check_grammar,
+)
+from ._require import (
+    capability_on as capability_on,
+    check_runtime_mode as check_runtime_mode,
+    require_capabilities as require_capabilities,
+)
 from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
 from ._json import (
     JsonObject as JsonObject,
@@ -189,4 +203,5 @@ from ._json import (
 __all__ = sorted(
     _ids.__all__ + _errors.__all__ + _events.__all__ + _capabilities.__all__ + _cursor.__all__
     + _adapter.__all__ + _attachments.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__ + _preamble.__all__
+    + _grammar.__all__ + _require.__all__
 )

@@ -102,7 +102,7 @@ def test_full_access_answers_by_itself_but_shows_the_request(make):
     h.start(runtime_mode="full-access")
     res, events = h.turn("@write auto.txt yes\n@run touch ran.txt")
     resolved = [e for e in events if etype(e) == "request.resolved"]
-    assert len(resolved) == 2 and all(r.decision == "accept_for_session" for r in resolved)
+    assert len(resolved) == 2 and all(r.decision == "accept" for r in resolved)
     assert len([e for e in events if etype(e) == "request.opened"]) == 2
     assert (h.cwd / "auto.txt").read_text() == "yes" and (h.cwd / "ran.txt").exists()
 

@@ -41,7 +41,7 @@ def test_fallbacks_when_a_kind_is_missing():
 
 
 def test_runtime_mode_dispositions():
-    assert auto_decision("full-access", "execute", GEMINI) == "accept_for_session"
+    assert auto_decision("full-access", "execute", GEMINI) == "accept"  # never a lasting rule
     assert auto_decision("full-access", "execute", GEMINI[1:]) == "accept"
     assert auto_decision("auto-accept-edits", "edit", GEMINI) == "accept"
     assert auto_decision("auto-accept-edits", "execute", GEMINI) is None

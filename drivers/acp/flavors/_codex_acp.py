@@ -11,8 +11,8 @@ at start).
 
 | runtime / interaction mode | native mode (``session/set_mode``) | answered without asking the host |
 |---|---|---|
-| approval-required | ``read-only`` (asks before edits, commands, network) | read, search, think |
-| auto-accept-edits | ``auto`` (edits and commands in the workspace run unasked) | also edit, delete, move |
+| approval-required | refused (``read-only`` runs shell commands in Codex's sandbox unasked) | |
+| auto-accept-edits | refused (``auto`` runs commands in the workspace unasked) | |
 | full-access | ``full-access`` | everything |
 | plan interaction | none (it offers no plan mode) | as the runtime mode says |
 
@@ -29,7 +29,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from paddock.contract import Capabilities
 from paddock.drivers._access import ModelAccess
+from paddock.drivers._capabilities import override
 from paddock.drivers.acp import AcpFlavor
 from paddock.drivers.acp._flavor import SettingsFiles
 
@@ -77,6 +79,16 @@ def _home_env(home: Path) -> dict[str, str]:
     return {"CODEX_HOME": str(home / ".codex")}
 
 
+def _capabilities(caps: Capabilities) -> Capabilities:
+    # initialize answers loadSession: true; usage_update arrives on every turn.
+    caps = reports_usage(loads_sessions(caps))
+    # Its "read-only" mode (the nearest to approval-required) lets Codex run shell commands in
+    # its own sandbox without session/request_permission, and "auto" runs commands in the
+    # workspace unasked: neither asks the host before a command, so only full-access is honoured
+    # (the runtime refuses the other modes; never fail open).
+    return override(caps, runtime_policy={"modes": ("full-access",)})
+
+
 CODEX_ACP_FLAVOR = AcpFlavor(
     kind="codex-acp",
     peer="codex-acp",
@@ -84,7 +96,6 @@ CODEX_ACP_FLAVOR = AcpFlavor(
     quiet_env={"RUST_LOG": "warn", "NO_BROWSER": "1"},
     settings=_settings,
     home_env=_home_env,
-    # initialize answers loadSession: true; usage_update arrives on every turn.
-    capability_overrides=lambda caps: reports_usage(loads_sessions(caps)),
+    capability_overrides=_capabilities,
     native_modes={"approval-required": "read-only", "auto-accept-edits": "auto", "full-access": "full-access"},
 )

@@ -1,0 +1,910 @@
+"""The conformance suite: one table of scenarios, run against any driver instance through the
+public :class:`paddock.Runtime`, every run's events checked by :func:`paddock.contract.check_grammar`.
+
+A scenario names the capability paths it exercises (``needs``). For each instance:
+
+- a scenario whose flags are all on runs, and a failure is a failure (a flag left on that fails);
+- a scenario with a flag off is ``n/a`` naming that flag, and where the scenario has a ``refuse``
+  step, that step must raise :class:`~paddock.contract.CapabilityUnsupportedError` (the runtime
+  refuses before it touches the process), else the case fails;
+- a scenario the target's prompt dialect cannot express is ``n/a`` with the dialect's reason.
+
+The table :data:`SCENARIOS` is open: a later scenario registers with :func:`scenario`. The report
+(:class:`DriverReport`) is canonical JSON with a BLAKE2b digest, masked with the instance's
+secrets, and holds no times or paths, so two runs of the same recordings give the same bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+import psutil
+
+from paddock.actors.events import Redactor
+from paddock.contract import (
+    Capabilities,
+    CapabilityUnsupportedError,
+    EventBase,
+    PaddockError,
+    RequestError,
+    capability_on,
+    check_grammar,
+)
+
+if TYPE_CHECKING:
+    from paddock import Runtime
+
+__all__ = [
+    "FULL_LIVE",
+    "LIVE_DRIVERS",
+    "LIVE_KEY",
+    "LIVE_SELECTION",
+    "REGISTRY_SELECTION",
+    "NON_CLAIMS",
+    "SCENARIOS",
+    "Case",
+    "Dialect",
+    "DriverReport",
+    "Outcome",
+    "PlainDialect",
+    "Probe",
+    "Scenario",
+    "Target",
+    "encode_report",
+    "live_scenarios",
+    "live_target",
+    "local_target",
+    "report_digest",
+    "run_target",
+    "scenario",
+]
+
+Outcome = Literal["pass", "fail", "n/a"]
+
+NON_CLAIMS: tuple[str, ...] = (
+    "A passing report is local evidence, not a support decision.",
+    "Token usage is what the agent reported.",
+    "A cancel is a request: the agent decides when it stops.",
+)
+"""Said in every report."""
+
+
+class Case(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One scenario's result on one instance. ``reason`` says why it failed or is ``n/a``
+    (naming the capability), or what passed; ``violations`` are grammar codes seen."""
+
+    scenario: str
+    result: Outcome
+    reason: str = ""
+    violations: tuple[str, ...] = ()
+
+
+class DriverReport(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The conformance report of one instance. Canonical JSON via :func:`encode_report`."""
+
+    driver: str
+    flavor: str
+    cli_version: str | None
+    paddock_version: str
+    corpus: str
+    capabilities: dict[str, Any]
+    cases: tuple[Case, ...]
+    non_claims: tuple[str, ...] = NON_CLAIMS
+
+
+def encode_report(report: DriverReport, secrets: tuple[str, ...] = ()) -> bytes:
+    """Canonical JSON (sorted keys, compact, UTF-8) with ``secrets`` and key shapes masked."""
+    raw = msgspec.json.encode(msgspec.to_builtins(report, order="sorted"), order="sorted").decode()
+    return Redactor(secrets).mask(raw).encode()
+
+
+def report_digest(encoded: bytes) -> str:
+    """The report's stable digest: ``blake2b-256:<hex>`` of its canonical bytes."""
+    import hashlib
+
+    return "blake2b-256:" + hashlib.blake2b(encoded, digest_size=32).hexdigest()
+
+
+# dialects ----------------------------------------------------------------------------------------
+
+
+class Dialect:
+    """How to ask one kind of agent for a behaviour: ``None`` means it cannot be asked (the case
+    is ``n/a`` with :attr:`why_not`). Prompts of the scripted model server by default."""
+
+    why_not: Mapping[str, str] = {}
+
+    def text(self) -> tuple[str, str]:
+        """A prompt and the text its answer ends with."""
+        return "say hi SCENARIO:text", "Hello from mock"
+
+    def recall(self) -> tuple[str, str]:
+        """A second prompt on the same session, and text its answer holds (with a model
+        server, the suite also checks the model call carried the first exchange)."""
+        return "what did you say? SCENARIO:text", "Hello from mock"
+
+    def slow(self) -> str:
+        """A prompt whose answer streams for at least ten seconds."""
+        return "stream slowly SCENARIO:slow"
+
+    def write(self) -> tuple[str, str, str]:
+        """A prompt that edits a file: (prompt, relative path, content)."""
+        return "write the file SCENARIO:conf_write", "conformance-edit.txt", "written by the agent\n"
+
+    def shell(self) -> tuple[str, str]:
+        """A prompt that runs a shell command creating a file: (prompt, relative path)."""
+        return "run the command SCENARIO:conf_shell", "conformance-shell.txt"
+
+    def http_error(self) -> tuple[str, str] | None:
+        """A prompt the model answers with HTTP 400: (prompt, text the error carries)."""
+        return "this fails SCENARIO:http400", "mock bad request"
+
+    def usage(self) -> str:
+        return "say hi SCENARIO:text"
+
+
+_PY_CREATE = "python3 -c \"open('conformance-shell.txt', 'w').close()\""
+
+
+def model_script() -> dict[str, Any]:
+    """The scripted model server's scenarios this suite's prompts name."""
+    from ._scenario import Patch, Shell
+
+    return {"scenarios": {
+        "conf_write": [Patch(path="conformance-edit.txt", content="written by the agent\n")],
+        # Not `touch`: Claude Code's acceptEdits mode counts touch, mkdir, mv and cp as file
+        # edits and runs them unasked; this is a command under every agent's rules.
+        "conf_shell": [Shell(command=_PY_CREATE)],
+    }}
+
+
+class LocalDialect(Dialect):
+    """The built-in local agent's prompt directives (``drivers/local/agent/_directives.py``)."""
+
+    why_not = {"http_error": "the local agent calls no model"}
+
+    def text(self) -> tuple[str, str]:
+        return "@reply Hello from local\nsay hi", "Hello from local"
+
+    def recall(self) -> tuple[str, str]:
+        return "@reply-history\nhow many turns?", "history: "
+
+    def slow(self) -> str:
+        return "@chunks 200\n@delay 0.1\n@reply " + "".join(f"tick{i} " for i in range(200))
+
+    def write(self) -> tuple[str, str, str]:
+        return "@write conformance-edit.txt written by the agent\nwrite it", "conformance-edit.txt", "written by the agent"
+
+    def shell(self) -> tuple[str, str]:
+        return "@run touch conformance-shell.txt\nrun it", "conformance-shell.txt"
+
+    def http_error(self) -> tuple[str, str] | None:
+        return None
+
+    def usage(self) -> str:
+        return "@usage 10 5\n@reply counted\ncount"
+
+
+class PlainDialect(Dialect):
+    """Prompts for a real model (``paddock conformance --instance``): plain language, answers
+    checked loosely."""
+
+    why_not = {"http_error": "a real model cannot be told to answer with an HTTP error"}
+
+    def text(self) -> tuple[str, str]:
+        return "Reply with exactly these words and nothing else: Hello from Paddock", "Hello from Paddock"
+
+    def recall(self) -> tuple[str, str]:
+        return "Repeat the words you replied with last time, exactly.", "Hello from Paddock"
+
+    def slow(self) -> str:
+        return "Count from 1 to 400, one number per line, with nothing else."
+
+    def write(self) -> tuple[str, str, str]:
+        return ("Create the file conformance-edit.txt in the current folder containing exactly the line: "
+                "written by the agent", "conformance-edit.txt", "written by the agent")
+
+    def shell(self) -> tuple[str, str]:
+        return f"Run this shell command, and nothing else: {_PY_CREATE}", "conformance-shell.txt"
+
+    def http_error(self) -> tuple[str, str] | None:
+        return None
+
+    def usage(self) -> str:
+        return self.text()[0]
+
+
+# the probe: one runtime, one instance --------------------------------------------------------------
+
+
+@dataclass
+class Probe:
+    """What a scenario works with: a Runtime with the instance ``instance`` (its capabilities in
+    ``caps``), a workspace, the dialect, the config and state dir (for a second Runtime), and the
+    scripted model server when there is one. Scenario code and its ``on_event`` callbacks run on
+    the caller's thread."""
+
+    rt: Runtime
+    instance: str
+    workspace: Path
+    dialect: Dialect
+    caps: Capabilities
+    config: dict[str, Any]
+    state_dir: Path
+    server: Any = None
+    timeout: float = 60.0
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    """Thread numbers, shared by every scenario of a run: a thread id is never reused (a reused
+    one would resume the earlier thread, settings and all)."""
+
+    def thread(self, runtime_mode: str = "full-access") -> str:
+        thread_id = f"conf-{next(self.ids)}"
+        self.rt.start_session(thread_id, instance=self.instance, cwd=str(self.workspace),
+                              runtime_mode=runtime_mode, timeout=self.timeout)  # type: ignore[arg-type]
+        return thread_id
+
+    def turn(self, thread_id: str, text: str, *, on_event: Callable[[EventBase, str], None] | None = None,
+             timeout: float | None = None) -> list[EventBase]:
+        """Send a turn and return its thread's events up to its ``turn.completed``."""
+        limit = timeout or self.timeout
+        with self.rt.subscribe(thread_id=thread_id) as sub:
+            turn = self.rt.send_turn(thread_id, text)
+            out: list[EventBase] = []
+            deadline = time.monotonic() + limit
+            while time.monotonic() < deadline:
+                event = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+                if event is None:
+                    break
+                out.append(event)
+                if on_event is not None:
+                    on_event(event, turn.turn_id)
+                if event.type == "turn.completed" and event.turn_id == turn.turn_id:
+                    return out
+        raise AssertionError(f"no turn.completed within {limit:g} s; saw {[e.type for e in out][-12:]}")
+
+    def agent_processes(self) -> list[psutil.Process]:
+        """The agent processes: the children of Paddock's orphan-guard shims."""
+        found = []
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                if any("_shim.py" in part for part in proc.cmdline()):
+                    found.extend(proc.children())
+            except psutil.Error:
+                pass
+        return found
+
+
+def _end(events: list[EventBase]) -> Any:
+    assert events and events[-1].type == "turn.completed", [e.type for e in events][-5:]
+    return events[-1]
+
+
+def _text(events: list[EventBase]) -> str:
+    return "".join(e.delta for e in events if e.type == "content.delta" and e.stream == "assistant_text")  # type: ignore[attr-defined]
+
+
+def _on_first_delta(action: Callable[[str], None]) -> Callable[[EventBase, str], None]:
+    """An ``on_event`` that calls ``action(turn_id)`` once, at the turn's first delta."""
+    fired = threading.Event()
+
+    def on_event(event: EventBase, turn_id: str) -> None:
+        if not fired.is_set() and event.type == "content.delta":
+            fired.set()
+            action(turn_id)
+    return on_event
+
+
+# the scenario table --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One row of the table. ``run`` asserts (an ``AssertionError`` or a ``PaddockError`` fails
+    the case) and returns what passed; ``refuse`` is called when a flag of ``needs`` is off and
+    must raise ``CapabilityUnsupportedError``; ``dialect`` names the :class:`Dialect` method the
+    scenario needs (``None`` from it makes the case ``n/a``)."""
+
+    id: str
+    title: str
+    run: Callable[[Probe], str]
+    needs: tuple[str, ...] = ()
+    refuse: Callable[[Probe], object] | None = None
+    dialect: str | None = None
+
+
+SCENARIOS: dict[str, Scenario] = {}
+"""Scenario id -> scenario, in table order. Open: later scenarios join with :func:`scenario`."""
+
+
+def scenario(id: str, title: str, *, needs: tuple[str, ...] = (), refuse: Callable[[Probe], object] | None = None,
+             dialect: str | None = None) -> Callable[[Callable[[Probe], str]], Callable[[Probe], str]]:
+    """Register a scenario function under ``id`` (``"01-simple-turn"``)."""
+    def register(fn: Callable[[Probe], str]) -> Callable[[Probe], str]:
+        SCENARIOS[id] = Scenario(id=id, title=title, run=fn, needs=needs, refuse=refuse, dialect=dialect)
+        return fn
+    return register
+
+
+@scenario("01-simple-turn", "simple turn")
+def _simple(p: Probe) -> str:
+    prompt, expected = p.dialect.text()
+    events = p.turn(p.thread(), prompt)
+    assert _end(events).state == "completed", _end(events)
+    assert expected in _text(events), f"expected {expected!r}, got {_text(events)[-200:]!r}"
+    return "completed with the expected text"
+
+
+@scenario("02-multi-turn", "multi-turn")
+def _multi(p: Probe) -> str:
+    prompt, expected = p.dialect.text()
+    thread_id = p.thread()
+    first = p.turn(thread_id, prompt)
+    assert _end(first).state == "completed", _end(first)
+    prompt, expected = p.dialect.recall()
+    second = p.turn(thread_id, prompt)
+    assert _end(second).state == "completed", _end(second)
+    assert expected in _text(second), _text(second)[-200:]
+    if p.server is not None:
+        last = [c for c in p.server.model_calls() if c.kind == "turn"][-1]
+        assert "Hello from mock" in str(last.body), "the second model call lacks the first exchange"
+    return "the second turn carried the first"
+
+
+def _approve(p: Probe, kind: str, decision: str) -> None:
+    if kind == "file_change":
+        prompt, path, content = p.dialect.write()
+    else:
+        prompt, path = p.dialect.shell()
+        content = None
+    target = p.workspace / path
+    target.unlink(missing_ok=True)
+    thread_id = p.thread("approval-required")
+    opened: list[Any] = []
+
+    def answer(event: EventBase, turn_id: str) -> None:
+        if event.type == "request.opened":
+            opened.append(event)
+            p.rt.respond_to_request(thread_id, event.request_id or "", decision)  # type: ignore[arg-type]
+
+    events = p.turn(thread_id, prompt, on_event=answer)
+    assert opened, f"no approval was asked for the {kind}"
+    assert opened[0].kind in (kind, "permission"), opened[0].kind
+    resolved = [e for e in events if e.type == "request.resolved"]
+    assert [(r.resolution, r.decision) for r in resolved][:1] == [("answered", decision)], resolved  # type: ignore[attr-defined]
+    if decision == "accept":
+        assert target.exists(), f"{path} was not created after accept"
+        if content is not None:
+            assert target.read_text().startswith(content.rstrip("\n"))
+    else:
+        assert not target.exists(), f"{path} exists after decline"
+    p.rt.stop_session(thread_id)
+
+
+@scenario("03a-approval-file-edit", "approve and decline a file edit, on disk", needs=("approvals.file_changes", "runtime_policy.modes.approval-required"))
+def _approve_edit(p: Probe) -> str:
+    _approve(p, "file_change", "accept")
+    _approve(p, "file_change", "decline")
+    return "accept wrote the file, decline did not"
+
+
+@scenario("03b-approval-command", "approve and decline a shell command, on disk", needs=("approvals.commands", "runtime_policy.modes.approval-required"))
+def _approve_command(p: Probe) -> str:
+    _approve(p, "command", "accept")
+    _approve(p, "command", "decline")
+    return "accept ran the command, decline did not"
+
+
+_ASKS = {  # runtime mode -> (asks before an edit, asks before a command)
+    "approval-required": (True, True),
+    "auto-accept-edits": (False, True),
+    "full-access": (False, False),
+}
+
+
+@scenario("04-runtime-modes", "each runtime mode asks exactly what it promises, or is refused")
+def _modes(p: Probe) -> str:
+    said = []
+    for mode, (ask_edit, ask_command) in _ASKS.items():
+        if mode not in p.caps.runtime_policy.modes:
+            try:
+                p.thread(mode)
+            except CapabilityUnsupportedError as exc:
+                assert exc.capability == "runtime_policy.modes", exc
+                said.append(f"{mode}: refused")
+                continue
+            raise AssertionError(f"{mode} is not in runtime_policy.modes but a session started")
+        for kind, must_ask in (("file_change", ask_edit), ("command", ask_command)):
+            if kind == "file_change":
+                prompt, path, _ = p.dialect.write()
+            else:
+                prompt, path = p.dialect.shell()
+            target = p.workspace / path
+            target.unlink(missing_ok=True)
+            thread_id = p.thread(mode)
+            asked: list[str] = []
+
+            def answer(event: EventBase, turn_id: str, thread_id: str = thread_id) -> None:
+                # Under client-boundary enforcement the runtime itself answers what the mode
+                # allows (request.opened, then request.resolved at once): only a request left
+                # open for the host counts as asking.
+                if event.type == "request.opened":
+                    try:
+                        p.rt.respond_to_request(thread_id, event.request_id or "", "decline")
+                    except RequestError:
+                        return
+                    asked.append(event.kind)  # type: ignore[attr-defined]
+
+            p.turn(thread_id, prompt, on_event=answer)
+            p.rt.stop_session(thread_id)
+            if must_ask:
+                assert asked, f"{mode} ran a {kind} without asking"
+                assert not target.exists(), f"{mode}: the declined {kind} happened anyway"
+            else:
+                assert not asked, f"{mode} asked before a {kind}: {asked}"
+                assert target.exists(), f"{mode}: the {kind} did not happen"
+        said.append(f"{mode}: honoured")
+    return "; ".join(said)
+
+
+@scenario("04b-mode-change", "a thread restarted in a stricter mode asks again",
+          needs=("approvals.commands", "runtime_policy.modes.approval-required", "runtime_policy.modes.full-access"))
+def _mode_change(p: Probe) -> str:
+    prompt, expected = p.dialect.text()
+    thread_id = p.thread("full-access")
+    assert _end(p.turn(thread_id, prompt)).state == "completed"
+    p.rt.start_session(thread_id, instance=p.instance, cwd=str(p.workspace), runtime_mode="approval-required",
+                       timeout=p.timeout)
+    shell, path = p.dialect.shell()
+    target = p.workspace / path
+    target.unlink(missing_ok=True)
+    asked: list[str] = []
+
+    def answer(event: EventBase, turn_id: str) -> None:
+        if event.type == "request.opened":
+            try:
+                p.rt.respond_to_request(thread_id, event.request_id or "", "decline")
+            except RequestError:
+                return
+            asked.append(event.kind)  # type: ignore[attr-defined]
+
+    p.turn(thread_id, shell, on_event=answer)
+    assert asked, "after the restart in approval-required a command ran without asking"
+    assert not target.exists(), "the declined command ran"
+    return "asked after the restart"
+
+
+@scenario("05-interrupt", "interrupt mid-stream", needs=("turns.interrupt",))
+def _interrupt(p: Probe) -> str:
+    thread_id = p.thread()
+    events = p.turn(thread_id, p.dialect.slow(),
+                    on_event=_on_first_delta(lambda t: p.rt.interrupt_turn(thread_id, t)))
+    assert _end(events).state in ("interrupted", "cancelled"), _end(events)
+    return f"ended {_end(events).state}"
+
+
+@scenario("06-steer", "steer a running turn", needs=("turns.steer",))
+def _steer(p: Probe) -> str:
+    thread_id = p.thread()
+    steered: list[Any] = []
+
+    def steer(event: EventBase, turn_id: str) -> None:
+        if not steered and event.type == "content.delta":
+            steered.append(p.rt.steer_turn(thread_id, "and also say goodbye"))
+            p.rt.interrupt_turn(thread_id, turn_id)
+    events = p.turn(thread_id, p.dialect.slow(), on_event=steer)
+    assert steered, "no delta to steer at"
+    assert _end(events).state in ("completed", "interrupted", "cancelled"), _end(events)
+    return "steered mid-turn"
+
+
+@scenario("07-resume", "resume in a fresh process", needs=("sessions.resume",))
+def _resume(p: Probe) -> str:
+    from paddock import Runtime
+
+    prompt, expected = p.dialect.text()
+    state = p.state_dir.parent / (p.state_dir.name + "-resume")
+    with Runtime.open(p.config, state_dir=state) as rt:
+        rt.start_session("r1", instance=p.instance, cwd=str(p.workspace), timeout=p.timeout)
+        first = Probe(rt, p.instance, p.workspace, p.dialect, p.caps, p.config, state, p.server, p.timeout)
+        assert _end(first.turn("r1", prompt)).state == "completed"
+    with Runtime.open(p.config, state_dir=state) as rt:
+        session = rt.start_session("r1", instance=p.instance, cwd=str(p.workspace), timeout=p.timeout)
+        assert session.resumed, "the session was not resumed"
+        again = Probe(rt, p.instance, p.workspace, p.dialect, p.caps, p.config, state, p.server, p.timeout)
+        assert _end(again.turn("r1", prompt)).state == "completed"
+        assert len(rt.read_thread("r1").turns) >= 1
+    return "resumed in a new process"
+
+
+@scenario("08-kill-9", "kill -9 of the agent mid-turn")
+def _kill9(p: Probe) -> str:
+    thread_id = p.thread()
+    killed: list[int] = []
+
+    def strike(turn_id: str) -> None:
+        for proc in p.agent_processes():
+            try:
+                proc.send_signal(signal.SIGKILL)
+                killed.append(proc.pid)
+            except psutil.Error:
+                pass
+    with p.rt.subscribe(thread_id=thread_id) as sub:
+        events = p.turn(thread_id, p.dialect.slow(), on_event=_on_first_delta(strike))
+        assert killed, "found no agent process to kill"
+        assert _end(events).state == "failed", _end(events)
+        deadline = time.monotonic() + p.timeout
+        seen = list(events)
+        while not any(e.type == "session.exited" for e in seen) and time.monotonic() < deadline:
+            ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+            if ev is None:
+                break
+            seen.append(ev)
+        assert any(e.type == "session.exited" for e in seen), "no session.exited after kill -9"
+    prompt, expected = p.dialect.text()
+    after = p.turn(thread_id, prompt)
+    assert _end(after).state == "completed", _end(after)
+    return "turn failed, session.exited, next turn completed"
+
+
+@scenario("09-sigstop", "SIGSTOP of the agent mid-turn, then interrupt", needs=("turns.interrupt",))
+def _sigstop(p: Probe) -> str:
+    thread_id = p.thread()
+    stopped: list[psutil.Process] = []
+    started: list[float] = []
+
+    def strike(turn_id: str) -> None:
+        for proc in p.agent_processes():
+            try:
+                proc.send_signal(signal.SIGSTOP)
+                stopped.append(proc)
+            except psutil.Error:
+                pass
+        started.append(time.monotonic())
+        p.rt.interrupt_turn(thread_id, turn_id)
+    bound = 40.0
+    try:
+        events = p.turn(thread_id, p.dialect.slow(), on_event=_on_first_delta(strike),
+                        timeout=bound + 15)
+    finally:
+        for proc in stopped:
+            try:
+                proc.send_signal(signal.SIGCONT)
+            except psutil.Error:
+                pass
+    assert stopped, "found no agent process to stop"
+    took = time.monotonic() - started[0]
+    assert _end(events).state in ("interrupted", "cancelled", "failed"), _end(events)
+    assert took <= bound, f"the turn ended {took:.1f} s after the interrupt"
+    warned = [e for e in events if e.type == "runtime.warning" and e.turn_id == _end(events).turn_id]
+    assert warned, "the runtime did not say the agent never acknowledged the interrupt"
+    p.rt.stop_session(thread_id)
+    return f"ended {_end(events).state} with {warned[0].code}"  # type: ignore[attr-defined]
+
+
+@scenario("10-stop-mid-turn", "stop the session mid-turn")
+def _stop(p: Probe) -> str:
+    thread_id = p.thread()
+    with p.rt.subscribe(thread_id=thread_id) as sub:
+        turn = p.rt.send_turn(thread_id, p.dialect.slow())
+        seen: list[EventBase] = []
+        deadline = time.monotonic() + p.timeout
+        while time.monotonic() < deadline:
+            ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+            assert ev is not None, "no delta"
+            seen.append(ev)
+            if ev.type == "content.delta":
+                break
+        p.rt.stop_session(thread_id, timeout=p.timeout)
+        while not any(e.type == "turn.completed" for e in seen) and time.monotonic() < deadline:
+            ev = sub.get(timeout=max(0.0, min(5.0, deadline - time.monotonic())))
+            if ev is None:
+                break
+            seen.append(ev)
+    ends = [e for e in seen if e.type == "turn.completed" and e.turn_id == turn.turn_id]
+    assert len(ends) == 1, f"{len(ends)} turn.completed after stop"
+    assert not p.rt.has_session(thread_id) or p.rt.list_sessions() is not None
+    return f"turn ended {ends[0].state}"  # type: ignore[attr-defined]
+
+
+@scenario("11-model-http-error", "the model answers HTTP 400", dialect="http_error")
+def _http_error(p: Probe) -> str:
+    asked = p.dialect.http_error()
+    assert asked is not None
+    prompt, carried = asked
+    events = p.turn(p.thread(), prompt)
+    end = _end(events)
+    assert end.state == "failed", end
+    assert carried in (end.error or ""), end.error
+    return "failed with the model's message"
+
+
+@scenario("12-concurrent-threads", "two concurrent threads on one instance")
+def _concurrent(p: Probe) -> str:
+    prompt, expected = p.dialect.text()
+    threads = [p.thread(), p.thread()]
+    results: dict[str, Any] = {}
+
+    def one(thread_id: str) -> None:
+        try:
+            results[thread_id] = p.turn(thread_id, prompt)
+        except BaseException as exc:  # reported below, on the caller's thread
+            results[thread_id] = exc
+    workers = [threading.Thread(target=one, args=(t,)) for t in threads]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(p.timeout + 5)
+    for thread_id in threads:
+        got = results.get(thread_id)
+        assert isinstance(got, list), f"{thread_id}: {got!r}"
+        assert _end(got).state == "completed" and expected in _text(got), _end(got)
+    return "both completed"
+
+
+@scenario("13-unknown-request", "answering an unknown request id")
+def _unknown_request(p: Probe) -> str:
+    thread_id = p.thread()
+    try:
+        p.rt.respond_to_request(thread_id, "no-such-request", "accept")
+    except PaddockError as exc:
+        return f"refused: {type(exc).__name__}"
+    raise AssertionError("an unknown request id was accepted")
+
+
+def _refuse_rollback(p: Probe) -> object:
+    prompt, _ = p.dialect.text()
+    thread_id = p.thread()
+    p.turn(thread_id, prompt)
+    return p.rt.rollback_thread(thread_id, 1)
+
+
+@scenario("16a-rollback", "roll back the last turn", needs=("threads.rollback",), refuse=_refuse_rollback)
+def _rollback(p: Probe) -> str:
+    prompt, _ = p.dialect.text()
+    thread_id = p.thread()
+    for _ in range(2):
+        assert _end(p.turn(thread_id, prompt)).state == "completed"
+    snapshot = p.rt.rollback_thread(thread_id, 1)
+    assert len(snapshot.turns) == 1, f"{len(snapshot.turns)} turns after rolling back one of two"
+    assert _end(p.turn(thread_id, prompt)).state == "completed"
+    return "one of two turns rolled back, the thread goes on"
+
+
+@scenario("17-token-usage", "token usage reported", needs=("streaming.token_usage",))
+def _usage(p: Probe) -> str:
+    events = p.turn(p.thread(), p.dialect.usage())
+    assert _end(events).state == "completed"
+    usage = [e for e in events if e.type == "thread.token-usage.updated"]
+    end = _end(events)
+    assert usage or end.usage is not None, "no usage in the turn"
+    return "usage reported"
+
+
+# running -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """One instance to check: ``config`` is its ``[instances.<id>]`` table (the model keys are
+    filled in when ``model_server`` is true); ``scenarios`` limits the run (``None``: every
+    scenario); ``why_skipped`` names why a scenario is left out (reported as ``n/a``)."""
+
+    label: str
+    config: dict[str, Any]
+    dialect: Dialect = field(default_factory=Dialect)
+    model_server: bool = True
+    scenarios: tuple[str, ...] | None = None
+    why_skipped: str = "not in this driver's live selection (CI time)"
+    cli_version: str | None = None
+    corpus: str = "paddock-scripted-model"
+    timeout: float = 60.0
+    secrets: tuple[str, ...] = ()
+
+
+def _caps_dict(caps: Capabilities) -> dict[str, Any]:
+    return msgspec.to_builtins(caps)  # type: ignore[no-any-return]
+
+
+def _observed(rt: Runtime) -> Capabilities:
+    """The instance's capabilities now (for ACP: negotiated once its agent answered)."""
+    [info] = [i for i in rt.instances() if i.id == "agent"]
+    assert info.capabilities is not None
+    return info.capabilities
+
+
+def _check(sc: Scenario, p: Probe) -> Case:
+    off = [n for n in sc.needs if not capability_on(p.caps, n)]
+    if off:
+        if sc.refuse is not None:
+            try:
+                sc.refuse(p)
+            except CapabilityUnsupportedError as exc:
+                if exc.capability not in off:
+                    return Case(scenario=sc.id, result="fail", reason=f"refused naming {exc.capability}, not {off[0]}")
+            except (AssertionError, PaddockError) as exc:
+                return Case(scenario=sc.id, result="fail", reason=f"{off[0]} is off but: {type(exc).__name__}: {exc}")
+            else:
+                return Case(scenario=sc.id, result="fail", reason=f"{off[0]} is off but the operation was accepted")
+        return Case(scenario=sc.id, result="n/a", reason=f"{off[0]} is off")
+    if sc.dialect is not None and getattr(p.dialect, sc.dialect)() is None:
+        return Case(scenario=sc.id, result="n/a", reason=p.dialect.why_not.get(sc.dialect, "cannot be asked"))
+    try:
+        said = sc.run(p)
+    except (AssertionError, PaddockError, TimeoutError) as exc:
+        return Case(scenario=sc.id, result="fail", reason=f"{type(exc).__name__}: {exc}"[:600])
+    return Case(scenario=sc.id, result="pass", reason=said)
+
+
+@contextmanager
+def _model_server(target: Target, root: Path, workspace: Path) -> Iterator[Any]:
+    if not target.model_server:
+        yield None
+        return
+    from .model_server import ModelServer
+
+    with ModelServer(model_script(), workspace=workspace, log_path=root / "model-requests.jsonl") as server:
+        yield server
+
+
+def run_target(target: Target, root: Path, *, only: tuple[str, ...] | None = None,
+               on_case: Callable[[Case, float], None] | None = None) -> DriverReport:
+    """Run the scenario table against ``target`` under the scratch folder ``root`` and return its
+    report. Each case's events (every thread of the runtime) go through the grammar checker; a
+    violation fails the case with its codes. ``on_case(case, seconds)`` is told each result.
+    Runs on the caller's thread; starts and ends every process it needs."""
+    from paddock import Runtime, __version__
+
+    root.mkdir(parents=True, exist_ok=True)
+    workspace = root / "workspace"
+    workspace.mkdir(exist_ok=True)
+    cases: list[Case] = []
+    ids = itertools.count(1)
+    with _model_server(target, root, workspace) as server:
+        instance = dict(target.config)
+        if server is not None:
+            if instance.get("driver") == "acp-registry":
+                instance["env"] = {**instance.get("env", {}), "ANTHROPIC_BASE_URL": server.url}
+            else:
+                instance.setdefault("endpoint", server.url)
+        config = {"instances": {"agent": instance}}
+        state = root / "state"
+        with Runtime.open(config, state_dir=state) as rt:
+            [info] = [i for i in rt.instances() if i.id == "agent"]
+            if info.status != "available":
+                raise LookupError(f"{target.label}: {info.reason}")
+            caps = info.capabilities
+            assert caps is not None
+            if caps.sessions.shared_process:
+                # The agent answers initialize when its process starts: judge and report the
+                # negotiated flags, not only the declared ones.
+                opened = f"conf-{next(ids)}"
+                rt.start_session(opened, instance="agent", cwd=str(workspace), timeout=target.timeout)
+                rt.stop_session(opened, timeout=target.timeout)
+            for sc in SCENARIOS.values():
+                if only is not None and sc.id not in only:
+                    continue
+                caps = _observed(rt)
+                t0 = time.monotonic()
+                if target.scenarios is not None and sc.id not in target.scenarios:
+                    case = Case(scenario=sc.id, result="n/a", reason=target.why_skipped)
+                else:
+                    probe = Probe(rt, "agent", workspace, target.dialect, caps, config, state, server, target.timeout,
+                                  ids)
+                    with rt.subscribe() as sub:
+                        case = _check(sc, probe)
+                        rt.stop_all(timeout=target.timeout)
+                        seen = []
+                        while (ev := sub.get(timeout=0.2)) is not None:
+                            seen.append(ev)
+                    violations = check_grammar(seen)
+                    if violations:
+                        codes = tuple(sorted({v.code for v in violations}))
+                        first = violations[0]
+                        case = Case(scenario=sc.id, result="fail", violations=codes,
+                                    reason=f"{first.code}: {first.message} (events {[e.seq for e in first.events]})")
+                cases.append(case)
+                if on_case is not None:
+                    on_case(case, time.monotonic() - t0)
+            caps = _observed(rt)
+    return DriverReport(driver=str(target.config.get("driver")), flavor=target.label, cli_version=target.cli_version,
+                        paddock_version=__version__, corpus=target.corpus, capabilities=_caps_dict(caps),
+                        cases=tuple(cases))
+
+
+# the drivers -------------------------------------------------------------------------------------
+
+LIVE_KEY = "sk-paddock-conformance-key"
+"""The api key every live target is configured with (masked in every report)."""
+
+LIVE_SELECTION: tuple[str, ...] = ("01-simple-turn", "03b-approval-command", "04-runtime-modes", "04b-mode-change",
+                                   "11-model-http-error", "13-unknown-request", "17-token-usage")
+"""The scenarios run against each real CLI in CI (the local agent runs them all): the turn, the
+command approval (the one the live tests lacked), the modes, the model's error, the unknown
+request and usage, and a thread restarted in a stricter mode. Each ``n/a`` outside it says so."""
+
+_LIVE_MODELS = {
+    "claude": "claude-sonnet-4-5",
+    "codex": "mock-model",
+    "opencode": "mock-model",
+    "gemini": "gemini-2.5-flash",
+    "qwen": "qwen3-coder",
+    "claude-acp": "claude-sonnet-4-5",
+    "copilot": "gpt-4.1",
+    "codex-acp": "gpt-5.4-mini",
+}
+LIVE_DRIVERS: tuple[str, ...] = (*_LIVE_MODELS, "acp-registry")
+"""Every driver and flavor the suite runs live, against its pinned CLI."""
+
+FULL_LIVE: frozenset[str] = frozenset({"codex", "codex-acp", "copilot"})
+"""The CLIs fast enough (one turn well under a second against the model server) to run every
+scenario in CI; the others run :data:`LIVE_SELECTION`."""
+
+
+REGISTRY_SELECTION: tuple[str, ...] = ("01-simple-turn", "04b-mode-change", "11-model-http-error")
+"""The registry agent (claude-code-acp, whose every session starts a Claude Code process of
+several seconds) runs only these: a turn, the command approval after a mode change, and the
+model's error; claude-acp covers the same agent family with the full selection."""
+
+
+def live_scenarios(kind: str) -> tuple[str, ...] | None:
+    """The scenarios CI runs against ``kind`` (``None``: all)."""
+    if kind in FULL_LIVE:
+        return None
+    return REGISTRY_SELECTION if kind == "acp-registry" else LIVE_SELECTION
+
+
+def local_target() -> Target:
+    """The built-in local agent: no model, no config, every scenario. Its cancel timeout is
+    short so the SIGSTOP scenario ends in seconds."""
+    return Target(label="local", config={"driver": "local", "cancel_timeout": 5.0}, dialect=LocalDialect(),
+                  model_server=False, corpus="local-agent-directives", timeout=30.0)
+
+
+def live_target(kind: str, *, scenarios: tuple[str, ...] | None = None) -> Target | str:
+    """The target of a pinned CLI against the scripted model server, running ``scenarios``
+    (``None``: all), or why it cannot run (not installed, with the install command)."""
+    from paddock.drivers._peers import load_pins, peer_argv
+
+    if kind == "acp-registry":
+        from paddock.drivers.acp import load_registry, registry_command
+
+        agent = "claude-code-acp"
+        resolved = registry_command(load_registry().agent(agent), {"PATH": os.environ.get("PATH", os.defpath)})
+        if isinstance(resolved, str):
+            return resolved
+        env = {"ANTHROPIC_API_KEY": LIVE_KEY, "ANTHROPIC_MODEL": "claude-sonnet-4-5", "DISABLE_TELEMETRY": "1",
+               "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+               "DISABLE_ERROR_REPORTING": "1"}
+        if os.geteuid() == 0:
+            env["IS_SANDBOX"] = "1"
+        # A registry agent gets no mapping of the model keys: its own variables go in env
+        # (ANTHROPIC_BASE_URL is filled in with the model server's URL by run_target).
+        return Target(label="acp-registry", config={"driver": "acp-registry", "agent": agent, "env": env,
+                                                    "cancel_timeout": 5.0},
+                      scenarios=scenarios, cli_version="claude-code-acp@registry", secrets=(LIVE_KEY,))
+    pin = load_pins()[kind]
+    if peer_argv(pin) is None:
+        return f"{pin.package}@{pin.version} is not installed; install with: {pin.install_hint}"
+    config: dict[str, Any] = {"driver": kind, "api_key": LIVE_KEY, "model": _LIVE_MODELS[kind]}
+    # Short bounds on an unacknowledged interrupt: the SIGSTOP scenario waits for them.
+    config["interrupt_timeout" if kind in ("claude", "codex", "opencode") else "cancel_timeout"] = 5.0
+    if kind == "codex":
+        config["config"] = {
+            "model_catalog_json": str(Path(__file__).with_name("codex_model_catalog.json")),
+            "model_providers": {"paddock": {"request_max_retries": 0, "stream_max_retries": 0}},
+            "history": {"persistence": "none"}, "features": {"shell_snapshot": False},
+        }
+    if kind in ("claude", "claude-acp"):
+        config["env"] = {"CLAUDE_CODE_MAX_RETRIES": "0", **({"IS_SANDBOX": "1"} if os.geteuid() == 0 else {})}
+    return Target(label=kind, config=config, scenarios=scenarios, cli_version=pin.version,
+                  secrets=(LIVE_KEY,))

@@ -1,0 +1,101 @@
+"""Render ``docs/conformance.md`` from the reports a run of the suite saved.
+
+    PADDOCK_REQUIRE_PEERS=1 PADDOCK_CONFORMANCE_OUT=/tmp/conformance \\
+        .venv/bin/python -m pytest tests/conformance -q
+    .venv/bin/python -m tests.conformance.table /tmp/conformance > docs/conformance.md
+
+Each test of the suite writes ``<driver>.json`` (its canonical, masked report) and
+``<driver>.seconds`` (its wall time) into ``$PADDOCK_CONFORMANCE_OUT`` when that is set.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import msgspec
+
+from paddock.testing._conformance import SCENARIOS, DriverReport, encode_report, report_digest
+
+ORDER = ("local", "claude", "codex", "opencode", "gemini", "qwen", "claude-acp", "copilot", "codex-acp",
+         "acp-registry", "cursor", "grok", "kiro")
+
+
+def save(label: str, report: DriverReport, seconds: float, secrets: tuple[str, ...] = ()) -> None:
+    """Keep ``report`` for the table when ``$PADDOCK_CONFORMANCE_OUT`` names a folder."""
+    out = os.environ.get("PADDOCK_CONFORMANCE_OUT")
+    if not out:
+        return
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{label}.json").write_bytes(encode_report(report, secrets))
+    (folder / f"{label}.seconds").write_text(f"{seconds:.1f}\n")
+
+
+def render(folder: Path) -> str:
+    found = {p.stem: p for p in folder.glob("*.json")}
+    labels = [k for k in ORDER if k in found] + sorted(set(found) - set(ORDER))
+    ids = list(SCENARIOS)
+    lines = [
+        "# Conformance",
+        "",
+        "Every driver and flavor runs one suite (`tests/conformance/`, the engine in",
+        "`paddock.testing._conformance`): the scenarios below through the public `Runtime`, every",
+        "case's events through the grammar checker (`paddock.contract.check_grammar`, rules in",
+        "`docs/architecture.md`, \"The event grammar\"). A scenario whose capability is off is `n/a`",
+        "naming it; where the runtime must refuse an operation the suite checks it does. The local",
+        "agent and codex, codex-acp and copilot run every scenario; the other real CLIs run the CI",
+        "selection (turn, command approval, modes, mode change, model error, unknown request, usage);",
+        "cursor, grok and kiro replay their recordings.",
+        "",
+        "Run it yourself: `paddock conformance` (the local agent, no config),",
+        "`paddock conformance --driver codex` (a pinned CLI against the scripted model server), or",
+        "`paddock conformance --instance ID --config paddock.toml` (your own configured instance;",
+        "`--json` for the report documents).",
+        "",
+        "A passing report is local evidence, not a support decision; usage is what the agent",
+        "reported; a cancel is a request.",
+        "",
+        "## Table",
+        "",
+        "Generated from a run of the suite; regenerate with:",
+        "",
+        "```",
+        "PADDOCK_REQUIRE_PEERS=1 PADDOCK_CONFORMANCE_OUT=/tmp/conformance .venv/bin/python -m pytest tests/conformance -q",
+        ".venv/bin/python -m tests.conformance.table /tmp/conformance > docs/conformance.md",
+        "```",
+        "",
+        "Wall time is the driver's whole test on the machine of that run (this one: 2 cores shared",
+        "with other work, load average 11-14), not a benchmark.",
+        "",
+        "| driver | " + " | ".join(i.split("-")[0] for i in ids) + " | wall time |",
+        "|---|" + "---|" * len(ids) + "---|",
+    ]
+    reports: dict[str, DriverReport] = {}
+    for label in labels:
+        data = found[label].read_bytes()
+        report = reports[label] = msgspec.json.decode(data, type=DriverReport)
+        cases = {c.scenario: c.result for c in report.cases}
+        seconds = folder / f"{label}.seconds"
+        wall = f"{seconds.read_text().strip()} s" if seconds.exists() else "-"
+        lines.append(f"| {label} | " + " | ".join(cases.get(i, "-") for i in ids) + f" | {wall} |")
+    lines += ["", "Scenarios:", ""]
+    lines += [f"- `{i.split('-')[0]}` {SCENARIOS[i].title} (`{i}`)" for i in ids]
+    lines += ["", "## Reasons", ""]
+    for label, report in reports.items():
+        digest = report_digest(found[label].read_bytes())
+        version = report.cli_version or "built in"
+        lines += [f"### {label}", "", f"CLI {version}, corpus `{report.corpus}`, report `{digest}`.", ""]
+        for case in report.cases:
+            lines.append(f"- `{case.scenario}` **{case.result}**: {case.reason}")
+        lines.append("")
+    lines += ["## Not yet in the table", "",
+              "14 (MCP tool call and a failing server), 15 (preamble) and the rest of 16 (fork, compact,",
+              "attachments; rollback is `16a`) join the scenario table (`@scenario` in",
+              "`paddock.testing._conformance`) with the MCP and thread-operations work.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render(Path(sys.argv[1])))
