@@ -39,11 +39,8 @@ from paddock._operations import (
 )
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
-<<<<<<< HEAD
     Attachment,
-=======
     Capabilities,
->>>>>>> main
     CapabilityUnsupportedError,
     ModelInfo,
     McpServer,
@@ -122,11 +119,11 @@ class ThreadDirectory:
             raise ValidationError("start_session", f"cwd {a.cwd!r} is not a directory", thread_id=a.thread_id)
         cwd = str(folder.resolve())
         adapter = self._instances.adapter(a.instance)
-<<<<<<< HEAD
-        self._catalogs.check(a.model, a.instance, operation="start_session", thread_id=a.thread_id)
-=======
+        bound = self._store.get(a.thread_id)
+        if bound is None or (bound.instance_id, bound.model) != (a.instance, a.model):
+            # A resume keeps the model the thread was started with, even if the catalog moved on.
+            self._catalogs.check(a.model, a.instance, operation="start_session", thread_id=a.thread_id)
         _check_requirements(adapter.capabilities(), a)
->>>>>>> main
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
             binding = self._store.get(a.thread_id)
@@ -241,9 +238,9 @@ class ThreadDirectory:
 
     def _turn_inputs(self, thread_id: str, model: str | None, attachments: tuple[Attachment, ...], *,
                      operation: str, steering: bool) -> tuple[Attachment, ...]:
-        """Check a turn's model against the known catalog and its attachments against the
-        instance's capabilities, then resolve them (read, bounded, confined to the workspace):
-        all before any process is touched. Raises :class:`ValidationError`,
+        """Check a turn's model against the known catalog and, on a live session, its
+        attachments against the capabilities; then resolve them (read, bounded, confined to the
+        workspace). Nothing here touches a process. Raises :class:`ValidationError`,
         :class:`CapabilityUnsupportedError`, :class:`SessionNotFoundError`."""
         binding = self._store.get(thread_id)
         if binding is None:
@@ -252,9 +249,12 @@ class ThreadDirectory:
         self._catalogs.check(model, instance, operation=operation, thread_id=thread_id)
         if not attachments:
             return ()
-        caps = self._instances.adapter(instance).capabilities()
-        check_attachments_allowed(caps.turns, attachments, steering=steering and caps.turns.steer,
-                                  driver=self._instances.driver(instance), instance_id=instance, thread_id=thread_id)
+        live = self._live_on(thread_id)
+        if live is not None:
+            # A thread that is not live is checked by its adapter once resumed (an ACP agent's
+            # kinds are known only after its initialize), still before the turn is sent.
+            check_attachments_allowed(live.capabilities().turns, attachments, steering=steering,
+                                      driver=self._instances.driver(instance), instance_id=instance, thread_id=thread_id)
         return resolve_attachments(attachments, cwd=binding.cwd, roots=(binding.cwd,), operation=operation)
 
     def send_turn(self, a: SendTurnBody) -> TurnStartResult:

@@ -21,19 +21,12 @@ def base_capabilities(*, client_fs: bool, client_terminal: bool) -> Capabilities
 def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
     """Fold the ``initialize`` result in: ``loadSession`` turns on ``sessions.load`` and
     ``sessions.resume`` (a loaded session continues in a fresh process); ``sessionCapabilities``
-<<<<<<< HEAD
-    ``resume`` / ``fork`` / ``list`` turn on their flags; ``promptCapabilities`` says which
-    attachments a turn takes (``image``; ``embeddedContext``: files). ``tools.mcp`` is on: every server
-    reaches the agent as a stdio MCP relay (which the base protocol obliges every agent to take)
-    and the relay verifies it; ``mcp_transports`` are what the agent takes natively
-    (``mcpCapabilities``), for hosts that want to know."""
-=======
     ``resume`` / ``list`` turn on their flags. ``fork`` stays off: the ACP session has no fork
     hook yet, so an agent's ``sessionCapabilities.fork`` is not something this driver does.
-    ``tools.mcp`` is on: every server reaches the agent as a stdio MCP relay (which the base
-    protocol obliges every agent to take) and the relay verifies it; ``mcp_transports`` are what
-    the agent takes natively (``mcpCapabilities``), for hosts that want to know."""
->>>>>>> main
+    ``promptCapabilities`` says which attachments a turn takes (``image``; ``embeddedContext``:
+    files). ``tools.mcp`` is on: every server reaches the agent as a stdio MCP relay (which the
+    base protocol obliges every agent to take) and the relay verifies it; ``mcp_transports`` are
+    what the agent takes natively (``mcpCapabilities``), for hosts that want to know."""
     agent = init.agentCapabilities
     sc = agent.sessionCapabilities
     mcp = agent.mcpCapabilities

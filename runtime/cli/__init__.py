@@ -18,12 +18,8 @@ COMMANDS: dict[str, str] = {
     name: f"paddock.cli._{name.replace('-', '_')}"
     for name in (
         "demo", "run", "events", "doctor", "init", "config", "sessions", "stop", "version", "bench",
-<<<<<<< HEAD
-        "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate",
-        "models",
-=======
         "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate", "conformance",
->>>>>>> main
+        "models",
     )
 }
 """Subcommand name -> module path (``paddock.cli._<name>``, ``-`` as ``_``), in help order."""

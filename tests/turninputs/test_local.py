@@ -143,3 +143,23 @@ def test_steering_with_an_image_restarts_the_turn_carrying_it(rt, png_file):
             if event.type == "turn.completed" and event.turn_id == second.turn_id:
                 done = event
     assert text == f"received: image image/png {len(PNG)} bytes\nsteered"
+
+
+@pytest.mark.parametrize("takes", [True, False])
+def test_a_thread_resumed_by_its_turn_takes_or_refuses_attachments_by_the_agents_answer(tmp_path, png_file, takes):
+    """In a new host the instance's agent has not answered ``initialize`` yet: the turn resumes
+    the thread first, and its kinds decide (never the defaults before negotiation)."""
+    ws, _ = png_file
+    env = {} if takes else {"PADDOCK_LOCAL_NO_ATTACHMENTS": "1"}
+    with Runtime.open(_config(env), state_dir=tmp_path / "state") as rt:
+        rt.start_session("t1", instance="loc", cwd=ws)
+        run_turn(rt, "t1", "@reply first")
+    with Runtime.open(_config(env), state_dir=tmp_path / "state") as rt:
+        attachment = ImageAttachment(path="red.png", mime_type="image/png")
+        if takes:
+            _, events = run_turn(rt, "t1", "@reply again", attachments=[attachment])
+            assert text_of(events) == f"received: image image/png {len(PNG)} bytes\nagain"
+        else:
+            with pytest.raises(CapabilityUnsupportedError):
+                rt.send_turn("t1", "@reply no", attachments=[attachment])
+            assert [t.user_text for t in rt.read_thread("t1").turns] == ["@reply first"]
