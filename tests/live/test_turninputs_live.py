@@ -89,7 +89,7 @@ def test_catalog_model_check_and_a_png_reaching_the_model(live):
         assert rt.list_threads() == [] and rt.list_sessions() == []
         assert len(psutil.Process().children(recursive=True)) <= children
 
-    rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=120)
+    rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=120)
     caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
     assert "image" in caps.turns.attachments, f"{driver} declares {caps.turns.attachments}"
     _, events = run_turn(rt, "t1", "what colour is it? SCENARIO:text", timeout=120,
@@ -115,7 +115,7 @@ path and its line count; its model reads the file with a tool."""
 def test_a_text_file_reaches_the_model_or_is_refused_before_the_process(live):
     driver, rt, server, workspace = live
     (workspace / "notes.txt").write_text("the secret word is PELICAN\n")
-    rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=120)
+    rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=120)
     caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
     attachment = FileAttachment(path="notes.txt")
     if driver in FILE_KINDS:
@@ -150,7 +150,7 @@ def test_codex_steers_an_image_into_the_running_turn(tmp_path):
     try:
         with ModelServer(script, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
             with Runtime.open(_config("codex", server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
-                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required")
+                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access")
                 caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
                 assert caps.turns.steer and caps.turns.steer_attachments
                 with rt.subscribe(thread_id="t1", types=("turn.completed",)) as sub:
@@ -183,7 +183,7 @@ def test_claude_publishes_model_rerouted_when_another_model_answers(tmp_path):
     try:
         with ModelServer(workspace=workspace, answer_models=REROUTE) as server:
             with Runtime.open(_config("claude", server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
-                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required")
+                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access")
                 _, plain = run_turn(rt, "t1", "hello SCENARIO:text", timeout=120)
                 assert not [e for e in plain if e.type == "model.rerouted"]
                 _, events = run_turn(rt, "t1", "again SCENARIO:text", timeout=120, model="haiku")
