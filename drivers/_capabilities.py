@@ -35,7 +35,8 @@ NATIVE_CAPABILITIES = Capabilities(
     # A saved native session continues in a fresh process; nothing replays it as events.
     sessions=SessionsCaps(resume=True, load=False, fork=True, fork_kind="native", list=False, shared_process=True),
     threads=ThreadsCaps(read=True, rollback=False, metadata=False),
-    turns=TurnsCaps(interrupt=True, steer=False, queue=False),
+    # Attachments: each driver states the kinds its prompt building maps natively.
+    turns=TurnsCaps(interrupt=True, steer=False, queue=False, attachments=(), steer_attachments=False),
     streaming=StreamingCaps(assistant_text=True, reasoning=True, plan_text=False, command_output=False,
                             token_usage=True),
     # The CLI runs commands and file edits itself; MCP servers are not configured by the driver.

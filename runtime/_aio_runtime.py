@@ -21,10 +21,12 @@ from paddock._operations import Operation, arguments
 from paddock._pending import PendingRequest
 from paddock._runtime import Runtime
 from paddock.contract import (
+    Attachment,
     Decision,
     Event,
     InteractionMode,
     McpServer,
+    ModelInfo,
     RuntimeMode,
     Session,
     ThreadSnapshot,
@@ -53,6 +55,9 @@ class AsyncRuntimeAPI:
     async def diagnose(self, *, timeout: float = 10.0) -> list[dict[str, Any]]:
         return await self._call(ops.DIAGNOSE, locals())
 
+    async def models(self, instance: str, *, refresh: bool = False, timeout: float = 120.0) -> list[ModelInfo]:
+        return await self._call(ops.MODELS, locals())
+
     async def start_session(
         self,
         thread_id: str,
@@ -73,14 +78,15 @@ class AsyncRuntimeAPI:
 
     async def send_turn(
         self, thread_id: str, text: str, *, interaction_mode: InteractionMode | None = None,
-        model: str | None = None, timeout: float | None = None,
+        model: str | None = None, attachments: Sequence[Attachment] = (), timeout: float | None = None,
     ) -> TurnStartResult:
         return await self._call(ops.SEND_TURN, locals())
 
     async def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         return await self._call(ops.INTERRUPT_TURN, locals())
 
-    async def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
+    async def steer_turn(self, thread_id: str, text: str, *, attachments: Sequence[Attachment] = (),
+                         timeout: float | None = None) -> TurnStartResult:
         return await self._call(ops.STEER_TURN, locals())
 
     async def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,

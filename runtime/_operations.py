@@ -25,9 +25,11 @@ from paddock._instances import InstanceInfo
 from paddock._pending import PendingRequest
 from paddock.contract import (
     MAX_PROMPT_CHARS,
+    Attachment,
     Decision,
     InteractionMode,
     McpServer,
+    ModelInfo,
     RuntimeMode,
     Session,
     ThreadSnapshot,
@@ -120,6 +122,8 @@ class GenerateTextBody(Body, frozen=True):
 class SendTurnBody(_Prompt, frozen=True):
     interaction_mode: InteractionMode | None = None
     model: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    """Images and files; paths are the server's, confined to the session's workspace roots."""
     timeout: float | None = None
 
 
@@ -130,7 +134,14 @@ class InterruptTurnBody(Body, frozen=True):
 
 
 class SteerTurnBody(_Prompt, frozen=True):
+    attachments: tuple[Attachment, ...] = ()
     timeout: float | None = None
+
+
+class ModelsBody(Body, frozen=True):
+    instance: str
+    refresh: bool = False
+    timeout: Annotated[float, msgspec.Meta(gt=0)] = 120.0
 
 
 class RespondToRequestBody(Body, frozen=True):
@@ -305,13 +316,15 @@ LIST_THREADS = _op("list_threads", ListThreadsBody, list[Binding], reads=True, r
                    summary="every bound thread, as persisted")
 GENERATE_TEXT = _op("generate_text", GenerateTextBody, str, reads=False, wait=None,
                     summary="one-shot text from an instance (an ephemeral session with no tools approved)")
+MODELS = _op("models", ModelsBody, list[ModelInfo], reads=True, wait=None,
+             summary="an instance's model catalog (cached; refresh asks the agent again)")
 COMPACT_EVENTS = _op("compact_events", CompactEventsBody, int, reads=False, needs_open=False,
                      summary="delete logged events before a seq")
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
-    ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS,
+    ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
 )
 """Every operation, in the order the API documents them."""
 BY_NAME: dict[str, Operation[Any]] = {op.name: op for op in OPERATIONS}

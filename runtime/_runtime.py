@@ -32,9 +32,11 @@ from paddock._threads import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._watchdog import StallWatchdog
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
+    Attachment,
     Decision,
     InteractionMode,
     McpServer,
+    ModelInfo,
     PaddockError,
     PersistenceError,
     RuntimeMode,
@@ -76,6 +78,15 @@ class RuntimeAPI:
         Never starts a session.
         """
         return self._call(ops.DIAGNOSE, locals())
+
+    def models(self, instance: str, *, refresh: bool = False, timeout: float = 120.0) -> list[ModelInfo]:
+        """The instance's model catalog: id, display name, default, reasoning efforts, input kinds.
+
+        Cached per instance for five minutes; ``refresh`` asks the agent again. Where the agent
+        lists models only when a session starts (Claude, ACP agents), a throwaway session is
+        started and stopped in an empty private folder. Empty when the agent lists none.
+        """
+        return self._call(ops.MODELS, locals())
 
     # sessions -----------------------------------------------------------------------------------
 
@@ -129,9 +140,19 @@ class RuntimeAPI:
         *,
         interaction_mode: InteractionMode | None = None,
         model: str | None = None,
+        attachments: Sequence[Attachment] = (),
         timeout: float | None = None,
     ) -> TurnStartResult:
         """Send a user message; returns when the agent accepted the turn.
+
+        ``attachments`` (:class:`~paddock.contract.ImageAttachment`,
+        :class:`~paddock.contract.FileAttachment`) ride the turn where ``turns.attachments``
+        takes their kind; others are refused with :class:`CapabilityUnsupportedError` before any
+        process is touched. Paths resolve against the session's cwd and must stay inside its
+        workspace roots; count and size are bounded (``MAX_ATTACHMENTS``,
+        ``MAX_ATTACHMENT_BYTES``): :class:`ValidationError` otherwise. ``model`` (like
+        ``start_session``'s) must be in the instance's catalog where one is known
+        (:meth:`models`): :class:`ValidationError` naming the close matches otherwise.
 
         The turn's progress arrives as events carrying ``turn_id``. A thread whose session was
         reaped or closed (or whose host died) resumes transparently. Raises
@@ -146,7 +167,8 @@ class RuntimeAPI:
         ends with ``turn.completed(state="interrupted")``; a finished turn is left alone."""
         return self._call(ops.INTERRUPT_TURN, locals())
 
-    def steer_turn(self, thread_id: str, text: str, *, timeout: float | None = None) -> TurnStartResult:
+    def steer_turn(self, thread_id: str, text: str, *, attachments: Sequence[Attachment] = (),
+                   timeout: float | None = None) -> TurnStartResult:
         """Add ``text`` to the running turn, following ``decide_steering``: steer it when the agent
         can, else interrupt it, wait for its completion and start a new turn with ``text``."""
         return self._call(ops.STEER_TURN, locals())
@@ -420,6 +442,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.LIST_THREADS: lambda a: threads.list_threads(),
             ops.GENERATE_TEXT: threads.generate_text,
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
+            ops.MODELS: threads.models,
         }
 
     def _check_open(self) -> None:

@@ -25,11 +25,13 @@ from paddock._generate import generate_text
 from paddock._handoff import ThreadHandoff
 from paddock._transcript import handoff_preamble
 from paddock._instances import InstanceTable
+from paddock._models import ModelCatalogs
 from paddock._operations import (
     CompactThreadBody,
     ForkThreadBody,
     GenerateTextBody,
     InterruptTurnBody,
+    ModelsBody,
     ReadThreadBody,
     RespondToRequestBody,
     RespondToUserInputBody,
@@ -42,8 +44,10 @@ from paddock._operations import (
 )
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
+    Attachment,
     Capabilities,
     CapabilityUnsupportedError,
+    ModelInfo,
     McpServer,
     OperationTimeout,
     PaddockError,
@@ -59,6 +63,7 @@ from paddock.contract import (
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
+    check_attachments_allowed,
     check_preamble,
     check_preamble_reminder,
     capability_on,
@@ -69,6 +74,7 @@ from paddock.contract import (
     fold_thread,
     mcp_secrets,
     merge_mcp_servers,
+    resolve_attachments,
 )
 from paddock.store import RESUMABLE, Binding, BindingStore
 
@@ -98,6 +104,7 @@ class ThreadDirectory:
         self._handed: dict[str, _Handed] = {}  # live thread -> what its session was handed
         self._ephemeral: set[str] = set()  # threads of generate_text calls under way
         self._after_transcript: dict[str, _Handed] = {}  # hand-off pending -> what it is handed after
+        self._catalogs = ModelCatalogs(instances, self._ephemeral)
         self.hub_failed: str | None = None
         """Why the hub stopped under the tracker (the runtime then refuses work), else ``None``."""
         self._stop = threading.Event()
@@ -123,6 +130,10 @@ class ThreadDirectory:
             raise ValidationError("start_session", f"cwd {a.cwd!r} is not a directory", thread_id=a.thread_id)
         cwd = str(folder.resolve())
         adapter = self._instances.adapter(a.instance)
+        bound = self._store.get(a.thread_id)
+        if bound is None or (bound.instance_id, bound.model) != (a.instance, a.model):
+            # A resume keeps the model the thread was started with, even if the catalog moved on.
+            self._catalogs.check(a.model, a.instance, operation="start_session", thread_id=a.thread_id)
         _check_requirements(adapter.capabilities(), a)
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
@@ -241,12 +252,39 @@ class ThreadDirectory:
                                    f"{exc.strerror or exc}", thread_id=a.thread_id) from None
         return (servers, preamble, reminder), warnings
 
+    def models(self, a: ModelsBody) -> list[ModelInfo]:
+        """The instance's model catalog (cached per instance; see :mod:`paddock._models`)."""
+        return self._catalogs.models(a.instance, refresh=a.refresh, timeout=a.timeout)
+
+    def _turn_inputs(self, thread_id: str, model: str | None, attachments: tuple[Attachment, ...], *,
+                     operation: str, steering: bool) -> tuple[Attachment, ...]:
+        """Check a turn's model against the known catalog and, on a live session, its
+        attachments against the capabilities; then resolve them (read, bounded, confined to the
+        workspace). Nothing here touches a process. Raises :class:`ValidationError`,
+        :class:`CapabilityUnsupportedError`, :class:`SessionNotFoundError`."""
+        binding = self._store.get(thread_id)
+        if binding is None:
+            raise SessionNotFoundError(thread_id)
+        instance = self._live.get(thread_id) or binding.instance_id
+        self._catalogs.check(model, instance, operation=operation, thread_id=thread_id)
+        if not attachments:
+            return ()
+        live = self._live_on(thread_id)
+        if live is not None:
+            # A thread that is not live is checked by its adapter once resumed (an ACP agent's
+            # kinds are known only after its initialize), still before the turn is sent.
+            check_attachments_allowed(live.capabilities().turns, attachments, steering=steering,
+                                      driver=self._instances.driver(instance), instance_id=instance, thread_id=thread_id)
+        return resolve_attachments(attachments, cwd=binding.cwd, roots=(binding.cwd,), operation=operation)
+
     def send_turn(self, a: SendTurnBody) -> TurnStartResult:
+        attachments = self._turn_inputs(a.thread_id, a.model, a.attachments, operation="send_turn", steering=False)
         adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
         # "running" goes in before the turn can end, so the tracker's running -> ready sticks.
         before = self._store.get(a.thread_id)
         running = self._store.update(a.thread_id, status="running")
-        request = SendTurnInput(thread_id=a.thread_id, text=a.text, interaction_mode=a.interaction_mode, model=a.model)
+        request = SendTurnInput(thread_id=a.thread_id, text=a.text, interaction_mode=a.interaction_mode, model=a.model,
+                                attachments=attachments)
         try:
             try:
                 result = adapter.send_turn(request, timeout=_t(a.timeout))
@@ -281,9 +319,11 @@ class ThreadDirectory:
         """Steer when the agent can (``decide_steering``), else interrupt the running turn, wait
         for its completion and start a new turn with the text."""
         adapter = self._live_adapter(a.thread_id)
-        if decide_steering(adapter.capabilities()) == "active_steering":
-            return adapter.steer_turn(a.thread_id, SendTurnInput(thread_id=a.thread_id, text=a.text),
-                                      timeout=_t(a.timeout))
+        active = decide_steering(adapter.capabilities()) == "active_steering"
+        attachments = self._turn_inputs(a.thread_id, None, a.attachments, operation="steer_turn", steering=active)
+        if active:
+            return adapter.steer_turn(a.thread_id, SendTurnInput(thread_id=a.thread_id, text=a.text,
+                                                                 attachments=attachments), timeout=_t(a.timeout))
         deadline = time.monotonic() + _t(a.timeout)
         with self._hub.subscribe(thread_id=a.thread_id, types=("turn.completed", "turn.started")) as sub:
             session = _session_of(adapter, a.thread_id)
@@ -298,7 +338,7 @@ class ThreadDirectory:
                     event = sub.get(timeout=left)
                     if event is not None and event.type == "turn.completed" and event.turn_id == running:
                         break
-        return self.send_turn(SendTurnBody(thread_id=a.thread_id, text=a.text,
+        return self.send_turn(SendTurnBody(thread_id=a.thread_id, text=a.text, attachments=a.attachments,
                                            timeout=max(0.1, deadline - time.monotonic())))
 
     def respond_to_request(self, a: RespondToRequestBody) -> None:

@@ -22,7 +22,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
@@ -35,6 +35,7 @@ from paddock.contract import (
     Capabilities,
     CapabilityUnsupportedError,
     DriverError,
+    ModelInfo,
     OperationTimeout,
     PaddockError,
     ProcessError,
@@ -47,6 +48,7 @@ from paddock.contract import (
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
+    check_attachments_allowed,
 )
 from paddock.supervisors import Scope, map_exceptions
 
@@ -113,6 +115,7 @@ class SessionAdapter(Generic[S]):
         self._lock = threading.RLock()
         self._start_locks: dict[str, tuple[threading.Lock, list[int]]] = {}  # lock, users
         self._closed = False
+        self._models: tuple[ModelInfo, ...] | None = None
 
     # hooks ---------------------------------------------------------------------------------------
 
@@ -131,6 +134,22 @@ class SessionAdapter(Generic[S]):
     def _close_tree(self, deadline: float) -> None:
         """Stop every session actor, then every process of the instance, by ``deadline``."""
         raise NotImplementedError
+
+    def models(self) -> tuple[ModelInfo, ...] | None:
+        """The model catalog the agent last reported (its handshake or a session's start), or
+        ``None`` before it reported one. Thread-safe."""
+        return self._models
+
+    def record_models(self, models: Sequence[ModelInfo]) -> None:
+        """Keep the catalog the agent reported (any thread; the value is replaced whole)."""
+        self._models = tuple(models)
+
+    def list_models(self, *, timeout: float) -> tuple[ModelInfo, ...] | None:
+        """Hook: the catalog, fetched without a session where the protocol allows it (Codex's
+        ``model/list`` on its handshake, OpenCode's providers); ``None`` means the agent reports
+        it only when a session starts, and the runtime opens a throwaway one. Default: what was
+        reported so far. Thread: the caller's; may start the instance's process."""
+        return self._models
 
     def _stop_timeout(self) -> float:
         """How long ``stop_session`` waits when the caller gives no timeout."""
@@ -160,6 +179,7 @@ class SessionAdapter(Generic[S]):
                     model=model, resume_cursor=input.resume_cursor, created_at=now, updated_at=now),
             input, self._hub.emitter(self.driver, self.instance_id, thread_id), state,
         )
+        record.report_models = self.record_models
         with self._lock:
             self._records[thread_id] = record
             self._stopped.pop(thread_id, None)
@@ -243,6 +263,13 @@ class SessionAdapter(Generic[S]):
             )
         if input.interaction_mode is not None and input.interaction_mode not in INTERACTION_MODES:
             raise ValidationError("send_turn", f"unknown interaction mode {input.interaction_mode!r}", **self._where)
+        self.check_attachments(input, steering=False)
+
+    def check_attachments(self, input: SendTurnInput, *, steering: bool) -> None:
+        """Refuse what ``turns.attachments`` / ``turns.steer_attachments`` deny
+        (:class:`CapabilityUnsupportedError`), before anything reaches a process."""
+        check_attachments_allowed(self.capabilities().turns, input.attachments, steering=steering,
+                                  driver=self.driver, instance_id=self.instance_id, thread_id=input.thread_id)
 
     # asking session actors -----------------------------------------------------------------------
 
@@ -317,6 +344,7 @@ class SessionAdapter(Generic[S]):
         """Add ``input`` to the running turn (``turns.steer``); returns that turn's id."""
         self._gate("turns.steer", thread_id)
         self.check_turn_input(input)
+        self.check_attachments(input, steering=True)
         result: TurnStartResult = self._forward(thread_id, Steer(input), "steer_turn", timeout)
         return result
 

@@ -30,6 +30,7 @@ from paddock.contract import (
     DriverError,
     EventBase,
     EventIdentity,
+    ModelInfo,
     RequestError,
     RequestOpened,
     RequestResolved,
@@ -106,6 +107,9 @@ class SessionRecord(Generic[S]):
         self.state = state
         self.ref: pykka.ActorRef[Any] | None = None
         self.closed = False
+        self.report_models: Callable[[Sequence[ModelInfo]], None] | None = None
+        """Tell the instance the model catalog this session's agent reported (set by the adapter;
+        thread-safe; called from the session actor)."""
         self._fold = ThreadFold(session.thread_id, max_turns=_MAX_TURNS)
         self._thread: ThreadSnapshot | None = None
         self._lock = threading.Lock()

@@ -22,21 +22,26 @@ def negotiate(caps: Capabilities, init: w.InitializeResult) -> Capabilities:
     """Fold the ``initialize`` result in: ``loadSession`` turns on ``sessions.load`` and
     ``sessions.resume`` (a loaded session continues in a fresh process); ``sessionCapabilities``
     ``resume`` / ``list`` / ``fork`` turn on their flags (``fork``: the session's ``session/fork``
-    hook, unstable in ACP; ``fork_kind`` ``native``, else ``handoff``). ``tools.mcp`` is on: every
-    server reaches the agent as a stdio MCP relay (which the base protocol obliges every agent to
-    take) and the relay verifies it; ``mcp_transports`` are what the agent takes natively
+    hook, unstable in ACP; ``fork_kind`` ``native``, else ``handoff``). ``promptCapabilities``
+    says which attachments a turn takes (``image``; ``embeddedContext``: files). ``tools.mcp`` is
+    on: every server reaches the agent as a stdio MCP relay (which the base protocol obliges every
+    agent to take) and the relay verifies it; ``mcp_transports`` are what the agent takes natively
     (``mcpCapabilities``), for hosts that want to know."""
     agent = init.agentCapabilities
     sc = agent.sessionCapabilities
     mcp = agent.mcpCapabilities
     transports = ("stdio", *(("http",) if mcp.http else ()), *(("sse",) if mcp.sse else ()))
+    prompt = agent.promptCapabilities
+    # promptCapabilities.image: image content blocks; embeddedContext: resource blocks (a file's
+    # text embedded). Text (and resource_link) blocks are baseline.
+    kinds = (*(("image",) if prompt.image else ()), *(("file",) if prompt.embeddedContext else ()))
     return override(caps, sessions={
         "load": agent.loadSession,
         "resume": agent.loadSession or sc.resume is not None,
         "list": sc.list is not None,
         "fork": sc.fork is not None,
         "fork_kind": "native" if sc.fork is not None else "handoff",
-    }, tools={"mcp": True, "mcp_transports": transports})
+    }, tools={"mcp": True, "mcp_transports": transports}, turns={"attachments": kinds})
 
 
 def plan_mode_id(mode_ids: Iterable[str], configured: str | None) -> str | None:

@@ -58,6 +58,8 @@ from paddock.drivers.mcp_relay import McpRelays, McpReports
 from paddock.supervisors import ChildContext
 
 from . import _wire as w
+from ._models import catalog_of
+from ._prompt import prompt_blocks
 from ._agent import AgentLink, Item
 from ._capabilities import plan_mode_id
 from ._messages import Incoming, NewSessionDone, PromptDone, ReplayDone, Req
@@ -387,6 +389,9 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         if result.models is not None:
             config["models"] = result.models
             x.models = result.models
+        catalog = catalog_of(result.configOptions, result.models)
+        if catalog is not None and self.record.report_models is not None:
+            self.record.report_models(catalog)
         if config:
             events.append(SessionConfigured(**self.identity, config=config))
         events += self._apply_mode(link, interaction_mode)
@@ -484,7 +489,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
             input_text=inp.text,
         )
         self._cancel_pending = False
-        params = {"sessionId": self.tr.native_session_id, "prompt": [{"type": "text", "text": inp.text}]}
+        params = {"sessionId": self.tr.native_session_id, "prompt": prompt_blocks(inp.text, inp.attachments)}
         ref = self.actor_ref
 
         def done(result: msgspec.Raw | None, error: BaseException | None) -> None:

@@ -25,6 +25,10 @@ CLAUDE_CAPABILITIES = override(
     # AskUserQuestion arrives as a can_use_tool ask too, not as user-input.requested.
     approvals={"user_input": False},
     # `/compact` sent as a stream-json user message runs Claude Code's own compaction.
+    context={"compaction": True},
+    # A stream-json user message's content takes Messages API image blocks (base64 source). No
+    # file kind: the CLI has no embedded-document block; steering has no user message of its own.
+    turns={"attachments": ("image",)},
     # --mcp-config <0600 file> --strict-mcp-config takes stdio, http and sse servers; what loaded
     # is read back (mcp_status control request, system/init mcp_servers). One process per
     # session, so the servers are the session's own.

@@ -41,6 +41,7 @@ from paddock.contract import (
     ItemCompleted,
     ItemStarted,
     ItemUpdated,
+    ModelRerouted,
     PaddockError,
     ProviderRefs,
     RequestOpened,
@@ -63,6 +64,7 @@ from paddock.drivers._mcp_native import McpReadback
 from paddock.supervisors import ChildContext, ExitReason
 
 from ._cursor import cursor_for
+from ._prompt import catalog_of, resolved_models, user_content
 from ._link import Exited, Lines, ProcessLink
 from ._messages import ClaudeState, SessionSettings
 from ._tools import item_kind_of_tool, mcp_call_data, request_kind_of_item, result_text, tool_title
@@ -115,6 +117,9 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.usage: TokenUsage = x.usage or TokenUsage()
         self.cost_base = self.usage.cost or 0.0
         self.model: str | None = self.start_input.model
+        self.asked_model: str | None = self.start_input.model
+        self.aliases: dict[str, str] = {}  # alias -> model (initialize answer)
+        self.reroutes: set[tuple[str, str]] = set()  # (asked, answered) already reported
         self.permission_mode: str = x.permission_mode
         self.interaction_mode: str = self.start_input.interaction_mode
         self.aborted = False
@@ -240,6 +245,9 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         models = [m.get("value") for m in answer.get("models") or () if isinstance(m, dict) and m.get("value")]
         if models:
             config["models"] = models
+            if self.record.report_models is not None:
+                self.record.report_models(catalog_of(answer))
+        self.aliases = resolved_models(answer)
         if isinstance(answer.get("output_style"), str):
             config["output_style"] = answer["output_style"]
         events.append(SessionConfigured(**self.identity, config=config, provider_refs=self._refs()))
@@ -255,13 +263,14 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         if inp.model and inp.model != self.model:
             self._control("set_model", model=inp.model)
             self.model = inp.model
+            self.asked_model = inp.model
         mode = inp.interaction_mode
         if mode is not None and mode != self.interaction_mode:
             native = self.settings.permission_modes["plan"] if mode == "plan" else self.record.state.runtime_permission_mode
             self._control("set_permission_mode", mode=native)
             self.permission_mode = native
             self.interaction_mode = mode
-        self._write({"type": "user", "message": {"role": "user", "content": inp.text},
+        self._write({"type": "user", "message": {"role": "user", "content": user_content(inp.text, inp.attachments)},
                      "parent_tool_use_id": None, "session_id": self.session_id})
         self.aborted = False
         self.emit([self.turn.start(turn_id, input_text=inp.text, model=self.model,
@@ -395,6 +404,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 self.session_id = sid
                 self.record.state.session_id = sid
             if isinstance(msg.get("model"), str):
+                self._check_reroute(msg["model"], events)
                 self.model = msg["model"]
             if self.mcp:
                 self._mcp_init(msg, events)
@@ -482,8 +492,23 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             elif delta.get("type") == "thinking_delta":
                 self._delta(events, item, delta.get("thinking") or "")
 
+    def _check_reroute(self, seen: str, events: list[EventBase]) -> None:
+        """``model.rerouted`` once per model the CLI answers with that is neither the model asked
+        for nor what that alias resolves to (``system/init`` and each ``assistant`` message name
+        the model that really answered)."""
+        asked = self.asked_model
+        if not asked or seen in (asked, self.aliases.get(asked)) or seen.split("[", 1)[0] == asked.split("[", 1)[0]:
+            return
+        if (asked, seen) in self.reroutes:
+            return
+        self.reroutes.add((asked, seen))
+        events.append(ModelRerouted(**self.identity, turn_id=self.turn.turn_id, from_model=asked, to_model=seen,
+                                    reason="Claude Code answered with another model than the one asked for"))
+
     def _assistant(self, message: dict[str, Any], events: list[EventBase]) -> None:
         msg_id = message.get("id") or f"m{uuid.uuid4().hex[:8]}"
+        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+            self._check_reroute(message["model"], events)
         for block in message.get("content") or ():
             if not isinstance(block, dict):
                 continue

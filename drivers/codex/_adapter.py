@@ -62,16 +62,16 @@ class CodexAdapter(SharedProcessAdapter[CodexState, ServerLink]):
             sandbox_modes={**DEFAULT_SANDBOX_MODES, **config.sandbox_modes}, model=ctx.access.model,
             request_timeout=config.request_timeout, interrupt_timeout=config.interrupt_timeout,
         )
-        self._models: tuple[ModelInfo, ...] | None = None
         self._spec: ProcessSpec | None = None
         self.codex_home, _ = codex_home_of(ctx)
 
     def capabilities(self) -> Capabilities:
         return CODEX_CAPABILITIES
 
-    def models(self) -> tuple[ModelInfo, ...] | None:
-        """The model catalog (``model/list``) of the running app-server, ``None`` before it ran."""
-        return self._models
+    def list_models(self, *, timeout: float) -> tuple[ModelInfo, ...] | None:
+        """The app-server's ``model/list`` (asked in its handshake): starts it when not running."""
+        self._ensure_started(timeout)
+        return self.models()
 
     # the shared-process model's hooks ------------------------------------------------------------
 
@@ -95,11 +95,12 @@ class CodexAdapter(SharedProcessAdapter[CodexState, ServerLink]):
         init = _init_decoder.decode(conn.request("initialize", params, timeout=left()).result(left() + 1.0))
         conn.notify("initialized")
         models = _models_decoder.decode(conn.request("model/list", {}, timeout=left()).result(left() + 1.0))
-        self._models = tuple(
+        self.record_models([
             ModelInfo(id=m.id, display_name=m.displayName, description=m.description, is_default=m.isDefault,
-                      hidden=m.hidden)
+                      hidden=m.hidden, reasoning_efforts=tuple(e.reasoningEffort for e in m.supportedReasoningEfforts),
+                      input_kinds=tuple(k for k in ("text", "image") if k in m.inputModalities))  # type: ignore[misc]
             for m in models.data
-        )
+        ])
         return init
 
     def _initial_state(self, input: StartSessionInput) -> CodexState:

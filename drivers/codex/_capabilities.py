@@ -19,8 +19,9 @@ CODEX_CAPABILITIES = override(
     # thread/revert {beforeTurnId} (0.171.0 has no thread/rollback) replaces the persisted history
     # with the prefix before a turn: rollback_thread. It does not revert file changes.
     threads={"rollback": True},
-    # turn/steer adds input to the running turn.
-    turns={"steer": True},
+    # turn/steer adds input to the running turn. UserInput takes `localImage` (a path) and
+    # `image` (a URL); both turn/start and turn/steer take the same input list.
+    turns={"steer": True, "attachments": ("image",), "steer_attachments": True},
     # item/plan/delta and item/commandExecution/outputDelta, besides item/agentMessage/delta,
     # item/reasoning/*Delta and thread/tokenUsage/updated.
     streaming={"plan_text": True, "command_output": True},

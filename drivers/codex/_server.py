@@ -40,6 +40,7 @@ _DECODERS.update({
     "thread/tokenUsage/updated": msgspec.json.Decoder(w.TokenUsageNotification),
     "error": msgspec.json.Decoder(w.ErrorNotification),
     "warning": msgspec.json.Decoder(w.WarningNotification),
+    "model/rerouted": msgspec.json.Decoder(w.ModelReroutedNotification),
     "thread/status/changed": msgspec.json.Decoder(w.ThreadStatusChanged),
     "serverRequest/resolved": msgspec.json.Decoder(w.ResolvedNotification),
     "mcpServer/startupStatus/updated": msgspec.json.Decoder(w.McpStartupStatus),

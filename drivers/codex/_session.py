@@ -22,6 +22,7 @@ Lifecycle of the native thread:
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import logging
 import threading
@@ -33,6 +34,7 @@ import msgspec
 
 from paddock.actors import SessionRecord, SharedSessionActor
 from paddock.contract import (
+    ImageAttachment,
     ConfigWarning,
     DeprecationNotice,
     EventBase,
@@ -83,6 +85,18 @@ _user_input = msgspec.json.Decoder(w.UserInputParams)
 _mcp_list = msgspec.json.Decoder(w.McpServerStatusList)
 _NO_TURN = "no turn is running"
 _HOLD_LIMIT = 4096  # events held across queued Incoming batches before an emit regardless
+
+
+def user_input(inp: SendTurnInput) -> list[w.TextInput | w.LocalImageInput | w.ImageInput]:
+    """``turn/start`` / ``turn/steer`` ``input``: the text, then each image as ``localImage``
+    (its path) or an ``image`` with a ``data:`` URL (bytes without a path). Only images reach here
+    (``turns.attachments``)."""
+    items: list[w.TextInput | w.LocalImageInput | w.ImageInput] = [w.TextInput(text=inp.text)]
+    for a in inp.attachments:
+        assert isinstance(a, ImageAttachment) and a.data is not None  # resolved and gated by the runtime
+        items.append(w.LocalImageInput(path=a.path) if a.path is not None
+                     else w.ImageInput(url=f"data:{a.mime_type};base64,{base64.b64encode(a.data).decode('ascii')}"))
+    return items
 
 
 class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink]):
@@ -329,7 +343,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         link, events = self.ensure_native()
         params: dict[str, Any] = {
             "threadId": self.tr.native_thread_id,
-            "input": [w.TextInput(text=inp.text)],
+            "input": user_input(inp),
         }
         if self._turn_policy is not None:
             params["approvalPolicy"] = self._turn_policy
@@ -361,7 +375,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
             raise ValidationError("steer_turn", f"{_NO_TURN} on this thread; send a turn instead", **self.where())
         self._call(self._link, "turn/steer", {
             "threadId": self.tr.native_thread_id, "expectedTurnId": self.tr.native_turn_id,
-            "input": [w.TextInput(text=inp.text)],
+            "input": user_input(inp),
         })
         return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=self._cursor())
 

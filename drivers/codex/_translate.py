@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from paddock.contract import (
+    ModelRerouted,
     ContentDelta,
     EventBase,
     EventIdentity,
@@ -309,6 +310,12 @@ class Translator:
     def warning(self, n: w.WarningNotification, out: list[EventBase]) -> None:
         out.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn_id, code="codex.warning", message=n.message))
 
+    def rerouted(self, n: w.ModelReroutedNotification, out: list[EventBase]) -> None:
+        # model/rerouted: Codex answers the turn with another model than the one asked for.
+        turn_id = self.turn_id if self._ours(n.turnId) else None
+        out.append(ModelRerouted(**self.identity, turn_id=turn_id, from_model=n.fromModel, to_model=n.toModel,
+                                 reason=n.reason))
+
     def status(self, n: w.ThreadStatusChanged, out: list[EventBase]) -> None:
         state = {"active": "active", "idle": "idle"}.get(n.status.type)
         if state is not None:
@@ -323,6 +330,7 @@ TRANSLATED: dict[str, Callable[[Translator, Any, list[EventBase]], None]] = {
     "turn/diff/updated": Translator.diff,
     "error": Translator.error,
     "warning": Translator.warning,
+    "model/rerouted": Translator.rerouted,
     "thread/status/changed": Translator.status,
 }
 """The notifications a translator turns into events on its own: method -> its handler, called

@@ -43,6 +43,9 @@ __all__ = [
     "TurnResult",
     "UserInputParams",
     "WarningNotification",
+    "ModelReroutedNotification",
+    "ImageInput",
+    "LocalImageInput",
 ]
 
 
@@ -79,6 +82,20 @@ class TextInput(msgspec.Struct, frozen=True, kw_only=True):
     type: str = "text"
     text: str
     text_elements: tuple[JsonValue, ...] = ()
+
+
+class LocalImageInput(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``localImage`` ``UserInput``: Codex reads the file itself."""
+
+    type: str = "localImage"
+    path: str
+
+
+class ImageInput(msgspec.Struct, frozen=True, kw_only=True):
+    """An ``image`` ``UserInput`` by URL (a ``data:`` URL for bytes the host passed)."""
+
+    type: str = "image"
+    url: str
 
 
 # -- inbound ----------------------------------------------------------------------------------
@@ -258,6 +275,14 @@ class ErrorNotification(_In, frozen=True):
     turnId: str | None = None
 
 
+class ModelReroutedNotification(_In, frozen=True):
+    threadId: str
+    toModel: str
+    turnId: str | None = None
+    fromModel: str | None = None
+    reason: str | None = None
+
+
 class WarningNotification(_In, frozen=True):
     message: str = ""
     threadId: str | None = None
@@ -333,6 +358,11 @@ class UserInputParams(_In, frozen=True):
     turnId: str | None = None
 
 
+class ReasoningEffortOption(_In, frozen=True):
+    reasoningEffort: str
+    description: str | None = None
+
+
 class ModelEntry(_In, frozen=True):
     id: str
     model: str | None = None
@@ -341,6 +371,9 @@ class ModelEntry(_In, frozen=True):
     hidden: bool = False
     isDefault: bool = False
     defaultReasoningEffort: str | None = None
+    supportedReasoningEfforts: tuple[ReasoningEffortOption, ...] = ()
+    inputModalities: tuple[str, ...] = ("text", "image")
+    """Codex's default when the entry omits it (older catalogs): text and image."""
 
 
 class ModelListResult(_In, frozen=True):

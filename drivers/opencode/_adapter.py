@@ -13,15 +13,17 @@ Thread: every public method is thread-safe and blocks the caller at most ``timeo
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 
 import pykka
 
 from paddock.actors import LineTap, ServerAdapter, SessionRecord, http_available
-from paddock.contract import Capabilities, DriverError, PaddockError, StartSessionInput
+from paddock.contract import Capabilities, DriverError, ModelInfo, PaddockError, StartSessionInput
 from paddock.drivers._registry import InstanceContext
 from paddock.supervisors import ChildContext, ChildSpec
 
+from ._models import catalog_of
 from ._capabilities import OPENCODE_CAPABILITIES
 from ._config import OpencodeConfig
 from ._messages import NativeMessages, OpencodeState, SessionSettings
@@ -84,6 +86,12 @@ class OpencodeAdapter(ServerAdapter[OpencodeState, ServerLink]):
             raise DriverError(DRIVER, self.instance_id, f"cannot reach the OpenCode server at "
                               f"{config.server_url}: {exc}") from None
         return link, []
+
+    def list_models(self, *, timeout: float) -> tuple[ModelInfo, ...] | None:
+        """``GET /config/providers`` on the instance's server (started when not running)."""
+        _, link = self._ensure_link(time.monotonic() + timeout)
+        self.record_models(catalog_of(link.require().json("GET", "/config/providers", timeout=timeout)))
+        return self.models()
 
     def _session_model(self, input: StartSessionInput) -> str | None:
         return input.model or self._ctx.access.model

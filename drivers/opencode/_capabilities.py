@@ -31,5 +31,8 @@ OPENCODE_CAPABILITIES = override(
     tools={"web_search": False, "mcp": True, "mcp_transports": ("stdio", "http", "sse"), "mcp_scope": "instance"},
     # message.updated carries tokens and cost but no context window.
     context={"context_window": False},
+    # A prompt's parts take `file` parts (mime + data: URL): images reach the model as image
+    # parts, text files are inlined. No steering.
+    turns={"attachments": ("image", "file")},
 )
 """The capabilities of every ``opencode`` instance."""

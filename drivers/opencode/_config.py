@@ -110,7 +110,9 @@ def server_config(access: ModelAccess) -> JsonObject:
             small_model=f"{PROVIDER_ID}/{model}",
             provider={PROVIDER_ID: {
                 "npm": "@ai-sdk/openai-compatible", "name": "Paddock endpoint", "options": options,
-                "models": {model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 8192}}},
+                "models": {model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 8192},
+                                   # Without these OpenCode drops an image part ("does not support image input").
+                                   "attachment": True, "modalities": {"input": ["text", "image"], "output": ["text"]}}},
             }},
         )
     elif access.model:

@@ -44,6 +44,7 @@ from paddock.contract import (
 from paddock.drivers._mcp_native import McpReadback
 from paddock.supervisors import ChildContext
 
+from ._models import file_parts
 from ._config import model_ref, permission_rules
 from ._cursor import cursor_for, decode_cursor
 from ._mcp import mcp_entry, report_status, tool_counts
@@ -330,7 +331,7 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         if self.finished:
             raise self.closed_error()
         self.link.require()
-        body: dict[str, Any] = {"parts": [{"type": "text", "text": inp.text}]}
+        body: dict[str, Any] = {"parts": [{"type": "text", "text": inp.text}, *file_parts(inp.attachments)]}
         model = model_ref(inp.model, endpoint=self.settings.endpoint)
         if model is not None:
             body["model"] = model

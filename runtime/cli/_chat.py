@@ -30,6 +30,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_policy, choices
+from paddock.cli._attach import attachment_of, model_lines
 from paddock.cli._common import format_event, write
 from paddock.cli._connect import connect
 from paddock.cli._errors import explain
@@ -44,13 +45,15 @@ if TYPE_CHECKING:
     from paddock import Runtime, Subscription
     from paddock.cli._answers import Style
     from paddock.client import RemoteRuntime, RemoteSubscription
-    from paddock.contract import Event, UserInputRequested
+    from paddock.contract import Attachment, Event, UserInputRequested
 
 HELP = "chat with an instance: multi-turn, streamed, inline approvals, Ctrl-C interrupts the turn"
 
 _HELP_TEXT = f"""commands:
   /model NAME      use model NAME for the next turns (/model default: the instance's own)
   /mode MODE       default | plan (interaction), or approval-required | auto-accept-edits | full-access
+  /models          list the instance's models
+  /attach FILE     attach FILE (an image, else a text file in the workspace) to the next message
   /steer TEXT      add TEXT to the running turn (or interrupt it and send TEXT)
   /interrupt       interrupt the running turn (as Ctrl-C)
   /stop            stop the thread's session and leave
@@ -151,6 +154,8 @@ class _Chat:
         self.instance: str | None = None
         self.cwd: str | None = None
         self.queued: deque[str] = deque()
+        self.attachments: list[Attachment] = []
+        """What /attach collected for the next message."""
         self.sub: Subscription | RemoteSubscription | None = None
         self.stopped = False
         self.desk = ApprovalDesk(rt, thread_id, approve_policy(args, interactive), forced=args.approve is not None,
@@ -234,6 +239,10 @@ class _Chat:
                     pass
             else:
                 self.view.line(f"/mode takes one of {', '.join(INTERACTION_MODES + RUNTIME_MODES)}", "31")
+        elif name == "/models":
+            self.show_models()
+        elif name == "/attach":
+            self.attach(arg)
         elif name == "/stop":
             try:
                 self.rt.stop_session(self.thread_id)
@@ -249,15 +258,37 @@ class _Chat:
         else:
             self.view.line(f"unknown command {name}; /help lists them", "31")
 
+    def show_models(self) -> None:
+        from paddock.contract import PaddockError
+
+        try:
+            models = self.rt.models(self.instance or "local")
+        except PaddockError as exc:
+            self.view.line(f"error: {explain(exc)}", "31")
+            return
+        for line in model_lines(models):
+            self.view.line(line, "2")
+
+    def attach(self, path: str) -> None:
+        if not path:
+            self.view.line("/attach takes a file path", "31")
+            return
+        if not os.path.isfile(os.path.expanduser(path)):
+            self.view.line(f"no file {path}", "31")
+            return
+        self.attachments.append(attachment_of(path))
+        self.view.line(f"attached {path} to the next message ({len(self.attachments)} attached)", "2")
+
     def turn(self, text: str) -> None:
         from paddock.contract import PaddockError
 
         try:
             result = self.rt.send_turn(self.thread_id, text, interaction_mode=self.interaction_mode,  # type: ignore[arg-type]
-                                       model=self.model)
+                                       model=self.model, attachments=self.attachments)
         except PaddockError as exc:
             self.view.line(f"error: {explain(exc)}", "31")
             return
+        self.attachments = []
         self.follow(result.turn_id)
 
     def follow(self, turn_id: str) -> None:

@@ -17,6 +17,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from paddock.cli._answers import ApprovalDesk, add_approve_option, approve_policy
+from paddock.cli._attach import add_attach_option, attachments_of
 from paddock.cli._common import add_runtime_options, event_json, format_event, handle_termination, write
 from paddock.cli._connect import connect
 from paddock.cli._errors import explain
@@ -46,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_approve_option(parser)
     add_handoff_options(parser)
+    add_attach_option(parser)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the turn")
     parser.add_argument("--keep", action="store_true",
                         help="through a server: keep the session live after the turn (default: stop it; "
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             if target.note:
                 write(f"paddock run: {target.note}\n", err=True)
             rt.start_session(thread_id, instance=target.instance, cwd=target.cwd, runtime_mode=args.mode, **handoff)
-            turn = rt.send_turn(thread_id, text)
+            turn = rt.send_turn(thread_id, text, attachments=attachments_of(args))
             turn_id = turn.turn_id
             inp = LineInput(sys.stdin.fileno()) if policy == "ask" else None
 

@@ -4,7 +4,10 @@ input types. Pure: msgspec and the standard library only; every other layer buil
 Each private module lists its public names once, in its own ``__all__``; the package
 re-exports them by name and its ``__all__`` is theirs joined."""
 
-from . import _adapter, _capabilities, _cursor, _errors, _events, _grammar, _ids, _json, _mcp, _preamble, _require, _snapshot
+from . import (
+    _adapter, _attachments, _capabilities, _cursor, _errors, _events, _grammar, _ids, _json, _mcp, _preamble, _require,
+    _snapshot,
+)
 from ._ids import (
     DriverKind as DriverKind,
     InstanceId as InstanceId,
@@ -140,6 +143,22 @@ from ._adapter import (
     INTERACTION_MODES as INTERACTION_MODES,
     RUNTIME_MODES as RUNTIME_MODES,
 )
+from ._attachments import (
+    ATTACHMENT_KINDS as ATTACHMENT_KINDS,
+    IMAGE_MIME_TYPES as IMAGE_MIME_TYPES,
+    MAX_ATTACHMENTS as MAX_ATTACHMENTS,
+    MAX_ATTACHMENT_BYTES as MAX_ATTACHMENT_BYTES,
+    MAX_ATTACHMENTS_TOTAL_BYTES as MAX_ATTACHMENTS_TOTAL_BYTES,
+    Attachment as Attachment,
+    AttachmentKind as AttachmentKind,
+    FileAttachment as FileAttachment,
+    ImageAttachment as ImageAttachment,
+    ImageMimeType as ImageMimeType,
+    attachment_kinds as attachment_kinds,
+    check_attachments_allowed as check_attachments_allowed,
+    check_model_name as check_model_name,
+    resolve_attachments as resolve_attachments,
+)
 from ._mcp import (
     MCP_SERVER_NAME as MCP_SERVER_NAME,
     McpHttpServer as McpHttpServer,
@@ -184,6 +203,6 @@ from ._json import (
 
 __all__ = sorted(
     _ids.__all__ + _errors.__all__ + _events.__all__ + _capabilities.__all__ + _cursor.__all__
-    + _adapter.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__ + _preamble.__all__ + _grammar.__all__
-    + _require.__all__
+    + _adapter.__all__ + _attachments.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__ + _preamble.__all__
+    + _grammar.__all__ + _require.__all__
 )

@@ -6,6 +6,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
+from ._attachments import Attachment
 from ._capabilities import Capabilities
 from ._cursor import ResumeCursor
 from ._events import Decision, ItemKind, ItemStatus, TurnState
@@ -74,6 +75,9 @@ class SendTurnInput(_Input, frozen=True):
     turn_id: str | None = None
     interaction_mode: InteractionMode | None = None
     model: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    """Images and files the turn carries, already resolved by the runtime (values filled in from
+    their paths, bounded, confined to the workspace roots) and allowed by ``turns.attachments``."""
 
 
 class TurnStartResult(_Input, frozen=True):
@@ -106,13 +110,19 @@ class Session(_Input, frozen=True):
 
 
 class ModelInfo(_Input, frozen=True):
-    """One entry of an instance's model catalog (``InstanceInfo.models``), as its agent lists it."""
+    """One entry of an instance's model catalog (``Runtime.models``, ``InstanceInfo.models``), as
+    its agent lists it."""
 
     id: str
     display_name: str | None = None
     description: str | None = None
     is_default: bool = False
     hidden: bool = False
+    reasoning_efforts: tuple[str, ...] = ()
+    """The reasoning efforts the model takes (e.g. ``low``, ``medium``, ``high``), where the agent
+    lists them; empty when unknown."""
+    input_kinds: tuple[Literal["text", "image"], ...] = ("text",)
+    """What the model reads: text, and images where the agent says so."""
 
 
 class ItemSnapshot(_Input, frozen=True):

@@ -77,11 +77,15 @@ class ThreadsCaps(_Group, frozen=True):
 
 class TurnsCaps(_Group, frozen=True):
     """``interrupt``: stop a running turn; ``steer``: add input to a running turn;
-    ``queue``: accept a turn while another runs."""
+    ``queue``: accept a turn while another runs; ``attachments``: the kinds of attachment a turn
+    may carry (the runtime refuses the rest before touching a process); ``steer_attachments``: a
+    steered input may carry them too (T3 Code's ``activeSteeringAcceptsAttachments``)."""
 
     interrupt: bool
     steer: bool
     queue: bool
+    attachments: tuple[Literal["image", "file"], ...]
+    steer_attachments: bool
 
 
 class StreamingCaps(_Group, frozen=True):
@@ -175,8 +179,9 @@ ACP_DEFAULT_CAPABILITIES = Capabilities(
     sessions=SessionsCaps(resume=False, load=False, fork=False, fork_kind="handoff", list=False, shared_process=True),
     # ACP has no turn history read or rollback method; the runtime keeps its own snapshot.
     threads=ThreadsCaps(read=True, rollback=False, metadata=True),
-    # session/cancel is a stable notification; there is no mid-turn input.
-    turns=TurnsCaps(interrupt=True, steer=False, queue=False),
+    # session/cancel is a stable notification; there is no mid-turn input. Text content blocks
+    # are baseline; image and resource blocks follow promptCapabilities (negotiated).
+    turns=TurnsCaps(interrupt=True, steer=False, queue=False, attachments=(), steer_attachments=False),
     # usage_update is not in every agent; agents that send it turn token_usage on.
     streaming=StreamingCaps(assistant_text=True, reasoning=True, plan_text=False, command_output=True,
                             token_usage=False),

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from ._reply import Call, TextOut, ToolOut, ToolSpec
 
-__all__ = ["Frames", "body_call", "dumps", "schema_props", "text_of", "usage_counts", "usage_totals"]
+__all__ = ["Frames", "body_call", "dumps", "image_parts", "schema_props", "text_of", "usage_counts", "usage_totals"]
 
 Frames = list[tuple[float, bytes]]
 """A stream: ``(delay_before_seconds, raw_bytes)`` pairs written in order, flushed one by one."""
@@ -70,3 +70,39 @@ def usage_totals(call: Call, parts, input_tokens: int, names: tuple[str, str, st
     own three ``names`` (in that order)."""
     i, o = usage_counts(call, parts, input_tokens)
     return {names[0]: i, names[1]: o, names[2]: i + o}
+
+
+def _data_url_mime(url: object) -> str:
+    if isinstance(url, dict):
+        url = url.get("url")
+    if isinstance(url, str) and url.startswith("data:"):
+        return url[5:].split(";", 1)[0].split(",", 1)[0] or "image/?"
+    return "url"
+
+
+def image_parts(body: object) -> tuple[str, ...]:
+    """The MIME type of every image part of a request body, in order, whatever the dialect:
+    Anthropic ``{"type": "image", "source": {"media_type"}}``, Responses ``input_image`` and Chat
+    ``image_url`` (a ``data:`` URL's type, else ``"url"``), Gemini ``inlineData`` of an image type."""
+    out: list[str] = []
+    stack = [body]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(reversed(value))
+            continue
+        if not isinstance(value, dict):
+            continue
+        kind = value.get("type")
+        inline = value.get("inlineData")
+        if kind == "image" and isinstance(value.get("source"), dict):
+            out.append(str(value["source"].get("media_type") or "image/?"))
+        elif kind == "input_image":
+            out.append(_data_url_mime(value.get("image_url")))
+        elif kind == "image_url":
+            out.append(_data_url_mime(value.get("image_url")))
+        elif isinstance(inline, dict) and str(inline.get("mimeType", "")).startswith("image/"):
+            out.append(str(inline["mimeType"]))
+        else:
+            stack.extend(reversed(list(value.values())))
+    return tuple(out)

@@ -18,12 +18,13 @@ Use in-process (``with ModelServer(script).start() as server: ... server.url``) 
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from ._gemini import Gemini
 from ._reply import Ids, Reply, TextOut, ToolOut, plan_reply
 from ._responses import Responses
 from ._scenario import Script, load_script, parse_script
-from ._wire import dumps
+from ._wire import dumps, image_parts
 
 __all__ = ["ModelServer", "RequestRecord"]
 
@@ -65,6 +66,8 @@ class RequestRecord(msgspec.Struct, frozen=True, kw_only=True):
     prompt_text: str | None = None
     tool_output: str | None = None
     tools_offered: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    """The MIME type of each image part the request carried (any message), in order."""
     tool_calls: tuple[str, ...] = ()
     """Names of the tools the reply called."""
     reply_text: str = ""
@@ -137,7 +140,9 @@ class ModelServer:
     ``script`` is a :class:`Script`, a path to a JSON/TOML script file, decoded script data, or
     None (built-in scenarios only, default ``text``). ``workspace`` makes relative file paths in
     write steps absolute. ``port=0`` picks a free port (recommended: fixed ports received foreign
-    traffic). Public methods are thread-safe; requests are served on one thread each.
+    traffic). ``answer_models`` (asked -> answered) makes a reply name another model than the
+    request asked for, as a provider that reroutes does. Public methods are thread-safe; requests
+    are served on one thread each.
     """
 
     def __init__(
@@ -147,7 +152,9 @@ class ModelServer:
         workspace: str | Path | None = None,
         log_path: str | Path | None = None,
         port: int = 0,
+        answer_models: Mapping[str, str] | None = None,
     ) -> None:
+        self._answer_models = dict(answer_models or {})
         self._script = self._coerce(script)
         self._workspace = str(workspace) if workspace else None
         self._log_path = Path(log_path) if log_path else None
@@ -363,6 +370,9 @@ class ModelServer:
 
     def _model_call(self, h: _Handler, dialect: Any, path: str, query: str, body: dict, tokens: int) -> dict[str, Any]:
         call = dialect.parse(body, path)
+        asked = call.model
+        if call.model in self._answer_models:  # the reply names the rerouted model
+            call = dataclasses.replace(call, model=self._answer_models[call.model])
         side = dialect.side_call(body, path)
         if side is not None:
             reply = Reply(scenario=None, segment=0, parts=(TextOut(chunks=(side[1],)),))
@@ -375,10 +385,11 @@ class ModelServer:
             "scenario": reply.scenario,
             "segment": None if side else reply.segment,
             "stream": call.stream,
-            "model": call.model,
+            "model": asked,
             "prompt_text": call.prompt_text,
             "tool_output": call.tool_output,
             "tools_offered": tuple(t.qualified for t in call.tools),
+            "images": image_parts(body),
             "tool_calls": tuple(p.name for p in reply.parts if isinstance(p, ToolOut)),
             "reply_text": "".join(p.text for p in reply.parts if isinstance(p, TextOut)),
             "body": body,

@@ -16,7 +16,7 @@ from paddock.contract import (
 SHAPE = {
     "sessions": ["resume", "load", "fork", "fork_kind", "list", "shared_process"],
     "threads": ["read", "rollback", "metadata"],
-    "turns": ["interrupt", "steer", "queue"],
+    "turns": ["interrupt", "steer", "queue", "attachments", "steer_attachments"],
     "streaming": ["assistant_text", "reasoning", "plan_text", "command_output", "token_usage"],
     "tools": ["commands", "file_changes", "mcp", "web_search", "client_fs", "client_terminal", "mcp_transports", "mcp_scope"],
     "approvals": ["commands", "file_changes", "accept_for_session", "user_input"],
@@ -47,7 +47,8 @@ def test_acp_defaults_round_trip_and_match_the_shape():
 
 def _with_turns(**turns) -> Capabilities:
     return msgspec.structs.replace(
-        ACP_DEFAULT_CAPABILITIES, turns=TurnsCaps(**{"interrupt": False, "steer": False, "queue": False, **turns})
+        ACP_DEFAULT_CAPABILITIES, turns=TurnsCaps(**{"interrupt": False, "steer": False, "queue": False,
+                                                      "attachments": (), "steer_attachments": False, **turns})
     )
 
 

@@ -116,6 +116,7 @@ def _outcomes(rt, ws) -> dict[str, str]:
     call("compact_thread", "t1")
     call("list_threads")
     call("generate_text", "local-a", "@reply a title")
+    call("models", "local-a")
     call("stop_session", "t1")
     call("stop_all")
     call("compact_events", 1)

@@ -9,6 +9,8 @@ All output goes through one :class:`~._wire.Wire`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import signal
 import sys
@@ -154,6 +156,36 @@ class _Session:
         self.mcp: dict[str, McpClient] = {}
 
 
+MODELS_ENV = "PADDOCK_LOCAL_MODELS"
+"""Comma-separated model ids: when set, each new session offers them as its ``model`` config
+option (the first current), for tests of model catalogs."""
+
+
+NO_ATTACHMENTS_ENV = "PADDOCK_LOCAL_NO_ATTACHMENTS"
+"""``1``: ``initialize`` declares no image or embedded-context prompts, for tests of refusals."""
+
+
+def _received(blocks: list[JsonValue]) -> tuple[str, ...]:
+    """One line per image or embedded resource block of a prompt: ``image <mimeType> <bytes>
+    bytes`` (the base64 decoded) or ``resource <uri> <mimeType> <chars> chars``. Raises
+    :class:`DirectiveError` for a block it cannot read."""
+    out: list[str] = []
+    for b in blocks:
+        if not isinstance(b, dict) or b.get("type") == "text":
+            continue
+        kind = b.get("type")
+        if kind == "image":
+            try:
+                size = len(base64.b64decode(str(b.get("data")), validate=True))
+            except (binascii.Error, ValueError):
+                raise DirectiveError("an image block's data is not base64") from None
+            out.append(f"image {b.get('mimeType')} {size} bytes")
+        elif kind == "resource" and isinstance(res := b.get("resource"), dict) and isinstance(text := res.get("text"), str):
+            out.append(f"resource {res.get('uri')} {res.get('mimeType')} {len(text)} chars")
+        # Other blocks (resource_link, which every agent takes) are not echoed.
+    return tuple(out)
+
+
 class Agent:
     """One agent process's state. Construct, then feed stdin lines to :meth:`handle_line`
     from a single reader thread; call :meth:`shutdown` at EOF."""
@@ -265,13 +297,14 @@ class Agent:
         caps = params.get("clientCapabilities")
         fs = caps.get("fs") if isinstance(caps, dict) else None
         self._client_writes_files = isinstance(fs, dict) and fs.get("writeTextFile") is True
+        takes = os.environ.get(NO_ATTACHMENTS_ENV) != "1"
         self._respond(
             req_id,
             {
                 "protocolVersion": 1,
                 "agentCapabilities": {
                     "loadSession": True,
-                    "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                    "promptCapabilities": {"image": takes, "audio": False, "embeddedContext": takes},
                     "mcpCapabilities": {"http": False, "sse": False},
                 },
                 "authMethods": [],
@@ -307,7 +340,14 @@ class Agent:
         except OSError as exc:
             _log(f"cannot persist session {session_id} under {self._store.root}: {exc}")
         session = self._make_session(session_id, cwd, [])
-        self._with_mcp(session, params.get("mcpServers"), req_id, {"sessionId": session_id, "modes": self._modes(session)})
+        result: JsonObject = {"sessionId": session_id, "modes": self._modes(session)}
+        models = [m for m in os.environ.get(MODELS_ENV, "").split(",") if m]
+        if models:
+            # A model_config option (category "model"), as ACP agents offer their models.
+            session.config["model"] = models[0]
+            result["configOptions"] = [{"id": "model", "name": "Model", "category": "model", "type": "select",
+                                        "currentValue": models[0], "options": [{"value": m, "name": m} for m in models]}]
+        self._with_mcp(session, params.get("mcpServers"), req_id, result)
 
     def _with_mcp(self, session: _Session, servers: JsonValue, req_id: JsonValue, result: JsonObject) -> None:
         """Answer ``session/new``/``session/load`` with ``result`` once the session's MCP servers
@@ -432,6 +472,7 @@ class Agent:
         )
         try:
             directives = parse_prompt(text)
+            received = _received(blocks)
         except DirectiveError as exc:
             self._error(req_id, INVALID_PARAMS, f"Invalid params: {exc}")
             return
@@ -444,7 +485,7 @@ class Agent:
         try:
             threading.Thread(
                 target=self._run_turn,
-                args=(req_id, session, turn, previous, directives, text),
+                args=(req_id, session, turn, previous, directives, text, received),
                 name=f"turn-{session.id[:8]}",
                 daemon=True,
             ).start()
@@ -512,13 +553,19 @@ class Agent:
         )
 
     def _run_turn(
-        self, req_id: JsonValue, session: _Session, turn: _TurnState, previous: threading.Event | None, d: Directives, user_text: str
+        self, req_id: JsonValue, session: _Session, turn: _TurnState, previous: threading.Event | None, d: Directives, user_text: str,
+        received: tuple[str, ...] = (),
     ) -> None:
         if previous is not None:
             previous.wait()
         try:
             sent: list[str] = []
             try:
+                if received and not turn.cancelled:
+                    # Echo what the prompt carried besides text, for tests of attachments.
+                    echo = "received: " + "; ".join(received) + "\n"
+                    self._update(session, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": echo}})
+                    sent.append(echo)
                 stop = "cancelled" if turn.cancelled else self._turn_body(session, turn, d, user_text, sent)
             except Exception as exc:
                 _log("turn failed:\n" + traceback.format_exc())
