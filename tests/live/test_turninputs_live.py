@@ -29,11 +29,6 @@ pytestmark = [pytest.mark.live, pytest.mark.timeout(240)]
 DRIVERS = ("codex", "claude", "opencode", *sorted(ACP_MODELS))
 NO_CATALOG = {"copilot"}
 """Copilot's session/new answers neither a ``models`` block nor a ``model`` config option."""
-TEXT_ONLY = {"qwen"}
-"""Qwen Code takes image blocks (promptCapabilities.image) but, for a model its runtime
-configuration does not mark multimodal (the endpoint's model here: auto-detected modalities come
-only with a configured modelProviders entry), puts an "Unsupported image file" text part in the
-image's place: the PNG reaches the agent, not the model."""
 
 
 def _config(driver: str, server: ModelServer, root: Path, tripwire: Tripwire) -> dict:
@@ -95,12 +90,35 @@ def test_catalog_model_check_and_a_png_reaching_the_model(live):
     _, events = run_turn(rt, "t1", "what colour is it? SCENARIO:text", timeout=120,
                          attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
     assert events[-1].type == "turn.completed" and events[-1].state == "completed", events[-1]
-    if driver in TEXT_ONLY:
-        [turn] = [r for r in server.requests if r.kind == "turn"]
-        assert 'Unsupported image file: "image/png"' in str(turn.body)
-        return
     turns = [r for r in server.requests if r.kind in ("turn", "follow_up") and r.images]
     assert turns and turns[-1].images.count("image/png") == 1, [(r.kind, r.images) for r in server.requests]
+
+
+def test_qwen_sends_the_png_to_its_default_model_too(tmp_path):
+    """With no ``model`` key qwen picks its own default model, which no settings entry names:
+    the image still reaches the model server as an image part, never as qwen's
+    ``Unsupported image file`` text."""
+    require_peer("qwen")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "red.png").write_bytes(PNG)
+    tripwire = Tripwire()
+    saved = _proxied(tripwire)
+    try:
+        with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+            config = {"instances": {"agent": {"driver": "qwen", "endpoint": server.url, "api_key": KEY}}}
+            with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=120)
+                _, events = run_turn(rt, "t1", "what colour is it? SCENARIO:text", timeout=120,
+                                     attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
+    finally:
+        _restore(saved)
+        tripwire.close()
+    assert not tripwire.hits, tripwire.hits
+    assert events[-1].state == "completed", events[-1]
+    [turn] = [r for r in server.requests if r.kind == "turn"]
+    assert turn.model != ACP_MODELS["qwen"] and turn.images == ("image/png",), (turn.model, turn.images)
+    assert "Unsupported image file" not in str(turn.body)
 
 
 FILE_KINDS = {"codex": (), "claude": ()}

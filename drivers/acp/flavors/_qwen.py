@@ -2,9 +2,10 @@
 
 Model keys (OpenAI Chat Completions): ``endpoint`` -> ``OPENAI_BASE_URL`` (with ``/v1``),
 ``api_key`` -> ``OPENAI_API_KEY`` plus ``authenticate{methodId:"openai"}`` and ``selectedType``
-``openai`` in ``~/.qwen/settings.json``, ``model`` -> ``OPENAI_MODEL``. Without a key or
-endpoint: the CLI's own login. Switches: ``QWEN_TELEMETRY_ENABLED=false``,
-``QWEN_CODE_NO_RELAUNCH=true``, settings with telemetry and auto-update off.
+``openai`` in ``~/.qwen/settings.json``, ``model`` -> ``OPENAI_MODEL``; every model is marked
+as taking images (``model.generationConfig.modalities``). Without a key or endpoint: the CLI's
+own login. Switches: ``QWEN_TELEMETRY_ENABLED=false``, ``QWEN_CODE_NO_RELAUNCH=true``, settings
+with telemetry and auto-update off.
 
 | runtime / interaction mode | native mode (``session/set_mode``) | answered without asking the host |
 |---|---|---|
@@ -41,7 +42,16 @@ def _access_env(access: ModelAccess) -> dict[str, str]:
 
 def _settings(access: ModelAccess, home: Path) -> SettingsFiles:
     selected = "openai" if access.api_key or access.endpoint else None
-    return {".qwen/settings.json": gemini_family_settings(selected, general={"disableAutoUpdate": True})}
+    settings = gemini_family_settings(selected, general={"disableAutoUpdate": True})
+    # Protocol fact (Qwen Code `resolveModelConfig`, `createMediaContentPart`): an image block
+    # reaches the model only when the model's `modalities.image` is on, else qwen puts an
+    # `[Unsupported image file: "image/png"...]` text part in its place. A model given by
+    # OPENAI_MODEL gets its modalities from `model.generationConfig` alone (qwen guesses them
+    # from the name only for a `modelProviders` entry). `turns.attachments` declares "image", so
+    # every model is marked as taking images: one that does not answers with its own error,
+    # never a silent drop. Trap: a `modelProviders` entry naming the model overrides this key.
+    settings["model"] = {"generationConfig": {"modalities": {"image": True}}}
+    return {".qwen/settings.json": settings}
 
 
 def _auth(ctx: InstanceContext) -> str | None:
