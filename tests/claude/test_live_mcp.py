@@ -9,16 +9,11 @@ import stat
 
 import pytest
 
-from paddock.testing import ModelServer
 from tests.live import _mcp as m
 
 pytestmark = pytest.mark.live
 
-
-@pytest.fixture
-def model_server(tmp_path, workspace):
-    with ModelServer(m.SCRIPT, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-        yield server
+model_server = m.model_server  # the fixture: the scripted model server on the MCP script
 
 
 def _config_files(h) -> list:

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import msgspec
 import psutil
+import pytest
 
 from paddock.contract import McpHttpServer, McpStdioServer
-from paddock.testing import McpCall, Script
+from paddock.testing import McpCall, ModelServer, Script
 from paddock.testing.mcp_server import read_record
 from tests.adapter_harness import etype, of_type
 
@@ -34,6 +35,13 @@ SCRIPT = Script(scenarios={
     "mcp_env": (McpCall(tool="env_has", arguments={"name": SECRET_VAR}, server="paddock-test"),),
     "mcp_http": (McpCall(tool="echo", arguments={"text": "over http"}, server="paddock-http"),),
 })
+
+
+@pytest.fixture
+def model_server(tmp_path, workspace):
+    """The scripted model server on :data:`SCRIPT` (a fixture: import it into the test module)."""
+    with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+        yield server
 
 
 def stdio_server(record: Path, name: str = "paddock-test", *, in_cwd: bool = False) -> McpStdioServer:

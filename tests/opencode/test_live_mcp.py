@@ -7,16 +7,11 @@ import logging
 
 import pytest
 
-from paddock.testing import ModelServer
 from tests.live import _mcp as m
 
 pytestmark = pytest.mark.live
 
-
-@pytest.fixture
-def model_server(tmp_path, workspace):
-    with ModelServer(m.SCRIPT, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-        yield server
+model_server = m.model_server  # the fixture: the scripted model server on the MCP script
 
 
 def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path, caplog):
