@@ -20,11 +20,12 @@ by the host the spans are the API's own non-recording ones.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from paddock.contract import Event, RequestOpened, RequestResolved, TurnCompleted, TurnStarted
+
+from ._event_reader import EventReader
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription
@@ -84,39 +85,25 @@ class TurnSpans:
     close time, marked unfinished) and joins the thread."""
 
     def __init__(self, subscribe: Callable[[], Subscription]) -> None:
-        self._subscribe = subscribe
         self._turns: dict[str, Any] = {}
         self._requests: dict[str, Any] = {}
-        self._sub: Subscription | None = None
-        self._thread: threading.Thread | None = None
+        self._reader = EventReader(subscribe, "paddock-spans", self._record_all)
 
     def start(self) -> TurnSpans:
-        self._sub = self._subscribe()
-        self._thread = threading.Thread(target=self._run, name="paddock-spans", daemon=True)
-        self._thread.start()
+        self._reader.start()
         return self
 
     def close(self, timeout: float = 5.0) -> None:
-        if self._sub is not None:
-            self._sub.close()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._reader.close(timeout)
         for span in [*self._requests.values(), *self._turns.values()]:
             span.set_attribute("paddock.unfinished", True)
             span.end()
         self._turns.clear()
         self._requests.clear()
 
-    def _run(self) -> None:
-        sub = self._sub
-        assert sub is not None
-        while True:
-            event = sub.get(timeout=1.0)
-            if event is None:
-                if sub.ended:
-                    return
-                continue
-            self.record(event)
+    def _record_all(self, batch: list[Event]) -> None:
+        for ev in batch:
+            self.record(ev)
 
     def record(self, ev: Event) -> None:
         """One event (the reader thread)."""

@@ -11,16 +11,16 @@ after each further bound of silence; any event of the thread ends the silence.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from paddock.actors.events import END, NEEDS_IO
-from paddock.contract import PaddockError, RuntimeWarningEvent, SessionExited, TurnCompleted, TurnStarted
+from paddock.contract import Event, PaddockError, RuntimeWarningEvent, SessionExited, TurnCompleted, TurnStarted
+
+from ._event_reader import EventReader
 
 if TYPE_CHECKING:
-    from paddock.actors import HubHandle, Subscription
+    from paddock.actors import HubHandle
 
 __all__ = ["STALLED", "StallWatchdog"]
 
@@ -50,53 +50,32 @@ class StallWatchdog:
         self._after = after
         self._clock = clock
         self._turns: dict[str, _Turn] = {}
-        self._sub: Subscription | None = None
-        self._thread: threading.Thread | None = None
+        # It wakes at least every quarter of the bound to compare, events or not.
+        self._reader = EventReader(hub.subscribe, "paddock-watchdog", self._note, most=_BATCH,
+                                   tick=max(0.05, after / 4), on_wake=self._check)
 
     def start(self) -> StallWatchdog:
-        self._sub = self._hub.subscribe()
-        self._thread = threading.Thread(target=self._run, name="paddock-watchdog", daemon=True)
-        self._thread.start()
+        self._reader.start()
         return self
 
     def close(self, timeout: float = 5.0) -> None:
-        if self._sub is not None:
-            self._sub.close()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._reader.close(timeout)
 
-    def _run(self) -> None:
-        sub = self._sub
-        assert sub is not None
-        tick = max(0.05, self._after / 4)
-        while True:
-            event = sub.get(timeout=tick)
-            if event is None:
-                if sub.ended:
-                    return
-            else:
-                now = self._clock()
-                turns = self._turns
-                count = 0
-                while True:
-                    if isinstance(event, TurnStarted):
-                        if event.turn_id:
-                            turns[event.thread_id] = _Turn(event.driver, event.instance_id, event.turn_id, now)
-                    elif isinstance(event, (TurnCompleted, SessionExited)):
-                        turns.pop(event.thread_id, None)
-                    elif not (isinstance(event, RuntimeWarningEvent) and event.code == STALLED):
-                        turn = turns.get(event.thread_id)
-                        if turn is not None:
-                            turn.heard = now
-                            turn.warned = 0
-                    count += 1
-                    if count == _BATCH:
-                        break
-                    more = sub._poll()
-                    if more is None or more is NEEDS_IO or more is END:
-                        break
-                    event = more
-            self._check()
+    def _note(self, batch: list[Event]) -> None:
+        """Note who was heard from (the reader thread)."""
+        now = self._clock()
+        turns = self._turns
+        for event in batch:
+            if isinstance(event, TurnStarted):
+                if event.turn_id:
+                    turns[event.thread_id] = _Turn(event.driver, event.instance_id, event.turn_id, now)
+            elif isinstance(event, (TurnCompleted, SessionExited)):
+                turns.pop(event.thread_id, None)
+            elif not (isinstance(event, RuntimeWarningEvent) and event.code == STALLED):
+                turn = turns.get(event.thread_id)
+                if turn is not None:
+                    turn.heard = now
+                    turn.warned = 0
 
     def _check(self) -> None:
         now = self._clock()

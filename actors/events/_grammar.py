@@ -68,25 +68,12 @@ from paddock.contract import (
     UserInputRequested,
     UserInputResolved,
 )
+from paddock.contract._grammar import CUMULATIVE_USAGE, ITEM_TEXT_STREAM
 
 __all__ = ["ThreadGrammar", "warning"]
 
 _TAG = {cls: tag for tag, cls in EVENT_TYPES.items()}
-# item kind -> the delta stream whose concatenation must equal item.completed's text
-_TEXT_STREAM: dict[str, StreamKind] = {
-    "assistant_message": "assistant_text",
-    "reasoning": "reasoning_text",
-    "plan": "plan_text",
-}
-_TRACKED_STREAMS = frozenset(_TEXT_STREAM.values())
-_CUMULATIVE = (
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "reasoning_tokens",
-    "total_tokens",
-    "cost",
-)
+_TRACKED_STREAMS = frozenset(ITEM_TEXT_STREAM.values())
 _REMEMBER = 128  # completed turns / resolved requests remembered per thread (bounds memory)
 HEAD_CHARS = 4096
 """Characters of each item's streamed text the guard keeps, to locate a mismatch."""
@@ -309,7 +296,7 @@ class ThreadGrammar:
                     continue
                 if cls is ItemCompleted and iid is not None:
                     t.done_items.add(iid)
-                    stream = _TEXT_STREAM.get(ev.kind)
+                    stream = ITEM_TEXT_STREAM.get(ev.kind)
                     if stream is not None and ev.text is not None:
                         kept = t.texts.pop((iid, stream), None)
                         if kept is not None:
@@ -410,7 +397,7 @@ class ThreadGrammar:
         seen = self.usage
         back: dict[str, float] = {}
         advanced = False
-        for name in _CUMULATIVE:
+        for name in CUMULATIVE_USAGE:
             value = getattr(usage, name)
             if value is None:
                 continue

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from paddock.cli._common import add_runtime_options, handle_termination, write
-from paddock.cli._connect import connect
-from paddock.cli._errors import explain
+from paddock.cli._common import add_runtime_options, write
+from paddock.cli._connect import call_once
 
 HELP = "summarize a thread's history to free context (codex, claude, opencode)"
 
@@ -21,17 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from paddock.cli._threadops import compact
-    from paddock.contract import PaddockError
 
-    handle_termination()
-    rt, _ = connect(args, "compact")
-    try:
-        ok, said = compact(rt, args.thread, timeout=args.timeout)
-    except PaddockError as exc:
-        write(f"paddock compact: {explain(exc)}\n", err=True)
+    done = call_once(args, "compact", lambda rt: compact(rt, args.thread, timeout=args.timeout))
+    if done is None:
         return 1
-    finally:
-        rt.close()
+    ok, said = done
     if args.json:
         write(json.dumps({"thread_id": args.thread, "compacted": ok, "message": said}) + "\n")
     else:

@@ -4,16 +4,20 @@ answers, else a Runtime opened in this process on the config :func:`find_config`
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
-from paddock.cli._common import write
+from paddock.cli._common import handle_termination, write
+from paddock.cli._errors import explain
 from paddock.cli._places import announce, announce_config, find_config, state_dir_of
 
 if TYPE_CHECKING:
     from paddock import Runtime
     from paddock.client import RemoteRuntime
 
-__all__ = ["connect", "server_note", "server_of", "state_dir_of"]
+__all__ = ["call_once", "connect", "server_note", "server_of", "state_dir_of"]
+
+_T = TypeVar("_T")
 
 
 def server_of(args: argparse.Namespace) -> RemoteRuntime | None:
@@ -50,3 +54,21 @@ def connect(args: argparse.Namespace, command: str) -> tuple[Runtime | RemoteRun
     found = find_config(args)
     announce_config(command, found)
     return Runtime.open(found.path, state_dir=args.state_dir), False
+
+
+def call_once(args: argparse.Namespace, command: str, call: Callable[[Runtime | RemoteRuntime], _T]) -> _T | None:
+    """The one-call commands (``generate``, ``fork``, ``compact``): handle termination signals,
+    :func:`connect`, run ``call`` on the runtime and close it. A :class:`PaddockError` is
+    written as ``paddock COMMAND: ...`` on stderr and gives ``None`` (the command exits 1).
+    Runs on the CLI's main thread."""
+    from paddock.contract import PaddockError
+
+    handle_termination()
+    rt, _ = connect(args, command)
+    try:
+        return call(rt)
+    except PaddockError as exc:
+        write(f"paddock {command}: {explain(exc)}\n", err=True)
+        return None
+    finally:
+        rt.close()

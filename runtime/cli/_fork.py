@@ -7,9 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from paddock.cli._common import add_runtime_options, handle_termination, write
-from paddock.cli._connect import connect
-from paddock.cli._errors import explain
+from paddock.cli._common import add_runtime_options, write
+from paddock.cli._connect import call_once
 
 HELP = "copy a thread into a new one (natively where the agent can, else by handing its transcript over)"
 
@@ -26,18 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from paddock.cli._target import resume_hint
     from paddock.cli._threadops import fork
-    from paddock.contract import PaddockError
 
-    handle_termination()
-    rt, _ = connect(args, "fork")
-    try:
-        session, said = fork(rt, args.thread, args.new_thread, at_turn=args.at_turn, instance=args.instance,
-                             timeout=args.timeout)
-    except PaddockError as exc:
-        write(f"paddock fork: {explain(exc)}\n", err=True)
+    done = call_once(args, "fork", lambda rt: fork(rt, args.thread, args.new_thread, at_turn=args.at_turn,
+                                                    instance=args.instance, timeout=args.timeout))
+    if done is None:
         return 1
-    finally:
-        rt.close()
+    session, said = done
     if args.json:
         write(json.dumps({"thread_id": session.thread_id, "instance_id": session.instance_id,
                           "driver": session.driver, "from": args.thread}) + "\n")

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from paddock.cli._common import add_runtime_options, handle_termination, write
-from paddock.cli._connect import connect
-from paddock.cli._errors import explain
+from paddock.cli._common import add_runtime_options, write
+from paddock.cli._connect import call_once
 
 HELP = "one-shot text from an instance (a title, a commit message): no tools, nothing left behind"
 
@@ -22,17 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paddock.contract import PaddockError
-
-    handle_termination()
     prompt = " ".join(args.prompt).replace("\\n", "\n")
-    rt, _ = connect(args, "generate")
-    try:
-        text = rt.generate_text(args.instance, prompt, model=args.model, timeout=args.timeout)
-    except PaddockError as exc:
-        write(f"paddock generate: {explain(exc)}\n", err=True)
+    text = call_once(args, "generate",
+                     lambda rt: rt.generate_text(args.instance, prompt, model=args.model, timeout=args.timeout))
+    if text is None:
         return 1
-    finally:
-        rt.close()
     write((json.dumps({"text": text}) if args.json else text) + "\n")
     return 0

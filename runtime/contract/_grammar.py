@@ -57,6 +57,7 @@ from ._events import (
     RequestResolved,
     RuntimeWarningEvent,
     SessionExited,
+    StreamKind,
     ThreadTokenUsageUpdated,
     TurnAborted,
     TurnCompleted,
@@ -92,9 +93,14 @@ GRAMMAR_RULES: Final[dict[str, int]] = {
 TURN_BYTE_LIMIT: Final = 32 * 1024 * 1024
 """The default bound on one turn's events, as encoded JSON (32 MiB)."""
 
-_TEXT_STREAM: Final = {"assistant_message": "assistant_text", "reasoning": "reasoning_text", "plan": "plan_text"}
-_CUMULATIVE: Final = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens", "total_tokens",
-                      "cost")
+ITEM_TEXT_STREAM: Final[dict[str, StreamKind]] = {
+    "assistant_message": "assistant_text", "reasoning": "reasoning_text", "plan": "plan_text",
+}
+"""Rule 5: item kind -> the delta stream whose concatenation must equal ``item.completed``'s text
+(the hub's guard, ``actors/events/_grammar.py``, keeps the same rule)."""
+CUMULATIVE_USAGE: Final = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
+                           "total_tokens", "cost")
+"""Rule 4: the token usage counts of a thread that never decrease."""
 _AFTER_ABORT_FORBIDDEN: Final = (ContentDelta, ItemUpdated, RequestOpened, UserInputRequested, TurnPlanUpdated,
                                  TurnProposedDelta, TurnProposedCompleted)
 
@@ -264,7 +270,7 @@ class _Checker:
             t.items.setdefault(iid, ev)
         else:
             self.done_items[key] = ev
-            stream = _TEXT_STREAM.get(ev.kind)
+            stream = ITEM_TEXT_STREAM.get(ev.kind)
             deltas = t.streamed.pop((iid, stream), None) if stream is not None else None
             if deltas and ev.text is not None:
                 streamed = "".join(d.delta for d in deltas)
@@ -290,7 +296,7 @@ class _Checker:
     def token_usage(self, ev: ThreadTokenUsageUpdated) -> None:
         seen = self.usage.setdefault(ev.thread_id, {})
         back = []
-        for name in _CUMULATIVE:
+        for name in CUMULATIVE_USAGE:
             value = getattr(ev.usage, name)
             if value is None:
                 continue

@@ -25,7 +25,6 @@ Every series is labelled with ``instance`` and ``driver``.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable
 
@@ -33,8 +32,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from paddock._event_reader import EventReader
 from paddock.actors import Subscription
-from paddock.actors.events import END, NEEDS_IO
 from paddock.contract import (
     Event,
     ItemStarted,
@@ -104,7 +103,6 @@ class MetricsCollector:
 
     def __init__(self, subscribe: Callable[[], Subscription], *, last_seq: Callable[[], int],
                  log_path: str | None) -> None:
-        self._subscribe = subscribe
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.turns_started = Counter("paddock_turns_started", "Turns started", _BY, registry=r)
@@ -132,39 +130,16 @@ class MetricsCollector:
         self._requests: dict[str, float] = {}  # request id -> opened at
         self._live: set[str] = set()  # thread ids
         self._mcp_status: dict[tuple[str, str, str], str] = {}
-        self._sub: Subscription | None = None
-        self._thread: threading.Thread | None = None
+        self._reader = EventReader(subscribe, "paddock-metrics", self.count, most=BATCH)
 
     def start(self) -> None:
-        self._sub = self._subscribe()
-        self._thread = threading.Thread(target=self._run, name="paddock-metrics", daemon=True)
-        self._thread.start()
+        self._reader.start()
 
     def close(self, timeout: float = 5.0) -> None:
-        if self._sub is not None:
-            self._sub.close()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._reader.close(timeout)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-    def _run(self) -> None:
-        sub = self._sub
-        assert sub is not None
-        while True:
-            first = sub.get(timeout=1.0)
-            if first is None:
-                if sub.ended:
-                    return
-                continue
-            batch = [first]
-            while len(batch) < BATCH:
-                more = sub._poll()
-                if more is None or more is NEEDS_IO or more is END:
-                    break
-                batch.append(more)
-            self.count(batch)
 
     def count(self, batch: list[Event]) -> None:
         """Count one batch (the reader thread)."""

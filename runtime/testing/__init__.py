@@ -9,6 +9,8 @@ and their offline environments, and the transcript recorder and replayer (``repl
 - transcripts: :class:`Recorder` (a line tap for our transports), :func:`load_transcript`,
   :func:`record` (``paddock record``), ``python -m paddock.testing.replay`` (the fake process),
   and the minimal scripted sessions in :data:`SESSIONS`;
+- :func:`collect_turn`: one turn through a :class:`paddock.Runtime`, its events collected up to
+  its ``turn.completed``;
 - ``python -m paddock.testing.mcp_server``: a test MCP server (the ``mcp`` extra) that records
   every tool call to a file.
 """
@@ -47,6 +49,7 @@ from ._sessions import SessionResult as SessionResult
 from ._transcript import Recorder as Recorder
 from ._transcript import Transcript as Transcript
 from ._transcript import load_transcript as load_transcript
+from ._turn import collect_turn as collect_turn
 from .model_server import ModelServer as ModelServer
 from .model_server import RequestRecord as RequestRecord
 
@@ -75,6 +78,7 @@ __all__ = [
     "Transcript",
     "Write",
     "build_offline_env",
+    "collect_turn",
     "default_peers_dir",
     "default_pins_file",
     "drive_flavor",

@@ -37,9 +37,12 @@ from paddock.contract import (
     EventBase,
     PaddockError,
     RequestError,
+    TurnStartResult,
     capability_on,
     check_grammar,
 )
+
+from ._turn import collect_turn
 
 if TYPE_CHECKING:
     from paddock import Runtime
@@ -256,21 +259,12 @@ class Probe:
     def turn(self, thread_id: str, text: str, *, on_event: Callable[[EventBase, str], None] | None = None,
              timeout: float | None = None) -> list[EventBase]:
         """Send a turn and return its thread's events up to its ``turn.completed``."""
-        limit = timeout or self.timeout
-        with self.rt.subscribe(thread_id=thread_id) as sub:
-            turn = self.rt.send_turn(thread_id, text)
-            out: list[EventBase] = []
-            deadline = time.monotonic() + limit
-            while time.monotonic() < deadline:
-                event = sub.get(timeout=max(0.0, deadline - time.monotonic()))
-                if event is None:
-                    break
-                out.append(event)
-                if on_event is not None:
-                    on_event(event, turn.turn_id)
-                if event.type == "turn.completed" and event.turn_id == turn.turn_id:
-                    return out
-        raise AssertionError(f"no turn.completed within {limit:g} s; saw {[e.type for e in out][-12:]}")
+        def steer(event: EventBase, turn: TurnStartResult) -> None:
+            if on_event is not None:
+                on_event(event, turn.turn_id)
+
+        return collect_turn(self.rt, thread_id, text, timeout=timeout or self.timeout,
+                            on_event=None if on_event is None else steer)
 
     def agent_processes(self) -> list[psutil.Process]:
         """The agent processes: the children of Paddock's orphan-guard shims."""

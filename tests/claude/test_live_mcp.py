@@ -9,18 +9,11 @@ import stat
 
 import pytest
 
-from paddock.testing import ModelServer
 from tests.live import _mcp as m
-
-from .conftest import of_type
 
 pytestmark = pytest.mark.live
 
-
-@pytest.fixture
-def model_server(tmp_path, workspace):
-    with ModelServer(m.SCRIPT, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-        yield server
+model_server = m.model_server  # the fixture: the scripted model server on the MCP script
 
 
 def _config_files(h) -> list:
@@ -36,82 +29,28 @@ def test_stdio_server_tool_call_end_to_end(make, model_server, tmp_path, caplog)
     [config] = _config_files(h)
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
     assert stat.S_IMODE(config.parent.stat().st_mode) == 0o700
-    with m.CmdlineScan() as scan:
-        res, evs = h.turn("use the echo tool SCENARIO:mcp_echo")
-    assert of_type(evs, "turn.completed")[-1].state == "completed"
-    m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
-                       arguments=m.ECHO_ARGS, result="echo: ping from the model")
-    m.assert_connected_before_end(evs, res.turn_id, "paddock-test")
-    m.assert_connected_at_start(evs, res.turn_id, "paddock-test")
-    assert not of_type(evs, "runtime.warning")
-    # The scan ran while the server lived, and found the secret in no command line.
-    server_pid = m.read_record(record)[0]["pid"]
-    assert server_pid in scan.seen and not scan.hits
-    m.assert_no_secret(evs)
-    assert m.SECRET_ENV not in caplog.text
+    m.check_stdio_echo_turn(h, model_server, record, caplog)
     h.adapter.stop_session("t1", timeout=15)
     assert _config_files(h) == []  # the file lives only as long as the session
     m.assert_no_secret_in_files(tmp_path)  # the config file is gone; Claude Code copied it nowhere
 
 
 def test_an_mcp_call_asks_in_approval_mode(make, model_server, tmp_path):
-    record = tmp_path / "calls.jsonl"
-    h = make()
-    h.start(runtime_mode="approval-required", mcp_servers=(m.stdio_server(record),))
-    res = h.send("use the echo tool SCENARIO:mcp_echo")
-    evs = h.events_until(lambda e: m.etype(e) in ("request.opened", "turn.completed"))
-    [opened] = of_type(evs, "request.opened")
+    opened = m.check_call_asks_in_approval_mode(make, model_server, tmp_path)
     assert opened.data["tool"] == "mcp__paddock-test__echo" and opened.data["input"] == m.ECHO_ARGS
-    assert m.read_record(record) == []  # nothing ran before the answer
-    h.adapter.respond_to_request("t1", opened.request_id, "accept", timeout=10)
-    evs += h.events_until(lambda e: m.etype(e) == "turn.completed" and e.turn_id == res.turn_id)
-    m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
-                       arguments=m.ECHO_ARGS, result="echo: ping from the model")
 
 
 def test_env_secret_reaches_the_server_only_and_cwd_is_honoured(make, model_server, tmp_path):
-    record = tmp_path / "server-cwd" / "calls.jsonl"  # written relative to the server's cwd
-    h = make()
-    h.start(runtime_mode="full-access", mcp_servers=(m.stdio_server(record, in_cwd=True),))
-    res, evs = h.turn("is it set? SCENARIO:mcp_env")
-    assert m.read_record(record)[0]["arguments"] == {"name": m.SECRET_VAR}
-    assert any(r.tool_output and "set" in r.tool_output and "unset" not in r.tool_output
-               for r in model_server.requests if r.kind == "follow_up")
-    m.assert_no_secret(evs)
+    m.check_env_secret_and_cwd(make, model_server, tmp_path)
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
 def test_http_server_with_header_secret(make, model_server, tmp_path, transport):
-    record = tmp_path / "http-calls.jsonl"
-    with m.http_server(record, transport) as (server, server_pid):
-        h = make()
-        h.start(runtime_mode="full-access", mcp_servers=(server,))
-        with m.CmdlineScan(exclude=(server_pid,)) as scan:
-            res, evs = h.turn("over http SCENARIO:mcp_http")
-        m.assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-http", tool="echo",
-                           arguments={"text": "over http"}, result="echo: over http")
-        m.assert_connected_before_end(evs, res.turn_id, "paddock-http")
-        assert scan.rounds > 0 and not scan.hits
-        m.assert_no_secret(evs)
-        h.close()
-        m.assert_no_secret_in_files(tmp_path)
+    m.check_http_server_with_header_secret(make, model_server, tmp_path, transport)
 
 
 def test_missing_command_is_failed_with_the_reason_and_warned(make, model_server, tmp_path):
-    record = tmp_path / "calls.jsonl"
-    h = make()
-    h.start(runtime_mode="full-access", mcp_servers=(m.missing_server(), m.stdio_server(record)))
-    res, evs = h.turn("say hi SCENARIO:text")
-    assert of_type(evs, "turn.completed")[-1].state == "completed"
-    failed = [e for e in m.status_events(evs, "missing") if e.status == "failed"]
-    assert failed and "ENOENT" in failed[0].detail
-    [warning] = [e for e in of_type(evs, "runtime.warning") if e.code == "mcp.not_connected"]
-    assert warning.detail == {"server": "missing", "status": "failed"} and warning.turn_id == res.turn_id
-    m.assert_connected_before_end(evs, res.turn_id, "paddock-test")
-    # Reported once: a second turn repeats neither the status nor the warning.
-    res2, evs2 = h.turn("again SCENARIO:text")
-    assert not m.status_events(evs2, "missing") and not of_type(evs2, "runtime.warning")
-    m.assert_no_secret(evs + evs2)
+    m.check_missing_command(make, model_server, tmp_path, "ENOENT")
 
 
 def test_no_servers_no_mcp_flags(make_fake):

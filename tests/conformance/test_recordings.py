@@ -16,6 +16,7 @@ import pytest
 
 from paddock import Runtime, __version__
 from paddock.contract import check_grammar
+from paddock.testing import collect_turn
 from paddock.testing._conformance import SCENARIOS, Case, DriverReport, encode_report, report_digest
 from tests.replay.test_replay_only_flavors import AGENTS, MODEL, _launcher, build_transcript
 
@@ -39,22 +40,9 @@ def _drain(sub) -> list:
 
 
 def _turn(rt, text: str, on_event=None) -> list:
-    with rt.subscribe(thread_id="t") as events:
-        turn = rt.send_turn("t", text)
-        if on_event is not None:
-            on_event(None, turn)
-        out: list = []
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            event = events.get(timeout=max(0.0, deadline - time.monotonic()))
-            if event is None:
-                break
-            out.append(event)
-            if on_event is not None:
-                on_event(event, turn)
-            if event.type == "turn.completed" and event.turn_id == turn.turn_id:
-                return out
-    raise AssertionError(f"no turn.completed; saw {[e.type for e in out]}")
+    """A turn of thread ``t``; ``on_event`` sees ``(None, turn)`` once it is accepted, then every event."""
+    return collect_turn(rt, "t", text, timeout=20,
+                        on_sent=None if on_event is None else (lambda turn: on_event(None, turn)), on_event=on_event)
 
 
 def replay_report(kind: str, root: Path) -> DriverReport:

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import msgspec
 import psutil
+import pytest
 
 from paddock.contract import McpHttpServer, McpStdioServer
-from paddock.testing import McpCall, Script
+from paddock.testing import McpCall, ModelServer, Script
 from paddock.testing.mcp_server import read_record
+from tests.adapter_harness import etype, of_type
 
 SECRET_ENV = f"env-secret-{secrets.token_hex(8)}"
 SECRET_HEADER = f"header-secret-{secrets.token_hex(8)}"
@@ -33,6 +35,13 @@ SCRIPT = Script(scenarios={
     "mcp_env": (McpCall(tool="env_has", arguments={"name": SECRET_VAR}, server="paddock-test"),),
     "mcp_http": (McpCall(tool="echo", arguments={"text": "over http"}, server="paddock-http"),),
 })
+
+
+@pytest.fixture
+def model_server(tmp_path, workspace):
+    """The scripted model server on :data:`SCRIPT` (a fixture: import it into the test module)."""
+    with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+        yield server
 
 
 def stdio_server(record: Path, name: str = "paddock-test", *, in_cwd: bool = False) -> McpStdioServer:
@@ -110,10 +119,6 @@ class CmdlineScan:
         self._thread.join(10)
 
 
-def etype(event) -> str:
-    return type(event).__struct_config__.tag
-
-
 def assert_no_secret(events) -> None:
     text = b"\n".join(msgspec.json.encode(e) for e in events).decode()
     assert SECRET_ENV not in text and SECRET_HEADER not in text, "a secret reached an event"
@@ -163,3 +168,105 @@ def assert_tool_call(events, turn_id: str, record: Path, model_server, *, server
     [item] = items
     assert item.status == "completed"
     assert item.data["server"] == server and item.data["tool"] == tool and item.data["arguments"] == arguments
+
+
+# -- the checks every driver's test_live_mcp.py runs the same way ------------------------------
+
+
+def check_stdio_echo_turn(h, model_server, record: Path, caplog) -> tuple:
+    """Run the echo turn in the started harness ``h`` (its stdio server records to ``record``)
+    under a command-line scan, and check what every driver must show: the call end to end,
+    ``connected`` before the turn began and before it ended, no warning, the server's pid seen
+    and no secret in any command line, event or log line. Returns (turn, events, server pid)."""
+    with CmdlineScan() as scan:
+        res, evs = h.turn("use the echo tool SCENARIO:mcp_echo")
+    assert of_type(evs, "turn.completed")[-1].state == "completed"
+    assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
+                     arguments=ECHO_ARGS, result="echo: ping from the model")
+    assert_connected_before_end(evs, res.turn_id, "paddock-test")
+    assert_connected_at_start(evs, res.turn_id, "paddock-test")
+    assert not of_type(evs, "runtime.warning")
+    # The scan ran while the server lived, and found the secret in no command line.
+    server_pid = read_record(record)[0]["pid"]
+    assert server_pid in scan.seen and not scan.hits
+    assert_no_secret(evs)
+    assert SECRET_ENV not in caplog.text
+    return res, evs, server_pid
+
+
+def check_env_secret_and_cwd(make, model_server, tmp_path: Path) -> None:
+    """The env secret reaches the server only, and the server runs in its ``cwd``."""
+    record = tmp_path / "server-cwd" / "calls.jsonl"  # written relative to the server's cwd
+    h = make()
+    h.start(runtime_mode="full-access", mcp_servers=(stdio_server(record, in_cwd=True),))
+    res, evs = h.turn("is it set? SCENARIO:mcp_env")
+    assert read_record(record)[0]["arguments"] == {"name": SECRET_VAR}
+    assert any(r.tool_output and "set" in r.tool_output and "unset" not in r.tool_output
+               for r in model_server.requests if r.kind == "follow_up")
+    assert_no_secret(evs)
+
+
+def check_http_server_with_header_secret(make, model_server, tmp_path: Path, transport: str) -> None:
+    """An HTTP (or SSE) server reached with its header secret, which shows up in no command
+    line (but the test server's own), event or file."""
+    record = tmp_path / "http-calls.jsonl"
+    with http_server(record, transport) as (server, server_pid):
+        h = make()
+        h.start(runtime_mode="full-access", mcp_servers=(server,))
+        with CmdlineScan(exclude=(server_pid,)) as scan:
+            res, evs = h.turn("over http SCENARIO:mcp_http")
+        assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-http", tool="echo",
+                         arguments={"text": "over http"}, result="echo: over http")
+        assert_connected_before_end(evs, res.turn_id, "paddock-http")
+        assert scan.rounds > 0 and not scan.hits
+        assert_no_secret(evs)
+        h.close()
+        assert_no_secret_in_files(tmp_path)
+
+
+def check_missing_command(make, model_server, tmp_path: Path, reason: str) -> None:
+    """A server whose command does not exist is ``failed`` with ``reason`` in its detail and
+    warned once (``mcp.not_connected``); the other server still connects and the turn completes."""
+    record = tmp_path / "calls.jsonl"
+    h = make()
+    h.start(runtime_mode="full-access", mcp_servers=(missing_server(), stdio_server(record)))
+    res, evs = h.turn("say hi SCENARIO:text")
+    assert of_type(evs, "turn.completed")[-1].state == "completed"
+    failed = [e for e in status_events(evs, "missing") if e.status == "failed"]
+    assert failed and reason in failed[0].detail
+    [warning] = [e for e in of_type(evs, "runtime.warning") if e.code == "mcp.not_connected"]
+    assert warning.detail == {"server": "missing", "status": "failed"} and warning.turn_id == res.turn_id
+    assert_connected_before_end(evs, res.turn_id, "paddock-test")
+    # Reported once: a second turn repeats neither the status nor the warning.
+    res2, evs2 = h.turn("again SCENARIO:text")
+    assert not status_events(evs2, "missing") and not of_type(evs2, "runtime.warning")
+    assert_no_secret(evs + evs2)
+
+
+def check_call_asks_in_approval_mode(make, model_server, tmp_path: Path):
+    """In approval-required mode the MCP call opens a request, nothing runs before the answer,
+    and once accepted the call completes end to end. Returns the ``request.opened`` event (its
+    payload is the driver's own)."""
+    record = tmp_path / "calls.jsonl"
+    h = make()
+    h.start(runtime_mode="approval-required", mcp_servers=(stdio_server(record),))
+    res = h.send("use the echo tool SCENARIO:mcp_echo")
+    evs = h.events_until(lambda e: etype(e) in ("request.opened", "turn.completed"))
+    [opened] = of_type(evs, "request.opened")
+    assert read_record(record) == []  # nothing ran before the answer
+    h.adapter.respond_to_request("t1", opened.request_id, "accept", timeout=10)
+    evs += h.events_until(lambda e: etype(e) == "turn.completed" and e.turn_id == res.turn_id)
+    assert_tool_call(evs, res.turn_id, record, model_server, server="paddock-test", tool="echo",
+                     arguments=ECHO_ARGS, result="echo: ping from the model")
+    return opened
+
+
+def gone(pid: int, timeout: float) -> bool:
+    """``pid`` ended within ``timeout`` seconds (or was gone already)."""
+    try:
+        psutil.Process(pid).wait(timeout)
+    except psutil.NoSuchProcess:
+        pass
+    except psutil.TimeoutExpired:
+        return False
+    return True

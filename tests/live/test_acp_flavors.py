@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from paddock import Runtime
-from paddock.testing import ModelServer, Patch, Text
+from paddock.testing import ModelServer, Patch, Text, collect_turn
 
 from .conftest import Tripwire, require_peer
 
@@ -111,20 +111,7 @@ def live(request, tmp_path_factory):
 
 def _turn(rt: Runtime, thread_id: str, text: str, *, on_event=None, timeout: float = 60.0) -> list:
     """Send a turn and collect its events up to its turn.completed."""
-    with rt.subscribe(thread_id=thread_id) as events:
-        turn = rt.send_turn(thread_id, text)
-        out: list = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            event = events.get(timeout=max(0.0, deadline - time.monotonic()))
-            if event is None:
-                break
-            out.append(event)
-            if on_event is not None:
-                on_event(event, turn)
-            if event.type == "turn.completed" and event.turn_id == turn.turn_id:
-                return out
-    raise AssertionError(f"no turn.completed within {timeout} s; saw {[e.type for e in out]}")
+    return collect_turn(rt, thread_id, text, timeout=timeout, on_event=on_event)
 
 
 def _settle(live: Live, timeout: float = 10.0) -> None:

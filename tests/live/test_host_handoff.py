@@ -8,8 +8,10 @@ variables point at the tripwire, so a non-loopback connection fails the test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,16 @@ def _instance(driver: str, root: Path, server: ModelServer, tripwire: Tripwire) 
             "model": ACP_MODELS[driver]}
 
 
+@contextlib.contextmanager
+def one_agent(driver: str, tmp_path: Path, tripwire: Tripwire) -> Iterator[tuple[ModelServer, dict, Path]]:
+    """The scripted model server and a config of one instance ``agent`` of ``driver`` on it
+    (:func:`_instance`): yields (server, config, workspace); the server stops when the block ends."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
+        yield server, {"instances": {"agent": _instance(driver, tmp_path, server, tripwire)}}, workspace
+
+
 @pytest.fixture
 def proxied(monkeypatch):
     """Every proxy variable at the tripwire (the ACP flavors inherit them from the host)."""
@@ -78,10 +90,7 @@ def _marks(record) -> int:
 @pytest.mark.parametrize("driver", ["claude", "codex", "gemini", "qwen", "claude-acp", "codex-acp", "copilot",
                                     "opencode"])
 def test_the_model_sees_the_preamble_once_in_the_first_request(driver, tmp_path, proxied):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, workspace):
         with Runtime.open(config, state_dir=tmp_path / "state") as rt:
             # codex-acp honours full-access only (its native modes run commands unasked)
             mode = "full-access" if driver == "codex-acp" else "approval-required"
@@ -106,10 +115,7 @@ def test_the_model_sees_the_preamble_once_in_the_first_request(driver, tmp_path,
 @pytest.mark.parametrize("driver", ["claude", "codex", "opencode", "gemini", "qwen", "claude-acp", "copilot",
                                     "codex-acp"])
 def test_generate_text_returns_the_scripted_text_and_leaves_nothing(driver, tmp_path, proxied):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, workspace):
         before = set(_living_descendants())
         with Runtime.open(config, state_dir=tmp_path / "state") as rt:
             text = rt.generate_text("agent", "a title for this thread SCENARIO:text", timeout=180)
@@ -129,10 +135,7 @@ def _agents() -> list:
 
 @pytest.mark.parametrize("driver", ["claude", "codex", "gemini"])
 def test_after_kill_9_and_the_resume_the_model_sees_one_full_copy_again(driver, tmp_path, proxied):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, workspace):
         with Runtime.open(config, state_dir=tmp_path / "state") as rt:
             rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="approval-required",
                              preamble=PREAMBLE, timeout=120)

@@ -21,7 +21,7 @@ from paddock.testing import ModelServer
 from tests.host.conftest import local_history
 
 from .conftest import turn_text
-from .test_host_handoff import _instance, proxied  # noqa: F401  (fixture)
+from .test_host_handoff import _instance, one_agent, proxied  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
@@ -38,13 +38,18 @@ def _open(config, state):
     return Runtime.open(config, state_dir=state)
 
 
+def _turn_request(rt, server: ModelServer, thread_id: str, text: str):
+    """Run a turn whose prompt ``text`` starts with a marker word; (its turn.completed, the
+    body of its first model request)."""
+    n = len(server.model_calls())
+    _, done = turn_text(rt, thread_id, text, timeout=_T)
+    return done, _after(server, n, text.split()[0])
+
+
 @pytest.mark.parametrize("driver", ["codex", "opencode", "claude", "claude-acp"])
 def test_a_native_fork_carries_the_history_and_the_threads_do_not_cross(driver, tmp_path, proxied):  # noqa: F811
-    ws = tmp_path / "ws"
-    ws.mkdir()
     state = tmp_path / "state"
-    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, ws):
         with _open(config, state) as rt:
             rt.start_session("src", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
             [info] = rt.instances()  # an ACP agent's flags are negotiated once its process answered
@@ -53,40 +58,28 @@ def test_a_native_fork_carries_the_history_and_the_threads_do_not_cross(driver, 
             turn_text(rt, "src", "SRC-TWO remember KESTREL SCENARIO:text", timeout=_T)
             session = rt.fork_thread("src", "copy", timeout=_T)
             assert session.thread_id == "copy" and session.resumed
-            n = len(server.model_calls())
-            _, done = turn_text(rt, "copy", "COPY-THREE SCENARIO:text", timeout=_T)
-            first = _after(server, n, "COPY-THREE")
+            done, first = _turn_request(rt, server, "copy", "COPY-THREE SCENARIO:text")
             assert done.state == "completed" and "OSPREY" in first and "KESTREL" in first
-            n = len(server.model_calls())
-            turn_text(rt, "src", "SRC-FOUR SCENARIO:text", timeout=_T)
-            assert "COPY-THREE" not in _after(server, n, "SRC-FOUR")
+            _, body = _turn_request(rt, server, "src", "SRC-FOUR SCENARIO:text")
+            assert "COPY-THREE" not in body
             assert {b.thread_id for b in rt.list_threads()} == {"src", "copy"}
             assert [t.user_text for t in rt.read_thread("copy").turns] == ["COPY-THREE SCENARIO:text"]
         with _open(config, state) as rt:  # a new runtime: new agent processes resume both threads
-            n = len(server.model_calls())
-            turn_text(rt, "copy", "COPY-FIVE SCENARIO:text", timeout=_T)
-            body = _after(server, n, "COPY-FIVE")
+            _, body = _turn_request(rt, server, "copy", "COPY-FIVE SCENARIO:text")
             assert "OSPREY" in body and "COPY-THREE" in body and "SRC-FOUR" not in body
-            n = len(server.model_calls())
-            turn_text(rt, "src", "SRC-SIX SCENARIO:text", timeout=_T)
-            body = _after(server, n, "SRC-SIX")
+            _, body = _turn_request(rt, server, "src", "SRC-SIX SCENARIO:text")
             assert "SRC-FOUR" in body and "COPY-THREE" not in body and "COPY-FIVE" not in body
 
 
 def test_codex_forks_from_a_past_turn(tmp_path, proxied):  # noqa: F811
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance("codex", tmp_path, server, proxied)}}
+    with one_agent("codex", tmp_path, proxied) as (server, config, ws):
         with _open(config, tmp_path / "state") as rt:
             assert rt.instances()[0].capabilities.sessions.fork_kind == "from_turn"
             rt.start_session("src", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
             turn_text(rt, "src", "SRC-ONE remember OSPREY SCENARIO:text", timeout=_T)
             turn_text(rt, "src", "SRC-TWO remember KESTREL SCENARIO:text", timeout=_T)
             rt.fork_thread("src", "early", at_turn=1, timeout=_T)
-            n = len(server.model_calls())
-            turn_text(rt, "early", "EARLY SCENARIO:text", timeout=_T)
-            body = _after(server, n, "EARLY")
+            _, body = _turn_request(rt, server, "early", "EARLY SCENARIO:text")
     assert "OSPREY" in body and "KESTREL" not in body
 
 
@@ -131,10 +124,7 @@ COMPACTION_MARKERS = {  # each agent's own compaction prompt, as the model serve
 
 @pytest.mark.parametrize("driver", ["codex", "opencode", "claude"])
 def test_compaction_reaches_the_model_and_the_thread_goes_on(driver, tmp_path, proxied):  # noqa: F811
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, ws):
         with _open(config, tmp_path / "state") as rt:
             assert rt.instances()[0].capabilities.context.compaction
             rt.start_session("t", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
@@ -166,10 +156,7 @@ def test_compaction_reaches_the_model_and_the_thread_goes_on(driver, tmp_path, p
 def test_rollback_does_what_the_capability_says(driver, tmp_path, proxied):  # noqa: F811
     from paddock.contract import CapabilityUnsupportedError
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, ws):
         with _open(config, tmp_path / "state") as rt:
             declared = rt.instances()[0].capabilities.threads.rollback
             rt.start_session("t", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
@@ -183,9 +170,7 @@ def test_rollback_does_what_the_capability_says(driver, tmp_path, proxied):  # n
                 with pytest.raises(CapabilityUnsupportedError) as err:
                     rt.rollback_thread("t", 1, timeout=_T)
                 assert err.value.capability == "threads.rollback" and len(server.model_calls()) == n
-            n = len(server.model_calls())
-            _, done = turn_text(rt, "t", "AFTER SCENARIO:text", timeout=_T)
-            body = _after(server, n, "AFTER")
+            done, body = _turn_request(rt, server, "t", "AFTER SCENARIO:text")
     assert done.state == "completed" and "KEEP-ONE" in body
     assert ("DROP-TWO" in body) is not declared  # dropped where declared, kept where refused
     assert declared is (driver == "codex")
@@ -193,18 +178,13 @@ def test_rollback_does_what_the_capability_says(driver, tmp_path, proxied):  # n
 
 @pytest.mark.parametrize("driver", ["gemini", "qwen", "claude-acp", "copilot", "codex-acp"])
 def test_every_acp_flavor_forks_as_its_flags_say(driver, tmp_path, proxied):  # noqa: F811
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, ws):
         with _open(config, tmp_path / "state") as rt:
             rt.start_session("src", instance="agent", cwd=str(ws), runtime_mode="full-access", timeout=_T)
             turn_text(rt, "src", "SRC-ONE remember OSPREY SCENARIO:text", timeout=_T)
             caps = rt.instances()[0].capabilities.sessions
             session = rt.fork_thread("src", "copy", timeout=_T)
-            n = len(server.model_calls())
-            _, done = turn_text(rt, "copy", "COPY-TWO SCENARIO:text", timeout=_T)
-            body = _after(server, n, "COPY-TWO")
+            done, body = _turn_request(rt, server, "copy", "COPY-TWO SCENARIO:text")
     assert done.state == "completed" and "OSPREY" in body
     assert caps.fork == (caps.fork_kind == "native")
     # Native: the agent resumed its own copy. Hand-off: the transcript rode the first prompt.
@@ -214,19 +194,14 @@ def test_every_acp_flavor_forks_as_its_flags_say(driver, tmp_path, proxied):  # 
 
 @pytest.mark.parametrize("driver", ["claude", "opencode"])
 def test_at_turn_where_the_agent_forks_whole_sessions_is_a_handoff(driver, tmp_path, proxied):  # noqa: F811
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+    with one_agent(driver, tmp_path, proxied) as (server, config, ws):
         with _open(config, tmp_path / "state") as rt:
             rt.start_session("src", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
             turn_text(rt, "src", "SRC-ONE remember OSPREY SCENARIO:text", timeout=_T)
             turn_text(rt, "src", "SRC-TWO remember KESTREL SCENARIO:text", timeout=_T)
             assert rt.instances()[0].capabilities.sessions.fork_kind == "native"
             session = rt.fork_thread("src", "early", at_turn=1, timeout=_T)
-            n = len(server.model_calls())
-            turn_text(rt, "early", "EARLY SCENARIO:text", timeout=_T)
-            body = _after(server, n, "EARLY")
+            _, body = _turn_request(rt, server, "early", "EARLY SCENARIO:text")
     assert not session.resumed  # a fresh session, handed the transcript of turn 1 only
     assert "This conversation continues thread" in body and "OSPREY" in body and "KESTREL" not in body
 
@@ -234,10 +209,7 @@ def test_at_turn_where_the_agent_forks_whole_sessions_is_a_handoff(driver, tmp_p
 def test_the_cli_compaction_waits_for_the_agent_and_says_so(tmp_path, proxied):  # noqa: F811
     from paddock.cli._threadops import compact, fork
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    with ModelServer(workspace=ws, log_path=tmp_path / "model-requests.jsonl") as server:
-        config = {"instances": {"agent": _instance("codex", tmp_path, server, proxied)}}
+    with one_agent("codex", tmp_path, proxied) as (server, config, ws):
         with _open(config, tmp_path / "state") as rt:
             rt.start_session("t", instance="agent", cwd=str(ws), runtime_mode="approval-required", timeout=_T)
             turn_text(rt, "t", "remember OSPREY SCENARIO:text", timeout=_T)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import time
 
 import psutil
 import pytest
 
-from tests.conftest import _living_descendants, _reap_zombie_orphans
+from tests.conftest import _living_descendants, fail_on_leaks, kill_described, leaked_since
 
 HINT = "Ray is not installed: pip install 'agent-paddock[ray]'"
 
@@ -47,22 +46,7 @@ def no_leaked_processes():
     those): an agent or shim left behind by a placed instance still fails the test."""
     before = set(_living_descendants())
     yield
-    deadline = time.monotonic() + 3.0
-    while True:
-        _reap_zombie_orphans()
-        leaked = {pid: p for pid, p in _living_descendants().items() if pid not in before and not _ray_process(p)}
-        if not leaked or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    if leaked:
-        described = []
-        for proc in leaked.values():
-            try:
-                described.append(f"{proc.pid}: {' '.join(proc.cmdline())[:200]}")
-                proc.kill()
-            except psutil.NoSuchProcess:
-                pass
-        pytest.fail("test left processes alive:\n" + "\n".join(described), pytrace=False)
+    fail_on_leaks(before, grace=3.0, poll=0.05, ignore=_ray_process)
 
 
 class TwoNodes:
@@ -105,16 +89,6 @@ def two_nodes():
     finally:
         ray.shutdown()
         cluster.shutdown()
-        deadline = time.monotonic() + 10.0
-        while True:
-            _reap_zombie_orphans()
-            left = {pid: p for pid, p in _living_descendants().items() if pid not in before}
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        for proc in left.values():
-            try:
-                proc.kill()
-            except psutil.NoSuchProcess:
-                pass
-        assert not left, f"the Ray cluster left processes alive: {[' '.join(p.cmdline())[:120] for p in left.values()]}"
+        left = leaked_since(before, grace=10.0, poll=0.1)
+        described = kill_described(left.values())
+        assert not left, f"the Ray cluster left processes alive: {described}"

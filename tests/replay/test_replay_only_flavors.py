@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from paddock import Runtime
+from paddock.testing import collect_turn
 
 SID = "sess-7f3c"
 MODEL = "claude-sonnet-4.5"
@@ -173,22 +174,9 @@ def _launcher(tmp_path: Path) -> Path:
 
 
 def _turn(rt, text: str, *, on_event=None, timeout: float = 20.0) -> list:
-    with rt.subscribe(thread_id="t") as events:
-        turn = rt.send_turn("t", text)
-        if on_event is not None:
-            on_event(None, turn)
-        out: list = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            event = events.get(timeout=max(0.0, deadline - time.monotonic()))
-            if event is None:
-                break
-            out.append(event)
-            if on_event is not None:
-                on_event(event, turn)
-            if event.type == "turn.completed" and event.turn_id == turn.turn_id:
-                return out
-    raise AssertionError(f"no turn.completed; saw {[e.type for e in out]}")
+    """A turn of thread ``t``; ``on_event`` sees ``(None, turn)`` once it is accepted, then every event."""
+    return collect_turn(rt, "t", text, timeout=timeout,
+                        on_sent=None if on_event is None else (lambda turn: on_event(None, turn)), on_event=on_event)
 
 
 @pytest.mark.parametrize("kind", sorted(AGENTS))
