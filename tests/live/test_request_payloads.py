@@ -34,12 +34,13 @@ MODELS = {
     "codex-acp": "gpt-5.4-mini",
     "opencode": "mock-model",
 }
-# codex-acp is not here: it cannot be made to ask before a command, so approval-required is refused
-# before its process starts (tests/conformance/test_suite.py::test_codex_acp_never_runs_a_command_unasked).
-DRIVERS = ["claude", "codex", "copilot", "gemini", "qwen", "opencode", "claude-acp", "local"]
-# Codex runs a command inside its sandbox without asking; the escalated scenario makes it ask,
-# and it runs every command through a login shell (codex-app-server.md).
+DRIVERS = ["claude", "codex", "codex-acp", "copilot", "gemini", "qwen", "opencode", "claude-acp", "local"]
+# Codex runs every command through a login shell (codex-app-server.md).
 CODEX_FAMILY = ("codex", "codex-acp")
+# The app-server runs a command inside its sandbox without asking; the escalated scenario makes it
+# ask. codex-acp's "untrusted" policy asks for the plain command and rejects an escalated one
+# itself (drivers/acp/flavors/_codex_acp.py).
+ESCALATES = ("codex",)
 _PROXY_KEYS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -61,7 +62,7 @@ def _prompts(driver: str) -> tuple[str, str]:
     """The prompts that ask for ``touch hello.txt`` and for the new file ``patched.txt``."""
     if driver == "local":  # the local agent's own directives (no model)
         return "@run touch hello.txt", "@write patched.txt created by apply_patch"
-    shell = "tool_shell_escalated" if driver in CODEX_FAMILY else "tool_shell"
+    shell = "tool_shell_escalated" if driver in ESCALATES else "tool_shell"
     return f"run it SCENARIO:{shell}", "write it SCENARIO:patch"
 
 
