@@ -12,8 +12,8 @@ at start). Policy (``-c`` overrides in argv, so a user's own config file cannot 
 
 | runtime / interaction mode | native mode (``session/set_mode``) | answered without asking the host |
 |---|---|---|
-| approval-required | none: the configured default | read, search, think |
-| auto-accept-edits | none: the configured default | also edit, delete, move |
+| approval-required | none: the configured default | nothing |
+| auto-accept-edits | none: the configured default | edit, delete, move (its patches) |
 | full-access | ``full-access`` | everything |
 | plan interaction | none (it offers no plan mode) | as the runtime mode says |
 
@@ -29,6 +29,11 @@ A command the model marks ``require_escalated`` is rejected by Codex itself unde
 ``session/load`` list no modes (``modes: null``, no ``mode`` config option), yet
 ``session/set_mode`` still takes ``full-access`` (``unlisted_modes``). A session loaded into a
 new process is back in the configured default whatever mode it was set to before.
+
+Trap: it names a command's tool kind from Codex's parse of it, so a command can ask as ``read``
+or ``search`` (``find . -name x -delete`` asks as ``search`` "Search x in ."; a known-safe
+``ls`` that failed in the sandbox asks as ``search`` to rerun outside it). Codex asks only for
+what is not known-safe, so no kind is answered without the host but its patches'.
 
 Traps (acp.md §9): its bundled Codex core is older than the app-server pin (no
 ``model_catalog_json``); for a model it has no metadata for, the first assistant text of a turn
@@ -107,6 +112,8 @@ CODEX_ACP_FLAVOR = AcpFlavor(
     settings=_settings,
     home_env=_home_env,
     capability_overrides=_capabilities,
+    auto_allow={"full-access": frozenset({"*"}), "auto-accept-edits": frozenset({"edit", "delete", "move"}),
+                "approval-required": frozenset()},
     native_modes={"full-access": "full-access"},
     unlisted_modes=("read-only", "auto", "full-access"),
 )
