@@ -77,6 +77,7 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
             cancel_retry=flavor.cancel_retry, failed_text=flavor.failed_text, resume_hint=flavor.resume_hint,
             cancel_meta=dict(flavor.cancel_meta), set_model=flavor.set_model, home=ctx.home,
             mcp_stdio=flavor.mcp_stdio, title_is_command=flavor.title_is_command,
+            unlisted_modes=flavor.unlisted_modes,
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps

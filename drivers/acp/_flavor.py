@@ -115,6 +115,9 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
       session starts (the agent's ``mcpCapabilities.http`` must be on).
     - ``title_is_command``: an ``execute`` permission carries no ``rawInput`` and its title is
       the exact command (the request's subject then takes the title).
+    - ``unlisted_modes``: mode ids ``session/set_mode`` accepts when the session lists no modes
+      (codex-acp lists none while its configured policy matches none of its presets); such a
+      session is taken to be in its configured default, in no listed mode.
     """
 
     kind: str
@@ -145,6 +148,7 @@ class AcpFlavor(msgspec.Struct, frozen=True, kw_only=True):
     client_terminal: bool = False
     mcp_stdio: bool = True
     title_is_command: bool = False
+    unlisted_modes: tuple[str, ...] = ()
     config_type: type[AcpConfig] = AcpConfig
 
     # spawn ---------------------------------------------------------------------------------------

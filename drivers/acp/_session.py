@@ -383,6 +383,11 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
             x.current_mode = result.modes.currentModeId
             config["modes"] = [{"id": m.id, "name": m.name} for m in result.modes.availableModes]
             config["current_mode"] = result.modes.currentModeId
+        elif self.settings.unlisted_modes:
+            # The session lists no modes: it is in the agent's configured default (a reloaded
+            # session too, whatever mode it was set to before), and set_mode still takes these.
+            x.modes = list(self.settings.unlisted_modes)
+            x.current_mode = None
         if result.configOptions is not None:
             x.config_options = result.configOptions
             config["config_options"] = result.configOptions

@@ -46,6 +46,8 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The flavor's ``mcp_stdio``: the agent takes stdio MCP servers from the client."""
     title_is_command: bool = False
     """An ``execute`` permission's title is its exact command (the flavor's ``title_is_command``)."""
+    unlisted_modes: tuple[str, ...] = ()
+    """Mode ids ``session/set_mode`` accepts when the session lists none (the flavor's ``unlisted_modes``)."""
 
 
 @dataclass(slots=True)

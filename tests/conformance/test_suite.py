@@ -70,17 +70,18 @@ def test_live_driver_conforms(kind, tmp_path):
 
 @pytest.mark.live
 def test_codex_acp_never_runs_a_command_unasked(tmp_path):
-    """codex-acp cannot be made to ask before a shell command: approval-required and
-    auto-accept-edits are refused with a typed error before its process starts."""
-    target = live_target("codex-acp", scenarios=("04-runtime-modes", "03b-approval-command"))
+    """codex-acp asks before every command and edit in approval-required (Codex's "untrusted"
+    policy in a read-only sandbox), before commands in auto-accept-edits, and again after a
+    thread is restarted from full-access: a declined ``touch`` leaves no file on disk."""
+    scenarios = ("03a-approval-file-edit", "03b-approval-command", "04-runtime-modes", "04b-mode-change")
+    target = live_target("codex-acp", scenarios=scenarios)
     if isinstance(target, str):
         if os.environ.get("PADDOCK_REQUIRE_PEERS") == "1":
             pytest.fail(target, pytrace=False)
         pytest.skip(target)
-    report = run_target(target, tmp_path, only=("03b-approval-command", "04-runtime-modes"))
+    report = run_target(target, tmp_path, only=scenarios)
     cases = {c.scenario: c for c in report.cases}
-    assert cases["04-runtime-modes"].result == "pass", cases["04-runtime-modes"]
-    assert "approval-required: refused" in cases["04-runtime-modes"].reason
-    assert "auto-accept-edits: refused" in cases["04-runtime-modes"].reason
-    assert cases["03b-approval-command"].result == "n/a"
-    assert "runtime_policy.modes.approval-required" in cases["03b-approval-command"].reason
+    for name in scenarios:
+        assert cases[name].result == "pass", cases[name]
+    assert cases["04-runtime-modes"].reason == (
+        "approval-required: honoured; auto-accept-edits: honoured; full-access: honoured")

@@ -61,9 +61,7 @@ class Live:
         self.baseline = 0
         self._n = 0
 
-    def thread(self, runtime_mode: str | None = None) -> str:
-        # codex-acp honours only full-access (it runs shell commands unasked otherwise).
-        runtime_mode = runtime_mode or ("full-access" if self.flavor == "codex-acp" else "approval-required")
+    def thread(self, runtime_mode: str = "approval-required") -> str:
         self._n += 1
         thread_id = f"{self.flavor}-{self._n}"
         self.rt.start_session(thread_id, instance="agent", cwd=str(self.workspace), runtime_mode=runtime_mode,
@@ -148,12 +146,6 @@ def test_simple_and_multi_turn(live):
 
 
 def test_approval_accept_and_decline_on_disk(live):
-    if live.flavor == "codex-acp":
-        from paddock.contract import CapabilityUnsupportedError
-
-        with pytest.raises(CapabilityUnsupportedError, match="runtime_policy.modes"):
-            live.thread("approval-required")
-        return
     accepted = live.workspace / "accepted.txt"
     declined = live.workspace / "declined.txt"
     for decision, scenario, path in (("accept", "write_accept", accepted), ("decline", "write_decline", declined)):
@@ -233,14 +225,13 @@ def test_resume_in_a_fresh_process(live, tmp_path):
     # Two runtimes on one state dir: the second starts a fresh agent process in the same home.
     config = _config(live.flavor, live.server)
     state = tmp_path / "state"
-    mode = "full-access" if live.flavor == "codex-acp" else "approval-required"
     with Runtime.open(config, state_dir=state) as rt:
-        rt.start_session("r1", instance="agent", cwd=str(live.workspace), runtime_mode=mode, timeout=60)
+        rt.start_session("r1", instance="agent", cwd=str(live.workspace), runtime_mode="approval-required", timeout=60)
         assert _end(_turn(rt, "r1", "remember the word HERON SCENARIO:text")).state == "completed"
     with Runtime.open(config, state_dir=state) as rt:
         with rt.subscribe(thread_id="r1") as events:
             session = rt.start_session("r1", instance="agent", cwd=str(live.workspace),
-                                       runtime_mode=mode, timeout=60)
+                                       runtime_mode="approval-required", timeout=60)
             started = None
             while started is None:
                 event = events.get(timeout=30)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from paddock import Runtime
-from paddock.contract import CommandSubject, FileChangeSubject, RequestOpened
-from paddock.testing import build_offline_env
+from paddock.contract import CommandSubject, FileChangeSubject, RequestOpened, ToolSubject
+from paddock.testing import ModelServer, Shell, build_offline_env
 
 from tests.codex.conftest import offline_config
 
@@ -34,12 +34,13 @@ MODELS = {
     "codex-acp": "gpt-5.4-mini",
     "opencode": "mock-model",
 }
-# codex-acp is not here: it cannot be made to ask before a command, so approval-required is refused
-# before its process starts (tests/conformance/test_suite.py::test_codex_acp_never_runs_a_command_unasked).
-DRIVERS = ["claude", "codex", "copilot", "gemini", "qwen", "opencode", "claude-acp", "local"]
-# Codex runs a command inside its sandbox without asking; the escalated scenario makes it ask,
-# and it runs every command through a login shell (codex-app-server.md).
+DRIVERS = ["claude", "codex", "codex-acp", "copilot", "gemini", "qwen", "opencode", "claude-acp", "local"]
+# Codex runs every command through a login shell (codex-app-server.md).
 CODEX_FAMILY = ("codex", "codex-acp")
+# The app-server runs a command inside its sandbox without asking; the escalated scenario makes it
+# ask. codex-acp's "untrusted" policy asks for the plain command and rejects an escalated one
+# itself (drivers/acp/flavors/_codex_acp.py).
+ESCALATES = ("codex",)
 _PROXY_KEYS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -61,7 +62,7 @@ def _prompts(driver: str) -> tuple[str, str]:
     """The prompts that ask for ``touch hello.txt`` and for the new file ``patched.txt``."""
     if driver == "local":  # the local agent's own directives (no model)
         return "@run touch hello.txt", "@write patched.txt created by apply_patch"
-    shell = "tool_shell_escalated" if driver in CODEX_FAMILY else "tool_shell"
+    shell = "tool_shell_escalated" if driver in ESCALATES else "tool_shell"
     return f"run it SCENARIO:{shell}", "write it SCENARIO:patch"
 
 
@@ -110,3 +111,24 @@ def test_a_request_carries_the_exact_command_and_the_diff(driver, tmp_path, work
     assert not edit.truncated
 
     assert not (workspace / "hello.txt").exists() and not (workspace / "patched.txt").exists()
+
+
+def test_codex_acp_asks_the_host_before_a_command_it_calls_a_search(tmp_path, workspace, tripwire, monkeypatch):
+    """codex-acp names ``find -delete`` a ``search`` (a kind approval-required answers itself for
+    other agents): it is still left to the host, and the declined command deletes nothing."""
+    require_peer("codex-acp")
+    for key in _PROXY_KEYS:
+        monkeypatch.setenv(key, tripwire.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    victim = workspace / "victim.txt"
+    victim.write_text("keep me\n")
+    script = {"scenarios": {"find_delete": [Shell(command="find . -name victim.txt -delete")]}}
+    with ModelServer(script, workspace=workspace) as server:
+        config = {"instances": {"agent": _instance("codex-acp", server.url, tmp_path, tripwire.url)}}
+        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+            rt.start_session("find", instance="agent", cwd=str(workspace), runtime_mode="approval-required", timeout=60)
+            request = _declined_request(rt, "find", "clean up SCENARIO:find_delete")
+    # It reaches the host as a tool named by its search (the exact command is in its arguments).
+    assert isinstance(request.subject, ToolSubject), request
+    assert request.subject.arguments["command"] == ["/bin/bash", "-lc", "find . -name victim.txt -delete"], request
+    assert victim.read_text() == "keep me\n"

@@ -47,16 +47,6 @@ def replay_flavor(path: Path, tmp_path: Path, kind: str | None = None, **extra: 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_the_flavor_driver_writes_exactly_the_recorded_frames(path, tmp_path):
     kind = path.stem
-    if kind == "codex-acp":
-        # codex-acp cannot be made to ask before a shell command in approval-required: the
-        # runtime refuses the mode before it starts the agent (drivers/acp/flavors/_codex_acp.py).
-        from paddock.contract import CapabilityUnsupportedError
-
-        with pytest.raises(CapabilityUnsupportedError) as refused:
-            replay_flavor(path, tmp_path)
-        assert refused.value.capability == "runtime_policy.modes"
-        assert not (tmp_path / "verdict.txt").exists()  # the replayer was never started
-        return
     turns, status, detail = replay_flavor(path, tmp_path)
     assert status == 0, detail
     assert [t.state for t in turns] == ["completed", "completed", "completed", DECLINE_STATE.get(kind, "completed"),

@@ -7,14 +7,33 @@ Paddock as a managed file (a file the user wrote without Paddock's marker line i
 ``PADDOCK_CODEX_API_KEY`` (= ``api_key``); ``model`` -> ``model``. With ``api_key`` but no
 endpoint: ``OPENAI_API_KEY``. Switches (in the file): update check, analytics, feedback, OTEL
 and the plugin/app sync features off (without them Codex contacts github.com and chatgpt.com
-at start).
+at start). Policy (``-c`` overrides in argv, so a user's own config file cannot loosen it):
+``approval_policy = "untrusted"`` with ``sandbox_mode = "read-only"``, the session's default.
 
 | runtime / interaction mode | native mode (``session/set_mode``) | answered without asking the host |
 |---|---|---|
-| approval-required | refused (``read-only`` runs shell commands in Codex's sandbox unasked) | |
-| auto-accept-edits | refused (``auto`` runs commands in the workspace unasked) | |
+| approval-required | none: the configured default | nothing |
+| auto-accept-edits | none: the configured default | edit, delete, move (its patches) |
 | full-access | ``full-access`` | everything |
 | plan interaction | none (it offers no plan mode) | as the runtime mode says |
+
+Why not its own modes (checked with 0.16.0 against the scripted model server): its presets
+``read-only`` (on-request approval, read-only sandbox) and ``auto`` (on-request, workspace-write)
+run shell commands in Codex's sandbox without ``session/request_permission`` (a ``touch`` in
+``read-only`` ran unasked and failed in the sandbox). Under ``untrusted`` + ``read-only`` it asks
+before every command not on Codex's known-safe read-only list (the request's ``rawInput``
+carries ``command: ["/bin/bash", "-lc", <cmd>]`` and ``cwd``) and before every ``apply_patch``
+(a ``diff`` content with ``path`` and ``newText``); a declined ``touch hello.txt`` left no file.
+A command the model marks ``require_escalated`` is rejected by Codex itself under ``untrusted``
+(no request, nothing runs). That policy matches none of its presets, so ``session/new`` and
+``session/load`` list no modes (``modes: null``, no ``mode`` config option), yet
+``session/set_mode`` still takes ``full-access`` (``unlisted_modes``). A session loaded into a
+new process is back in the configured default whatever mode it was set to before.
+
+Trap: it names a command's tool kind from Codex's parse of it, so a command can ask as ``read``
+or ``search`` (``find . -name x -delete`` asks as ``search`` "Search x in ."; a known-safe
+``ls`` that failed in the sandbox asks as ``search`` to rerun outside it). Codex asks only for
+what is not known-safe, so no kind is answered without the host but its patches'.
 
 Traps (acp.md §9): its bundled Codex core is older than the app-server pin (no
 ``model_catalog_json``); for a model it has no metadata for, the first assistant text of a turn
@@ -31,7 +50,6 @@ from pathlib import Path
 
 from paddock.contract import Capabilities
 from paddock.drivers._access import ModelAccess
-from paddock.drivers._capabilities import override
 from paddock.drivers.acp import AcpFlavor
 from paddock.drivers.acp._flavor import SettingsFiles
 
@@ -81,21 +99,21 @@ def _home_env(home: Path) -> dict[str, str]:
 
 def _capabilities(caps: Capabilities) -> Capabilities:
     # initialize answers loadSession: true; usage_update arrives on every turn.
-    caps = reports_usage(loads_sessions(caps))
-    # Its "read-only" mode (the nearest to approval-required) lets Codex run shell commands in
-    # its own sandbox without session/request_permission, and "auto" runs commands in the
-    # workspace unasked: neither asks the host before a command, so only full-access is honoured
-    # (the runtime refuses the other modes; never fail open).
-    return override(caps, runtime_policy={"modes": ("full-access",)})
+    return reports_usage(loads_sessions(caps))
 
 
 CODEX_ACP_FLAVOR = AcpFlavor(
     kind="codex-acp",
     peer="codex-acp",
+    # Asks before every command outside Codex's known-safe read-only list, and before every patch.
+    protocol_args=("-c", 'approval_policy="untrusted"', "-c", 'sandbox_mode="read-only"'),
     access_env=_access_env,
     quiet_env={"RUST_LOG": "warn", "NO_BROWSER": "1"},
     settings=_settings,
     home_env=_home_env,
     capability_overrides=_capabilities,
-    native_modes={"approval-required": "read-only", "auto-accept-edits": "auto", "full-access": "full-access"},
+    auto_allow={"full-access": frozenset({"*"}), "auto-accept-edits": frozenset({"edit", "delete", "move"}),
+                "approval-required": frozenset()},
+    native_modes={"full-access": "full-access"},
+    unlisted_modes=("read-only", "auto", "full-access"),
 )
