@@ -313,17 +313,7 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         self.emit([self.turn.start(turn_id, input_text=None, model=self.record.session.model,
                                    provider_refs=self._refs())])
         self.tr.start(turn_id)
-        try:
-            self._call("POST", f"/session/{self.session_id}/summarize", model)
-        except PaddockError as exc:
-            events: list[EventBase] = []
-            self.end_turn(events, "failed", error=f"the compaction was not accepted: {exc}")
-            self.emit(events)
-            self.publish(status="ready", active_turn_id=None)
-            raise
-        cursor = self._cursor()
-        self.publish(status="running", active_turn_id=turn_id, resume_cursor=cursor)
-        return TurnStartResult(thread_id=self.thread_id, turn_id=turn_id, resume_cursor=cursor)
+        return self._post_turn(turn_id, "summarize", model, "the compaction")
 
     # turns ---------------------------------------------------------------------------------------
 
@@ -342,11 +332,16 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
                                   provider_refs=self._refs())
         self.tr.start(turn_id)
         self.emit([started])
+        return self._post_turn(turn_id, "prompt_async", body, "the prompt")
+
+    def _post_turn(self, turn_id: str, endpoint: str, body: Any, what: str) -> TurnStartResult:
+        """POST the request that runs turn ``turn_id`` (already started); a refusal ends the turn
+        ``failed`` and is raised (thread: the session actor)."""
         try:
-            self._call("POST", f"/session/{self.session_id}/prompt_async", body)
+            self._call("POST", f"/session/{self.session_id}/{endpoint}", body)
         except PaddockError as exc:
             events: list[EventBase] = []
-            self.end_turn(events, "failed", error=f"the prompt was not accepted: {exc}")
+            self.end_turn(events, "failed", error=f"{what} was not accepted: {exc}")
             self.emit(events)
             self.publish(status="ready", active_turn_id=None)
             raise

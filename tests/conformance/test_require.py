@@ -68,13 +68,13 @@ def test_require_through_the_async_face(tmp_path):
 
 
 def test_a_mode_the_agent_cannot_honour_is_refused_before_its_process_starts(tmp_path):
-    # codex-acp (the binary is never run: the refusal comes first) cannot ask before commands.
-    config = {"instances": {"c": {"driver": "codex-acp", "binary": sys.executable}}}
+    # codex's auto-accept-edits maps to approvalPolicy on-request, under which Codex runs a
+    # sandboxed command unasked: refused (the binary is never run: the refusal comes first).
+    config = {"instances": {"c": {"driver": "codex", "binary": sys.executable}}}
     before = _descendants()
     with Runtime.open(config, state_dir=tmp_path / "s") as rt:
-        for mode in ("approval-required", "auto-accept-edits"):
-            with pytest.raises(CapabilityUnsupportedError) as refused:
-                rt.start_session("t", instance="c", cwd=str(tmp_path), runtime_mode=mode)
-            assert refused.value.capability == "runtime_policy.modes"
-            assert mode in str(refused.value)
+        with pytest.raises(CapabilityUnsupportedError) as refused:
+            rt.start_session("t", instance="c", cwd=str(tmp_path), runtime_mode="auto-accept-edits")
+        assert refused.value.capability == "runtime_policy.modes"
+        assert "auto-accept-edits" in str(refused.value)
         assert _descendants() == before

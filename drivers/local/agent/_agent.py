@@ -22,12 +22,12 @@ import msgspec
 
 from ._directives import Action, DirectiveError, Directives, parse_prompt
 from ._history import History, Turn
-from ._wire import Wire
+from ._wire import Pending, Wire
 
 if TYPE_CHECKING:  # the agent imports nothing of the runtime at run time
     from paddock.contract import JsonObject, JsonValue
 
-    from ._mcp import McpCall, McpClient
+    from ._mcp import McpClient
     from ._tools import RunningCommand
 
 __all__ = ["AGENT_NAME", "AGENT_VERSION", "Agent", "split_answer"]
@@ -97,23 +97,6 @@ def split_answer(answer: str, n: int) -> list[str]:
     return pieces
 
 
-class _Pending:
-    """An agent→client request awaiting its answer; completed by the reader or by a cancel."""
-
-    __slots__ = ("req_id", "event", "result", "error", "cancelled")
-
-    def __init__(self, req_id: int) -> None:
-        self.req_id = req_id
-        self.event = threading.Event()
-        self.result: JsonValue = None
-        self.error: JsonValue = None
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        self.event.set()
-
-
 class _TurnState:
     """Cancellation state of one running prompt; written by the reader, read by the turn."""
 
@@ -123,7 +106,7 @@ class _TurnState:
         self.done = threading.Event()
         self.cancelled = False
         self.wakeup = threading.Event()
-        self.waiting: _Pending | McpCall | None = None
+        self.waiting: Pending | None = None
         self.command: RunningCommand | None = None
 
     def cancel(self) -> None:
@@ -196,7 +179,7 @@ class Agent:
         self._decoder = msgspec.json.Decoder()
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, Pending] = {}
         self._next_id = 0
         self._client_writes_files = False
 
@@ -497,23 +480,23 @@ class Agent:
 
     # -- agent→client requests (turn threads) -----------------------------------------------
 
-    def _request(self, method: str, params: JsonObject, *, wait: bool = True) -> _Pending:
+    def _request(self, method: str, params: JsonObject, *, wait: bool = True) -> Pending:
         with self._lock:
             req_id = self._next_id
             self._next_id += 1
-            pending = _Pending(req_id)
+            pending = Pending(req_id)
             if wait:
                 self._pending[req_id] = pending
         self._wire.send({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params}, flush=wait)
         return pending
 
-    def _wait(self, pending: _Pending, turn: _TurnState) -> None:
+    def _wait(self, pending: Pending, turn: _TurnState) -> None:
         turn.waiting = pending
         if turn.cancelled:
             pending.cancel()
         pending.event.wait()
         turn.waiting = None
-        if pending.cancelled:
+        if pending.cancelled and pending.req_id is not None:
             with self._lock:
                 self._pending.pop(pending.req_id, None)
 

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ._wire import Pending
+
 if TYPE_CHECKING:  # the agent imports nothing of the runtime at run time
     from paddock.contract import JsonObject, JsonValue
 
-__all__ = ["CONNECT_TIMEOUT", "McpCall", "McpClient", "McpError", "StdioEntry", "connect_all", "stdio_entries"]
+__all__ = ["CONNECT_TIMEOUT", "McpClient", "McpError", "StdioEntry", "connect_all", "stdio_entries"]
 
 CONNECT_TIMEOUT = 20.0
 PROTOCOL_VERSION = "2025-06-18"
@@ -53,22 +55,6 @@ def stdio_entries(raw: JsonValue) -> list[StdioEntry]:
     return out
 
 
-class McpCall:
-    """One request awaiting its answer; a cancelled turn wakes it (:meth:`cancel`)."""
-
-    __slots__ = ("event", "result", "error", "cancelled")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.result: JsonValue = None
-        self.error: JsonValue = None
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        self.event.set()
-
-
 class McpClient:
     """One connected stdio MCP server. Construct with :meth:`start`."""
 
@@ -86,7 +72,7 @@ class McpClient:
             raise McpError(f"cannot start {entry.command!r}: {exc.strerror or exc}") from None
         self._lock = threading.Lock()
         self._next = 0
-        self._waiting: dict[int, McpCall] = {}
+        self._waiting: dict[int, Pending] = {}
         self._gone = False
         self._encoder = msgspec.json.Encoder()
         threading.Thread(target=self._read, name=f"mcp-{entry.name}", daemon=True).start()
@@ -120,9 +106,9 @@ class McpClient:
             except (OSError, ValueError):
                 raise McpError(f"MCP server {self.name!r} went away") from None
 
-    def begin(self, method: str, params: JsonObject) -> McpCall:
-        """Send a request; its answer completes the returned :class:`McpCall`."""
-        call = McpCall()
+    def begin(self, method: str, params: JsonObject) -> Pending:
+        """Send a request; its answer completes the returned :class:`Pending`."""
+        call = Pending()
         with self._lock:
             if self._gone:
                 raise McpError(f"MCP server {self.name!r} went away")

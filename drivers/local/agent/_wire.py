@@ -28,6 +28,24 @@ FLUSH_AT = 64 * 1024
 BACKLOG_LIMIT = 4 * 1024 * 1024
 
 
+class Pending:
+    """A JSON-RPC request awaiting its answer (to the client, or to an MCP server): completed by
+    the reader that sees the answer, or woken by a cancelled turn (:meth:`cancel`)."""
+
+    __slots__ = ("req_id", "event", "result", "error", "cancelled")
+
+    def __init__(self, req_id: int | None = None) -> None:
+        self.req_id = req_id
+        self.event = threading.Event()
+        self.result: JsonValue = None
+        self.error: JsonValue = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.event.set()
+
+
 class Wire:
     """Ordered, thread-safe JSON-RPC line output on a file descriptor."""
 
