@@ -9,6 +9,8 @@ reaches the model server as an image part.
 
 from __future__ import annotations
 
+import contextlib
+
 from pathlib import Path
 
 import psutil
@@ -48,23 +50,34 @@ def _config(driver: str, server: ModelServer, root: Path, tripwire: Tripwire) ->
     return {"instances": {"agent": entry}}
 
 
-@pytest.fixture(params=DRIVERS)
-def live(request, tmp_path):
-    driver = request.param
-    require_peer(driver)
+@contextlib.contextmanager
+def _offline_runtime(driver: str, tmp_path: Path, config, script=None, **server_options):
+    """A workspace holding ``red.png``, the model server (``script``, ``server_options``) and a
+    Runtime on ``config(server, tripwire)``, behind the tripwire proxy; fails if the agent tried
+    to leave 127.0.0.1."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "red.png").write_bytes(PNG)
     tripwire = Tripwire()
     saved = _proxied(tripwire)
     try:
-        with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-            with Runtime.open(_config(driver, server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
-                yield driver, rt, server, workspace
+        with ModelServer(script, workspace=workspace, log_path=tmp_path / "model-requests.jsonl",
+                         **server_options) as server:
+            with Runtime.open(config(server, tripwire), state_dir=tmp_path / "state") as rt:
+                yield rt, server, workspace
     finally:
         _restore(saved)
         tripwire.close()
     assert not tripwire.hits, f"{driver} tried to leave 127.0.0.1: {tripwire.hits}"
+
+
+@pytest.fixture(params=DRIVERS)
+def live(request, tmp_path):
+    driver = request.param
+    require_peer(driver)
+    with _offline_runtime(driver, tmp_path, lambda server, tw: _config(driver, server, tmp_path, tw)) as (
+            rt, server, workspace):
+        yield driver, rt, server, workspace
 
 
 def test_catalog_model_check_and_a_png_reaching_the_model(live):
@@ -99,22 +112,14 @@ def test_qwen_sends_the_png_to_its_default_model_too(tmp_path):
     the image still reaches the model server as an image part, never as qwen's
     ``Unsupported image file`` text."""
     require_peer("qwen")
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "red.png").write_bytes(PNG)
-    tripwire = Tripwire()
-    saved = _proxied(tripwire)
-    try:
-        with ModelServer(workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-            config = {"instances": {"agent": {"driver": "qwen", "endpoint": server.url, "api_key": KEY}}}
-            with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=120)
-                _, events = run_turn(rt, "t1", "what colour is it? SCENARIO:text", timeout=120,
-                                     attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
-    finally:
-        _restore(saved)
-        tripwire.close()
-    assert not tripwire.hits, tripwire.hits
+
+    def config(server, _tripwire):
+        return {"instances": {"agent": {"driver": "qwen", "endpoint": server.url, "api_key": KEY}}}
+
+    with _offline_runtime("qwen", tmp_path, config) as (rt, server, workspace):
+        rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=120)
+        _, events = run_turn(rt, "t1", "what colour is it? SCENARIO:text", timeout=120,
+                             attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
     assert events[-1].state == "completed", events[-1]
     [turn] = [r for r in server.requests if r.kind == "turn"]
     assert turn.model != ACP_MODELS["qwen"] and turn.images == ("image/png",), (turn.model, turn.images)
@@ -160,28 +165,20 @@ def test_codex_steers_an_image_into_the_running_turn(tmp_path):
     from paddock.testing import Text
 
     require_peer("codex")
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "red.png").write_bytes(PNG)
-    tripwire = Tripwire()
     script = {"scenarios": {"slow": [Text(text="".join(f"tick{i} " for i in range(40)), chunks=40, delay=0.1)]}}
-    try:
-        with ModelServer(script, workspace=workspace, log_path=tmp_path / "model-requests.jsonl") as server:
-            with Runtime.open(_config("codex", server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
-                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access")
-                caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
-                assert caps.turns.steer and caps.turns.steer_attachments
-                with rt.subscribe(thread_id="t1", types=("turn.completed",)) as sub:
-                    turn = rt.send_turn("t1", "count SCENARIO:slow")
-                    server.wait_stream_started(timeout=60)
-                    steered = rt.steer_turn("t1", "and look at this SCENARIO:text",
-                                            attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
-                    assert steered.turn_id == turn.turn_id
-                    done = sub.get(timeout=90)
-                assert done is not None and done.turn_id == turn.turn_id and done.state == "completed", done
-    finally:
-        tripwire.close()
-    assert not tripwire.hits
+    with _offline_runtime("codex", tmp_path, lambda server, tw: _config("codex", server, tmp_path, tw),
+                          script) as (rt, server, workspace):
+        rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access")
+        caps = [i for i in rt.instances() if i.id == "agent"][0].capabilities
+        assert caps.turns.steer and caps.turns.steer_attachments
+        with rt.subscribe(thread_id="t1", types=("turn.completed",)) as sub:
+            turn = rt.send_turn("t1", "count SCENARIO:slow")
+            server.wait_stream_started(timeout=60)
+            steered = rt.steer_turn("t1", "and look at this SCENARIO:text",
+                                    attachments=[ImageAttachment(path="red.png", mime_type="image/png")])
+            assert steered.turn_id == turn.turn_id
+            done = sub.get(timeout=90)
+        assert done is not None and done.turn_id == turn.turn_id and done.state == "completed", done
     with_image = [r for r in server.requests if r.images]
     assert with_image and with_image[0].images == ("image/png",), [(r.kind, r.prompt_text, r.images) for r in server.requests]
     assert "and look at this" in str(with_image[0].body)  # Codex wraps the image in <image> text parts
@@ -195,19 +192,12 @@ def test_claude_publishes_model_rerouted_when_another_model_answers(tmp_path):
     """The issue's case: a turn asked for one model and another answered. Claude Code names the
     answering model in each ``assistant`` message; the driver publishes ``model.rerouted``."""
     require_peer("claude")
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    tripwire = Tripwire()
-    try:
-        with ModelServer(workspace=workspace, answer_models=REROUTE) as server:
-            with Runtime.open(_config("claude", server, tmp_path, tripwire), state_dir=tmp_path / "state") as rt:
-                rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access")
-                _, plain = run_turn(rt, "t1", "hello SCENARIO:text", timeout=120)
-                assert not [e for e in plain if e.type == "model.rerouted"]
-                _, events = run_turn(rt, "t1", "again SCENARIO:text", timeout=120, model="haiku")
-    finally:
-        tripwire.close()
-    assert not tripwire.hits
+    with _offline_runtime("claude", tmp_path, lambda server, tw: _config("claude", server, tmp_path, tw),
+                          answer_models=REROUTE) as (rt, server, workspace):
+        rt.start_session("t1", instance="agent", cwd=str(workspace), runtime_mode="full-access")
+        _, plain = run_turn(rt, "t1", "hello SCENARIO:text", timeout=120)
+        assert not [e for e in plain if e.type == "model.rerouted"]
+        _, events = run_turn(rt, "t1", "again SCENARIO:text", timeout=120, model="haiku")
     assert any(r.model in REROUTE for r in server.requests if r.kind == "turn")
     rerouted = [e for e in events if e.type == "model.rerouted"]
     assert [(e.from_model, e.to_model) for e in rerouted] == [("haiku", "claude-opus-4-1")], rerouted
