@@ -193,12 +193,22 @@ HOST = textwrap.dedent("""
     for inst in config["instances"]:
         rt.start_session(inst, instance=inst, cwd=sys.argv[3])
         rt.send_turn(inst, "@run sleep 300")  # full-access: a grandchild of the agent
-    time.sleep(2)
-    out = []
-    for info in rt.instances():
-        worker = psutil.Process(int(info.node.rsplit("pid ", 1)[1].rstrip(")")))
-        for proc in [worker, *worker.children(recursive=True)]:
-            out.append([proc.pid, proc.create_time(), " ".join(proc.cmdline())[:80]])
+    def trees():
+        out = []
+        for info in rt.instances():
+            worker = psutil.Process(int(info.node.rsplit("pid ", 1)[1].rstrip(")")))
+            for proc in [worker, *worker.children(recursive=True)]:
+                try:
+                    out.append([proc.pid, proc.create_time(), " ".join(proc.cmdline())[:80]])
+                except psutil.NoSuchProcess:
+                    pass
+        return out
+    # Until every instance's agent has started its grandchild (bounded: the test then says what it saw).
+    deadline = time.monotonic() + 60
+    out = trees()
+    while sum("sleep 300" in cmd for _p, _c, cmd in out) < len(config["instances"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        out = trees()
     print(json.dumps(out), flush=True)
     time.sleep(600)
 """)
@@ -221,6 +231,7 @@ def test_host_sigkill_leaves_no_process_on_any_node(two_nodes, tmp_path):
         cmds = [cmd for _p, _c, cmd in json.loads(line)]
         named = {pid: cmd for pid, _c, cmd in json.loads(line)}
         assert any("sleep 300" in c for c in cmds) and len(processes) >= 6, cmds
+        assert sum("sleep 300" in c for c in cmds) >= len(config["instances"]), cmds  # one on each node
         os.kill(host.pid, signal.SIGKILL)
         killed_at = time.monotonic()
         host.wait(5)
