@@ -2,6 +2,8 @@
 
 import shutil
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 HELPERS = Path(__file__).resolve().parent
@@ -13,3 +15,12 @@ SH = shutil.which("sh") or "/bin/sh"
 def helper(name: str, *args: str) -> tuple[str, ...]:
     """argv running ``tests/helpers/<name>.py`` with this interpreter."""
     return (PYTHON, str(HELPERS / f"{name}.py"), *args)
+
+
+def until(predicate: Callable[[], object], timeout: float, poll: float = 0.01) -> None:
+    """Return once ``predicate()`` is true; fail the test if it is not within ``timeout`` seconds.
+    For state no event announces (a file on disk, a counter in another thread)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(poll)

@@ -13,13 +13,8 @@ from paddock.contract import PersistenceError, RuntimeErrorEvent
 
 from .conftest import delta, drain, turn_completed, turn_started
 from .test_hub import logged
+from tests.helpers import until
 
-
-def _until(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def test_a_turn_end_the_disk_refuses_is_held_and_written_when_the_disk_allows(log_path):
@@ -31,7 +26,7 @@ def test_a_turn_end_the_disk_refuses_is_held_and_written_when_the_disk_allows(lo
         hub.limit_log_pages(0)  # the database may not grow: the next pages are refused
         emitter.emit([delta("u1", None, "x" * 200) for _ in range(100)])
         emitter.emit([turn_completed("u1")])
-        _until(lambda: hub.refused is not None)
+        until(lambda: hub.refused is not None, timeout=10.0)
         assert "database or disk is full" in hub.refused
         with pytest.raises(PersistenceError, match="disk is full"):
             hub.flush(timeout=5)
@@ -64,7 +59,7 @@ def test_closing_while_the_disk_refuses_gives_up_the_held_events_and_returns(log
     hub.flush()
     hub.limit_log_pages(0)
     emitter.emit([delta("u1", None, "y" * 200) for _ in range(100)])
-    _until(lambda: hub.refused is not None)
+    until(lambda: hub.refused is not None, timeout=10.0)
     started = time.monotonic()
     hub.close(timeout=5)
     assert time.monotonic() - started < 2.0 and not hub.alive

@@ -7,13 +7,13 @@ import contextlib
 import errno
 import os
 import subprocess
-import time
 
 import pytest
 
 from paddock import Runtime
 from paddock.contract import PersistenceError
 from tests.runtime.conftest import run_turn, text_of
+from tests.helpers import until
 
 ONE_LOCAL = {"instances": {"local": {"driver": "local"}}}
 
@@ -46,12 +46,6 @@ def _fill(folder):
     return ballast
 
 
-def _until(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
-
 
 def test_a_turn_that_ends_on_a_full_disk_is_logged_once_the_disk_has_room(tmp_path, workspace):
     with _tmpfs(tmp_path) as folder, Runtime.open(ONE_LOCAL, state_dir=folder / "state") as rt:
@@ -62,7 +56,7 @@ def test_a_turn_that_ends_on_a_full_disk_is_logged_once_the_disk_has_room(tmp_pa
             assert first is not None and first.type == "turn.started"
             ballast = _fill(folder)  # the disk fills mid-turn
             # the turn's end comes while the log refuses to grow: the runtime says so to callers
-            _until(lambda: rt._hub.refused is not None)
+            until(lambda: rt._hub.refused is not None, timeout=20.0, poll=0.02)
             with pytest.raises(PersistenceError, match="disk is full"):
                 rt.send_turn("t1", "@reply refused")
             ballast.unlink()  # the disk has room again
