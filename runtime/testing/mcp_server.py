@@ -92,6 +92,9 @@ def _serve_http(server, transport: str, require_header: str | None) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    # Listen before printing the URL: a client that reads the line connects at once, and a socket
+    # that is only bound refuses it (CI saw ECONNREFUSED). The backlog holds it until uvicorn accepts.
+    sock.listen(128)
     port = sock.getsockname()[1]
     path = "/sse" if transport == "sse" else "/mcp"
     print(f"http://127.0.0.1:{port}{path}", flush=True)
