@@ -3,9 +3,13 @@ that never read what they asked for."""
 
 from __future__ import annotations
 
+import array
+import fcntl
 import signal
 import socket
-import time
+import termios
+
+from tests.helpers import until
 
 
 def _stalled_sse_client(served) -> socket.socket:
@@ -17,6 +21,13 @@ def _stalled_sse_client(served) -> socket.socket:
     return sock
 
 
+def _unread(sock: socket.socket) -> int:
+    """Bytes the kernel holds for ``sock`` that it never read (FIONREAD)."""
+    count = array.array("i", [0])
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, count)
+    return count[0]
+
+
 def test_sigterm_with_sse_clients_that_never_read_prints_no_traceback(make_server):
     served = make_server("unix")
     clients = [_stalled_sse_client(served) for _ in range(3)]
@@ -26,7 +37,8 @@ def test_sigterm_with_sse_clients_that_never_read_prints_no_traceback(make_serve
         with rt.subscribe(thread_id="t1", types=["turn.completed"]) as sub:
             rt.send_turn("t1", "@chunks 20000\n@reply a longer answer so that the frames fill every buffer")
             assert sub.get(timeout=60) is not None
-        time.sleep(0.5)  # the stalled streams are blocked in their writes now
+        # Each stalled stream has filled its client's receive buffer: the server's writes block now.
+        until(lambda: all(_unread(sock) >= 2048 for sock in clients), timeout=30)
         rt.close()
         served.proc.send_signal(signal.SIGTERM)
         _, stderr = served.proc.communicate(timeout=30)
