@@ -14,6 +14,11 @@ Lifecycle of the native session:
   ``session/set_config_option`` wait for the agent inside ``blocking()`` (the pool compensates);
 - after the agent process restarted (new link generation), the next ``SendTurn`` first reloads the
   native session (``session/load``, else ``session/resume``), transparently;
+- modes (trust): a stop closes the native session with a tracked ``session/close``, and a load of
+  that id on the same process waits for its answer (an unanswered one: not reused, a new session
+  instead); a reloaded session whose mode cannot be set is abandoned (closed), never used; the
+  agent's ``current_mode_update`` to a mode looser than the runtime mode allows is set back at
+  once and before the next prompt (``send_turn`` fails typed when the agent refuses it);
 - MCP: every server of the session is handed to the agent as an MCP relay (stdio) on
   ``session/new``, ``session/load`` and ``session/resume``; the relays' reports arrive as
   :class:`~paddock.drivers.mcp_relay.McpReports` (told by the relay listener's thread) and
@@ -588,7 +593,11 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         if target is not None:
             # The agent reported a looser mode than the runtime mode allows: no prompt before it
             # acknowledged the runtime mode's own (a refusal fails send_turn, typed).
-            self._call(link, "session/set_mode", {"sessionId": self.tr.native_session_id, "modeId": target})
+            try:
+                self._call(link, "session/set_mode", {"sessionId": self.tr.native_session_id, "modeId": target})
+            except PaddockError:
+                self.emit(events)  # e.g. a reload's session.started
+                raise
             self.record.state.current_mode = target
             events.append(SessionConfigured(**self.identity, config={"current_mode": target}))
         if inp.model:
