@@ -178,6 +178,8 @@ class SharedLink(Generic[Init, I]):
         self._where = where
         self._label = label
         self._noun = noun
+        self._lock = threading.Lock()
+        self._releases: dict[str, concurrent.futures.Future[msgspec.Raw]] = {}
 
     @property
     def exit_info(self) -> ExitInfo | None:
@@ -231,6 +233,37 @@ class SharedLink(Generic[Init, I]):
             done(None if error is not None else f.result(), error)
 
         future.add_done_callback(finished)
+
+    def release(self, native_id: str, method: str, params: object, *, timeout: float) -> None:
+        """Send ``method``, the request that frees ``native_id``'s state in the process, without
+        waiting for it; until the process answers it (or it fails), :meth:`released` of
+        ``native_id`` waits for it. Thread: any."""
+        future = self.conn.request(method, params, timeout=timeout)
+        with self._lock:
+            self._releases[native_id] = future
+
+        def forget(f: concurrent.futures.Future[msgspec.Raw]) -> None:
+            with self._lock:
+                if self._releases.get(native_id) is f:
+                    del self._releases[native_id]
+
+        future.add_done_callback(forget)
+
+    def released(self, native_id: str, timeout: float) -> bool:
+        """Wait (inside ``blocking()``) for the pending :meth:`release` of ``native_id``: True
+        when none is pending or the process answered it (a result or an error answer); False
+        when it is still unanswered after ``timeout`` seconds, or failed unanswered (timed out,
+        connection lost): the process may then still hold the native state. Thread: any."""
+        with self._lock:
+            future = self._releases.get(native_id)
+        if future is None:
+            return True
+        try:
+            with blocking():
+                error = future.exception(timeout)
+        except concurrent.futures.TimeoutError:
+            return False
+        return error is None or (isinstance(error, RequestError) and error.code is not None)
 
     def notify(self, method: str, params: object = None) -> None:
         self.conn.notify(method, params)

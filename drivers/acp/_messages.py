@@ -25,7 +25,7 @@ class Reply(Protocol):
 
     def fail(self, error: BaseException) -> None: ...
 
-__all__ = ["Incoming", "NewSessionDone", "PromptDone", "ReplayDone", "Req"]
+__all__ = ["Incoming", "ModeRestored", "NewSessionDone", "PromptDone", "ReplayDone", "Req"]
 
 
 class PromptDone:
@@ -34,6 +34,17 @@ class PromptDone:
     def __init__(self, turn_id: str, result: msgspec.Raw | None, error: BaseException | None) -> None:
         self.turn_id = turn_id
         self.result = result
+        self.error = error
+
+
+class ModeRestored:
+    """The agent's answer to a ``session/set_mode`` that undoes a mode drift (``error``: its
+    refusal, or ``None``)."""
+
+    __slots__ = ("mode", "error")
+
+    def __init__(self, mode: str, error: BaseException | None) -> None:
+        self.mode = mode
         self.error = error
 
 

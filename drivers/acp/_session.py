@@ -14,6 +14,11 @@ Lifecycle of the native session:
   ``session/set_config_option`` wait for the agent inside ``blocking()`` (the pool compensates);
 - after the agent process restarted (new link generation), the next ``SendTurn`` first reloads the
   native session (``session/load``, else ``session/resume``), transparently;
+- modes (trust): a stop closes the native session with a tracked ``session/close``, and a load of
+  that id on the same process waits for its answer (an unanswered one: not reused, a new session
+  instead); a reloaded session whose mode cannot be set is abandoned (closed), never used; the
+  agent's ``current_mode_update`` to a mode looser than the runtime mode allows is set back at
+  once and before the next prompt (``send_turn`` fails typed when the agent refuses it);
 - MCP: every server of the session is handed to the agent as an MCP relay (stdio) on
   ``session/new``, ``session/load`` and ``session/resume``; the relays' reports arrive as
   :class:`~paddock.drivers.mcp_relay.McpReports` (told by the relay listener's thread) and
@@ -36,6 +41,7 @@ import pykka
 
 from paddock.actors import INVALID_PARAMS, METHOD_NOT_FOUND, Interrupt, Open, Respond, SendTurn, SessionRecord, SharedSessionActor, blocking
 from paddock.contract import (
+    RUNTIME_MODES,
     EventBase,
     PaddockError,
     ProviderRefs,
@@ -62,7 +68,7 @@ from ._models import catalog_of
 from ._prompt import prompt_blocks
 from ._agent import AgentLink, Item
 from ._capabilities import plan_mode_id
-from ._messages import Incoming, NewSessionDone, PromptDone, ReplayDone, Req
+from ._messages import Incoming, ModeRestored, NewSessionDone, PromptDone, ReplayDone, Req
 from ._settings import AcpState, SessionSettings, created_at_of, cursor_for, session_id_of
 from ._mcp import wire_mcp_server
 from ._fs import FsError, read_text_file, write_text_file
@@ -132,6 +138,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         self._retry_until = 0.0
         self._replaying = False
         self._opening = False  # a session/new is out: host operations wait (stashed) until it answers
+        self._restoring = False  # a session/set_mode undoing a mode drift is out
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
         self._mcp: McpRelays | None = None
 
@@ -170,12 +177,14 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
     def on_detached(self, link: AgentLink) -> None:
         if link.exit_info is None and link.init.agentCapabilities.sessionCapabilities.close is not None:
-            # The agent process outlives this session: let it free the session's state.
-            try:
-                link.request_async("session/close", {"sessionId": self.tr.native_session_id},
-                                   lambda result, error: None)
-            except PaddockError:
-                pass
+            # The agent process outlives this session: let it free the session's state. A later
+            # session/load of this id waits for the answer (see _load).
+            sid = self.tr.native_session_id
+            if sid:
+                try:
+                    link.release(sid, "session/close", {"sessionId": sid}, timeout=self.settings.request_timeout)
+                except PaddockError:
+                    pass
 
     def on_ended(self, deadline: float) -> None:
         if self._terminals is not None:
@@ -201,6 +210,9 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
             return None
         if isinstance(message, NewSessionDone):
             self._new_session_done(message)
+            return None
+        if isinstance(message, ModeRestored):
+            self._mode_restored(message)
             return None
         if isinstance(message, McpReports):
             if self._opening:
@@ -272,7 +284,11 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
                 sid = session_id_of(inp.resume_cursor, self.settings.cursor_driver)
                 result = self._load(link, sid)
                 self.record.state.created_at = created_at_of(inp.resume_cursor)
-                return self._opened(link, result, events, resumed=True, resume_failed=False, detail=None)
+                try:
+                    return self._opened(link, result, events, resumed=True, resume_failed=False, detail=None)
+                except PaddockError:
+                    self._abandon(link, sid)  # e.g. its mode could not be set: never reused
+                    raise
             except PaddockError as exc:
                 resume_failed = True
                 # The error's data carries the real reason (Gemini CLI: -32603, data.details).
@@ -330,20 +346,33 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
     def _opened(self, link: AgentLink, result: w.SessionResult, events: list[EventBase], *, resumed: bool,
                 resume_failed: bool, detail: str | None) -> Session:
+        """The native session is open: configure it (mode, model), then emit ``events``, its
+        ``session.started`` and the configuration. Nothing is emitted when configuring fails
+        (the caller falls back to a new session, or fails the ``Open``)."""
         self._link = link
         self.record.state.generation = link.generation
         self.persist()
         inp = self.start_input
-        events.append(
-            SessionStarted(
-                **self.identity, cwd=inp.cwd, model=inp.model, runtime_mode=inp.runtime_mode,
-                interaction_mode=inp.interaction_mode, resumed=resumed, resume_failed=resume_failed,
-                detail=detail, provider_refs=ProviderRefs(thread=self.tr.native_session_id),
-            )
+        started = SessionStarted(
+            **self.identity, cwd=inp.cwd, model=inp.model, runtime_mode=inp.runtime_mode,
+            interaction_mode=inp.interaction_mode, resumed=resumed, resume_failed=resume_failed,
+            detail=detail, provider_refs=ProviderRefs(thread=self.tr.native_session_id),
         )
-        events += self._configure(link, result, inp.interaction_mode, inp.model)
-        self.emit(events)
+        configured = self._configure(link, result, inp.interaction_mode, inp.model)
+        self.emit([*events, started, *configured])
         return self.publish(status="ready", resume_cursor=self._cursor(), resumed=resumed)
+
+    def _abandon(self, link: AgentLink, sid: str) -> None:
+        """A loaded native session this actor will not use: stop routing it here and let the
+        agent free it (when it can close sessions)."""
+        link.unregister(sid, self.actor_ref)
+        if self.tr.native_session_id == sid:
+            self.tr.native_session_id = None
+        if link.init.agentCapabilities.sessionCapabilities.close is not None:
+            try:
+                link.release(sid, "session/close", {"sessionId": sid}, timeout=self.settings.request_timeout)
+            except PaddockError:
+                pass
 
     def _load(self, link: AgentLink, sid: str) -> w.SessionResult:
         """``session/load`` (or ``session/resume``) ``sid`` on ``link``; replayed history is
@@ -357,6 +386,14 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
             params = {"sessionId": sid, "cwd": self.start_input.cwd, "mcpServers": self._mcp_servers(link)}
         else:
             raise RequestError("session/load", None, "the agent supports neither session/load nor session/resume", **self.where())
+        # Trap (claude-agent-acp): a session/close still being handled (a stopped session of
+        # this id on this process) races a load sent meanwhile: the load answers from the
+        # closing session (its old mode, e.g. bypassPermissions), a set_mode is acknowledged
+        # by it, and the session vanishes under the next prompt. Load only once the agent
+        # answered the close; one still unanswered means the id is not reused.
+        if not link.released(sid, self.settings.request_timeout):
+            raise RequestError(method, None, "the agent has not finished closing this session's previous use; "
+                                             "it is not reused", **self.where())
         # Register before asking: the replay arrives before the answer.
         link.register(sid, self.actor_ref)
         self._replaying = True
@@ -409,6 +446,72 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         if interaction_mode == "plan":
             return plan_mode_id(self.record.state.modes, modes.get("plan")) or modes.get("plan")
         return modes.get(self.start_input.runtime_mode)
+
+    def _permitted(self, mode: str) -> bool:
+        """Whether native ``mode`` asks no less than the session's runtime mode allows: the
+        native mode of that runtime mode or of a stricter one, or the plan mode."""
+        runtime_mode = self.start_input.runtime_mode
+        if runtime_mode == RUNTIME_MODES[-1]:
+            return True
+        modes = self.settings.native_modes
+        allowed = {modes[m] for m in RUNTIME_MODES[:RUNTIME_MODES.index(runtime_mode) + 1] if m in modes}
+        plan = plan_mode_id(self.record.state.modes, modes.get("plan"))
+        return mode in allowed or mode == plan
+
+    def _drift_target(self) -> str | None:
+        """The runtime mode's native mode when the agent last reported a mode looser than the
+        runtime mode allows (and one can be set), else ``None``."""
+        x = self.record.state
+        target = self.settings.native_modes.get(self.start_input.runtime_mode)
+        if target is None or x.current_mode is None or self._permitted(x.current_mode):
+            return None
+        return target if target in x.modes else None
+
+    def _mode_reported(self, mode: str, events: list[EventBase]) -> None:
+        """The agent says it is now in ``mode`` (``current_mode_update``). One looser than the
+        runtime mode allows (e.g. it restored a previous mode, or a plan exit chose it) is set
+        back at once, and again before the next prompt until the agent acknowledges it."""
+        x = self.record.state
+        x.current_mode = mode
+        target = self._drift_target()
+        if target is None:
+            return
+        events.append(RuntimeWarningEvent(
+            **self.identity, turn_id=self.tr.turn_id, code="acp.mode_drift",
+            message=f"the agent switched to mode {mode!r}, which runtime mode {self.start_input.runtime_mode!r} "
+                    f"does not allow; setting {target!r} again",
+            detail={"mode": mode, "target": target}))
+        link = self._link
+        if link is None or self._restoring or not self.tr.native_session_id:
+            return
+        ref = self.actor_ref
+        self._restoring = True
+
+        def done(result: msgspec.Raw | None, error: BaseException | None) -> None:
+            # Reader (or timer) thread: only tell.
+            try:
+                ref.tell(ModeRestored(target, error))
+            except pykka.ActorDeadError:
+                pass
+
+        try:
+            link.request_async("session/set_mode", {"sessionId": self.tr.native_session_id, "modeId": target}, done,
+                               timeout=self.settings.request_timeout)
+        except PaddockError as exc:
+            self._restoring = False
+            log.debug("session/set_mode not sent on thread %s: %s", self.thread_id, exc)
+
+    def _mode_restored(self, msg: ModeRestored) -> None:
+        self._restoring = False
+        x = self.record.state
+        if msg.error is None:
+            if self._drift_target() == msg.mode:  # no later report superseded it
+                x.current_mode = msg.mode
+                self.emit([SessionConfigured(**self.identity, config={"current_mode": msg.mode})])
+            return
+        self.emit([RuntimeWarningEvent(
+            **self.identity, turn_id=self.tr.turn_id, code="acp.mode_drift",
+            message=f"the agent refused mode {msg.mode!r}: {msg.error}; the next turn is refused until it is set")])
 
     def _apply_mode(self, link: AgentLink, interaction_mode: str) -> list[EventBase]:
         x = self.record.state
@@ -486,6 +589,17 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         link, events = self.ensure_native()
         if inp.interaction_mode is not None and inp.interaction_mode != self.record.state.interaction_mode:
             events += self._apply_mode(link, inp.interaction_mode)
+        target = self._drift_target()
+        if target is not None:
+            # The agent reported a looser mode than the runtime mode allows: no prompt before it
+            # acknowledged the runtime mode's own (a refusal fails send_turn, typed).
+            try:
+                self._call(link, "session/set_mode", {"sessionId": self.tr.native_session_id, "modeId": target})
+            except PaddockError:
+                self.emit(events)  # e.g. a reload's session.started
+                raise
+            self.record.state.current_mode = target
+            events.append(SessionConfigured(**self.identity, config={"current_mode": target}))
         if inp.model:
             events += self._apply_model(link, inp.model)
         events += self.tr.start_turn(
@@ -642,6 +756,8 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
                     continue
                 else:
                     tr.update(item, events)
+                    if type(item) is w.CurrentModeUpdate and not replaying and item.currentModeId:
+                        self._mode_reported(item.currentModeId, events)
             except Exception as exc:  # one bad payload must not end the session
                 log.exception("ACP update skipped on thread %s", self.thread_id)
                 events.append(RuntimeWarningEvent(**self.identity, turn_id=tr.turn_id, code="acp.update_failed",

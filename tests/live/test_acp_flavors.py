@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from paddock import Runtime
-from paddock.testing import ModelServer, Patch, Text, collect_turn
+from paddock.testing import ModelServer, Patch, Shell, Text, collect_turn
 
 from .conftest import Tripwire, require_peer
 
@@ -42,6 +42,8 @@ SCRIPT = {
         "write_accept": [Patch(path="accepted.txt", content="accepted by the host\n")],
         "write_decline": [Patch(path="declined.txt", content="must not exist\n")],
         "stream": [Text(text="".join(f"tick{i} " for i in range(200)), chunks=200, delay=0.1)],
+        # Not `touch`: Claude Code's acceptEdits mode runs it unasked as a file edit.
+        "restart_shell": [Shell(command="python3 -c \"open('restart-shell.txt', 'w').close()\"")],
     }
 }
 _PROXY_KEYS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
@@ -217,6 +219,54 @@ def test_model_http_error_ends_failed_with_the_message(live):
     end = _end(events)
     assert end.state == "failed", end
     assert "mock bad request" in (end.error or ""), end.error
+    live.rt.stop_session(thread_id)
+    _settle(live)
+
+
+def _started(rt: Runtime, thread_id: str, runtime_mode: str, workspace: Path):
+    """start_session on a thread that is live: it restarts in ``runtime_mode``; the Session and
+    its session.started event."""
+    with rt.subscribe(thread_id=thread_id) as events:
+        session = rt.start_session(thread_id, instance="agent", cwd=str(workspace), runtime_mode=runtime_mode,
+                                   timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            event = events.get(timeout=max(0.0, deadline - time.monotonic()))
+            if event is not None and event.type == "session.started":
+                return session, event
+    raise AssertionError("no session.started after the restart")
+
+
+def test_restart_in_a_stricter_mode_resumes_and_asks(live):
+    """A thread restarted from full-access into approval-required on the same agent process
+    resumes its session and asks before a command; declined, nothing runs. Several cycles: the
+    stop's session/close and the restart's session/load race in the agent. claude-agent-acp
+    answered the load from the session it was still closing (mode bypassPermissions), took the
+    set_mode on it, then dropped it: the command's turn failed "Session not found" unasked, or
+    the resume fell back to a new session (history lost)."""
+    thread_id = live.thread("full-access")
+    target = live.workspace / "restart-shell.txt"
+    for cycle in range(3):
+        assert _end(_turn(live.rt, thread_id, f"cycle {cycle} SCENARIO:text")).state == "completed"
+        session, started = _started(live.rt, thread_id, "approval-required", live.workspace)
+        if live.flavor == "gemini":
+            # Gemini CLI 0.61 cannot load a session in its first minute: a new one, said so.
+            assert session.resumed or (started.resume_failed and "first minute" in (started.detail or "")), started
+        else:
+            assert session.resumed and not started.resume_failed, started
+        opened: list = []
+
+        def decline(event, turn):
+            if event.type == "request.opened":
+                opened.append(event)
+                live.rt.respond_to_request(thread_id, event.request_id, "decline")
+
+        events = _turn(live.rt, thread_id, "run the command SCENARIO:restart_shell", on_event=decline)
+        assert [e.kind for e in opened] == ["command"], [(e.type, getattr(e, "error", None)) for e in events]
+        assert not target.exists(), "the declined command ran"
+        # codex-acp's only reject option is "abort" (Codex ends the turn itself): cancelled.
+        assert _end(events).state == ("cancelled" if live.flavor == "codex-acp" else "completed"), _end(events)
+        _started(live.rt, thread_id, "full-access", live.workspace)
     live.rt.stop_session(thread_id)
     _settle(live)
 

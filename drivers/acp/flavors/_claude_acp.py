@@ -18,7 +18,11 @@ Traps (acp.md): ``tool_call`` is announced pending with empty input, then update
 changed between versions (``allow``/``reject`` in 0.49, ``allow-once``/``reject`` in 0.101), so
 options are chosen by kind; a ``usage_update`` arrives AFTER the cancelled prompt's result (late
 updates are accepted and attached, never a new item); 0.101 sends ``_auth/status_update``
-(ignored).
+(ignored). ``session/close`` tears the session down asynchronously (it interrupts its Claude Code
+first): a ``session/load`` of the same id sent before the close's answer is answered from the
+closing session, in its old mode (``bypassPermissions`` after full-access), and a ``set_mode`` is
+acknowledged by it; the session then vanishes ("Session not found"). The driver loads only after
+the close's answer (``_session._load``), when the load starts a fresh Claude Code in ``default``.
 """
 
 from __future__ import annotations
