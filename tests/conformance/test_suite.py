@@ -65,12 +65,6 @@ def test_live_driver_conforms(kind, tmp_path):
     print(f"\nconformance {kind}: {time.monotonic() - t0:.1f} s")
     save(kind, report, time.monotonic() - t0, target.secrets)
     assert target.secrets[0].encode() not in encode_report(report, target.secrets)
-    failed = {c.scenario for c in report.cases if c.result == "fail"}
-    if kind == "claude-acp" and failed == {"04b-mode-change"}:
-        # An open trust bug, not a pass: once in three runs under load, claude-acp restarted in
-        # approval-required after a full-access turn ran a command without asking (CI run of
-        # 0204274). Cause not yet found; every other scenario must still hold.
-        pytest.xfail("claude-acp 04b: a command ran unasked after the restart in approval-required (open bug)")
     _assert_conforms(report)
 
 
