@@ -368,14 +368,23 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
             self.answer_request(native, auto)
             events.append(self.resolved(request_id, "answered", auto))
         else:
-            self.requests.add(request_id, native)
+            self.requests.add(request_id, native, tuple(opened.decisions))
             self.publish(status="running")
 
     def respond(self, request_id: str, decision: str) -> None:
-        """The host's answer (``Respond``): once per request, else :class:`RequestError`."""
+        """The host's answer (``Respond``): once per request, else :class:`RequestError`. An
+        approval (``accept``, ``accept_for_session``) the request did not offer is refused with
+        :class:`ValidationError` and the request stays open; ``decline`` and ``cancel`` are
+        always taken (a driver answers them with the nearest refusal)."""
         if decision not in DECISIONS:
             raise ValidationError("respond_to_request", f"unknown decision {decision!r}; use one of "
                                   f"{', '.join(DECISIONS)}", **self.where())
+        offered = self.requests.offered(request_id)
+        if offered is not None and decision in ("accept", "accept_for_session") and decision not in offered:
+            # An approval must be one the request offered: a driver mapping an unoffered one to
+            # the nearest option would approve something the host was never shown. Stays open.
+            raise ValidationError("respond_to_request", f"request {request_id!r} does not offer {decision!r}; it "
+                                  f"offers {', '.join(offered)}", **self.where())
         native = self.requests.take(request_id)
         if native is None:
             raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already "

@@ -796,7 +796,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
     def _permission(self, req: Req, link: AgentLink, events: list[EventBase]) -> None:
         p = _permission_decoder.decode(req.params)
-        p = msgspec.structs.replace(p, options=normalize_options(p.options))
+        p = msgspec.structs.replace(p, options=self._within_mode(normalize_options(p.options)))
         tr = self.tr
         if not tr.in_turn or tr.interrupt_requested:
             link.respond(req.id, {"outcome": {"outcome": "cancelled"}})
@@ -824,6 +824,16 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         )
         auto = auto_decision(self.start_input.runtime_mode, tool_kind, p.options, self.settings.auto_allow)
         self.open_request(events, opened, _Pending(req.id, p.options, p.toolCall.toolCallId), auto=auto)
+
+    def _within_mode(self, options: list[w.PermissionOption]) -> list[w.PermissionOption]:
+        """``options`` without those that would switch the agent to a mode the runtime mode does
+        not allow. claude-agent-acp's ExitPlanMode offers "Yes, and bypass permissions"
+        (optionId ``bypassPermissions``, kind ``allow_always``) and ``auto``/``acceptEdits``:
+        ``accept_for_session`` would pick the first, so a plan exit in approval-required would
+        leave the session in bypassPermissions. An option is a mode switch when its id is one
+        of the modes the agent advertised."""
+        modes = set(self.record.state.modes)
+        return [o for o in options if o.optionId not in modes or self._permitted(o.optionId)]
 
     def answer_request(self, native: _Pending, decision: str) -> None:
         """Hook: answer ``session/request_permission`` with the option the decision picks."""

@@ -9,7 +9,8 @@
 - a prompt line ``run NAME`` creates the file NAME in the cwd: at once in mode
   ``bypassPermissions``, else after ``session/request_permission`` says allow;
   ``drift`` reports ``current_mode_update`` to ``bypassPermissions`` and goes there (a plan exit
-  choosing it); ``stuck`` makes every later ``session/set_mode`` fail (-32603);
+  choosing it); ``planexit`` asks ExitPlanMode's permission (options ``bypassPermissions``
+  allow_always, ``default`` allow_once, ``plan`` reject_once) and goes to the mode chosen; ``stuck`` makes every later ``session/set_mode`` fail (-32603);
 - a prompt on a session not in memory fails -32603 "Session not found".
 
 Every request the agent receives is appended, as ``method``, to ``requests.log`` in the cwd.
@@ -104,6 +105,21 @@ def prompt(rid: object, sid: str, text: str) -> None:
             session["mode"] = "bypassPermissions"
             update(sid, {"sessionUpdate": "current_mode_update", "currentModeId": "bypassPermissions"})
             say(sid, "drifted")
+        elif op == "planexit":
+            # claude-agent-acp's ExitPlanMode: each allow option names the mode the session goes to.
+            answer = call("session/request_permission", {
+                "sessionId": sid,
+                "toolCall": {"toolCallId": "call-plan", "title": "Ready to code?", "kind": "switch_mode",
+                             "status": "pending", "rawInput": {"plan": "touch a file"}},
+                "options": [{"optionId": "bypassPermissions", "name": "Yes, and bypass permissions",
+                             "kind": "allow_always"},
+                            {"optionId": "default", "name": "Yes, and manually approve edits", "kind": "allow_once"},
+                            {"optionId": "plan", "name": "No, keep planning", "kind": "reject_once"}]})
+            chosen = answer.get("result", {}).get("outcome", {}).get("optionId")
+            if chosen in ("bypassPermissions", "default"):
+                session["mode"] = chosen
+                update(sid, {"sessionUpdate": "current_mode_update", "currentModeId": chosen})
+            say(sid, f"plan exit: {chosen}")
         elif op == "stuck":
             stuck = True
             say(sid, "stuck")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from paddock.contract import RequestError
+from paddock.contract import RequestError, ValidationError
 from tests.adapter_harness import etype
 
 AGENT = Path(__file__).with_name("closing_agent.py")
@@ -104,3 +104,24 @@ def test_a_turn_is_refused_typed_while_the_agent_refuses_the_runtime_mode(make):
         h.send("run after.txt")
     assert _requests(h).count("session/prompt") == prompts  # no prompt went out
     assert not (h.cwd / "after.txt").exists()
+
+
+def test_a_plan_exit_never_offers_a_mode_looser_than_the_runtime_mode(make):
+    """claude-agent-acp's ExitPlanMode offers "Yes, and bypass permissions" as an allow_always
+    option: in approval-required it is withheld, so ``accept_for_session`` (which prefers
+    allow_always) is not offered and ``accept`` keeps the session asking."""
+    h = _agent(make)
+    h.start(runtime_mode="approval-required")
+    res = h.send("planexit")
+    [opened] = [e for e in h.events_until(lambda e: etype(e) == "request.opened")
+                if etype(e) == "request.opened"]
+    assert [o["id"] for o in opened.data["options"]] == ["default", "plan"]
+    assert "accept_for_session" not in opened.decisions
+    with pytest.raises(ValidationError, match="does not offer 'accept_for_session'"):
+        h.adapter.respond_to_request("t1", opened.request_id, "accept_for_session")  # stays open
+    h.adapter.respond_to_request("t1", opened.request_id, "accept")
+    h.events_until(lambda e: etype(e) == "turn.completed" and e.turn_id == res.turn_id)
+    events, asked = _turn_declining(h, "run after.txt")
+    assert [e.kind for e in asked] == ["command"], [etype(e) for e in events]
+    assert not (h.cwd / "after.txt").exists()
+    assert not [e for e in events if etype(e) == "runtime.warning" and e.code == "acp.mode_drift"]

@@ -33,8 +33,10 @@ def test_requests_are_taken_once_and_ids_never_repeat():
     ids = [table.new_id("u1"), table.new_id("u1"), table.new_id("u2")]
     assert ids == ["u1:req1", "u1:req2", "u2:req3"]
     for rid in ids:
-        table.add(rid, f"native-{rid}")
+        table.add(rid, f"native-{rid}", ("accept", "decline"))
+    assert table.offered(ids[0]) == ("accept", "decline")
     assert table.take(ids[0]) == "native-u1:req1" and table.take(ids[0]) is None
+    assert table.offered(ids[0]) is None
     assert table.take_where(lambda n: n.endswith("req2")) == [ids[1]]
     assert ids[2] in table and len(table) == 1
     assert table.take_all() == [(ids[2], "native-u2:req3")] and len(table) == 0
