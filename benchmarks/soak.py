@@ -123,6 +123,17 @@ if TYPE_CHECKING:
 # -- bookkeeping shared by every thread -----------------------------------------------------------
 
 
+def _log_last_seq(state_dir: Path | str) -> int:
+    """The last seq committed to ``state_dir``'s event log (0 when it is empty), read directly."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{Path(state_dir) / 'events.db'}?mode=ro", uri=True)
+    try:
+        row = db.execute("SELECT max(last_seq) FROM event_chunks").fetchone()
+    finally:
+        db.close()
+    return int(row[0] or 0)
+
 class Clock:
     """Seconds since the soak started (monotonic)."""
 
@@ -668,12 +679,19 @@ class Lane:
         states: Counter[str] = Counter()
         exited_last: dict[str, tuple[int, str] | None] = {}  # thread -> its last session.exited since session.started
         events = 0
+        # Read up to the log's last committed seq, not until the follower is quiet for a while: a
+        # 30-minute lane logs ~270,000 events, and on a loaded machine the first read took more than
+        # the quiet spell, which made every event a subscriber saw look "not in the log".
+        end = _log_last_seq(self.state_dir)
+        deadline = time.monotonic() + 600
         follower = StateReader(self.state_dir).subscribe(from_seq=1, poll=0.01)
         try:
-            while True:
-                ev = follower.get(timeout=0.5)
+            while seqs.last is None or seqs.last < end:
+                ev = follower.get(timeout=1.0)
                 if ev is None:
-                    break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"lane {self.name}: the log read back stopped at seq {seqs.last} of {end}")
+                    continue
                 events += 1
                 seqs.add(ev.seq)
                 if ev.type == "turn.started" and ev.turn_id:
