@@ -192,7 +192,7 @@ class Dialect:
         return any("image/png" in r.images for r in p.server.model_calls() if r.kind in ("turn", "follow_up"))
 
 
-MCP_ARGUMENTS = {"text": "ping from the model"}
+MCP_ARGUMENTS: dict[str, object] = {"text": "ping from the model"}
 """What the MCP scenario's prompt asks the ``echo`` tool for (it answers ``echo: <text>``)."""
 
 _PY_CREATE = "python3 -c \"open('conformance-shell.txt', 'w').close()\""
