@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from paddock.drivers.local.agent._agent import NO_ATTACHMENTS_ENV
 from paddock.testing._conformance import (
     LIVE_DRIVERS,
     SCENARIOS,
@@ -53,6 +54,17 @@ def test_local_agent_conforms_on_every_scenario(tmp_path):
     assert reasons["06-steer"] == "turns.steer is off"
     # Refused before the process was touched (else the case would have failed), and said so.
     assert reasons["16c-compact"] == "context.compaction is off"
+
+
+def test_an_attachment_flag_that_is_off_is_refused_and_named(tmp_path):
+    """The local agent told to declare no prompt blocks: scenario 16d's image turn is refused with
+    ``CapabilityUnsupportedError`` (else the case would fail) and the ``n/a`` names the flag."""
+    target = local_target()
+    target.config = {**target.config, "env": {NO_ATTACHMENTS_ENV: "1"}}
+    report = run_target(target, tmp_path, only=("16d-image-attachment",))
+    assert not report.capabilities["turns"]["attachments"]
+    [case] = [c for c in report.cases if c.scenario == "16d-image-attachment"]
+    assert (case.result, case.reason) == ("n/a", "turns.attachments.image is off")
 
 
 @pytest.mark.live
