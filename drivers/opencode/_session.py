@@ -105,6 +105,7 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         self.opened = False
         self.finished = False
         self.turns_done = 0
+        self.abort_answered = True  # the last abort call was answered (the interrupt timer's warning says which)
 
     # lifecycle -----------------------------------------------------------------------------------
 
@@ -161,19 +162,21 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
     def _params(self) -> dict[str, str]:
         return {"directory": self.cwd}
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        """One JSON call on the server, as a typed error naming this thread when it fails."""
+    def _call(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> Any:
+        """One JSON call on the server (``timeout``: else ``request_timeout``), as a typed error
+        naming this thread when it fails."""
         transport = self.link.require()
         try:
-            return transport.json(method, path, body, params=self._params(), timeout=self.settings.request_timeout)
+            return transport.json(method, path, body, params=self._params(),
+                                  timeout=self.settings.request_timeout if timeout is None else timeout)
         except PaddockError as exc:
             if exc.thread_id is None:
                 exc.thread_id = self.thread_id
             raise
 
-    def _post_quietly(self, method: str, path: str, body: Any = None) -> bool:
+    def _post_quietly(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> bool:
         try:
-            self._call(method, path, body)
+            self._call(method, path, body, timeout=timeout)
             return True
         except PaddockError as exc:
             log.debug("%s %s on thread %s failed: %s", method, path, self.thread_id, exc)
@@ -352,7 +355,11 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
     def cancel_turn(self, events: list[EventBase]) -> None:
         self.tr.interrupt_requested = True
         self._resolve_questions(events, "cancelled", answer=True)
-        ok = self._post_quietly("POST", f"/session/{self.session_id}/abort")
+        # Bounded by interrupt_timeout: a server that does not answer (stopped, hung) must not
+        # hold the host's interrupt_turn for a whole request_timeout; the turn then ends at once.
+        ok = self._post_quietly("POST", f"/session/{self.session_id}/abort",
+                                timeout=min(self.settings.request_timeout, self.settings.interrupt_timeout))
+        self.abort_answered = ok
         events.append(TurnAborted(**self.identity, turn_id=self.turn.turn_id, reason="interrupted by the host"
                                   if ok else "interrupted by the host (the abort call failed; ending the turn)"))
         # The turn ends interrupted at the server's next idle; if that never comes, the timer does.
@@ -361,10 +368,12 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
     def on_turn_timer(self, name: str, turn_id: str) -> None:
         if name != "interrupt":
             return
+        said = (f"OpenCode did not end the turn within {self.settings.interrupt_timeout:g} s of the abort"
+                if self.abort_answered else
+                f"OpenCode did not answer the abort within {self.settings.interrupt_timeout:g} s")
         events: list[EventBase] = [RuntimeWarningEvent(
             **self.identity, turn_id=turn_id, code="opencode.abort_unacknowledged",
-            message=f"OpenCode did not end the turn within {self.settings.interrupt_timeout:g} s of the abort; "
-                    "the runtime ended it")]
+            message=f"{said}; the runtime ended it")]
         self._complete_turn(events, "interrupted")
         self.emit(events)
 

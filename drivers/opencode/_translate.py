@@ -488,7 +488,9 @@ class Translator:
         return item
 
     def _delta(self, events: list[EventBase], item: _Item, text: str) -> None:
-        if not text or item.stream is None:
+        # Text still in flight after the abort is dropped (and left out of the item's completed
+        # text): once the turn is aborted nothing of it may stream (grammar rule 11).
+        if not text or item.stream is None or self.interrupt_requested:
             return
         item.text.append(text)
         events.append(ContentDelta(**self.identity, turn_id=self.turn_id, item_id=item.item_id, stream=item.stream,

@@ -212,6 +212,28 @@ def test_full_text_without_deltas_becomes_one_delta():
     _check_grammar(events)
 
 
+def test_text_in_flight_after_the_abort_does_not_stream():
+    """Grammar rule 11: after ``turn.aborted`` no ``content.delta`` of the turn; the item's
+    completed text is what streamed before (the conformance suite saw one arrive late)."""
+    tr = Translator(ID, "ses_x")
+    tr.start("turn-1")
+    events: list = []
+    feed = lambda t, p: tr.feed({"type": t, "properties": p}, events)  # noqa: E731
+    feed("message.updated", {"info": {"id": "msg_u", "role": "user"}})
+    feed("session.status", {"status": {"type": "busy"}})
+    feed("message.updated", {"info": {"id": "msg_a", "role": "assistant", "parentID": "msg_u"}})
+    feed("message.part.delta", {"messageID": "msg_a", "partID": "prt_t", "field": "text", "delta": "tick0 "})
+    tr.interrupt_requested = True  # the session actor's cancel_turn, before its turn.aborted
+    feed("message.part.delta", {"messageID": "msg_a", "partID": "prt_t", "field": "text", "delta": "tick1 "})
+    feed("message.part.updated", {"part": {"id": "prt_t", "messageID": "msg_a", "type": "text",
+                                           "text": "tick0 tick1 tick2 ", "time": {"start": 1, "end": 2}}})
+    (idle,) = feed("session.idle", {})
+    assert idle.state == "interrupted"
+    assert [e.delta for e in events if isinstance(e, ContentDelta)] == ["tick0 "]
+    assert [e.text for e in events if isinstance(e, ItemCompleted)] == ["tick0 "]
+    _check_grammar(events)
+
+
 def test_mapping_functions():
     assert item_kind_of_tool("bash") == "command" and item_kind_of_tool("edit") == "file_change"
     assert item_kind_of_tool("read") == "file_read" and item_kind_of_tool("myserver_mytool") == "tool_call"
