@@ -14,18 +14,43 @@ Thread: every method runs inside the actor (a dispatcher worker), like :class:`S
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from paddock.contract import EventBase, ProcessError, RuntimeWarningEvent, SessionStateChanged, TokenUsage
+from paddock.contract import (
+    EventBase,
+    ProcessError,
+    RuntimeWarningEvent,
+    SendTurnInput,
+    SessionClosedError,
+    SessionStateChanged,
+    TokenUsage,
+    TurnStartResult,
+)
 from paddock.supervisors import ChildContext, ExitReason, halted, hung_reason
 
+from ..execution import timers
 from ._session import SessionActor, SessionRecord
 from ._shared import SharedLink
 
-__all__ = ["SharedSessionActor", "SharedState"]
+__all__ = ["GONE_GRACE", "ProcessGone", "ProcessRestarting", "SharedSessionActor", "SharedState"]
+
+GONE_GRACE = 5.0
+"""Seconds a ``send_turn`` that found the process dead waits for the session's next
+incarnation (the restart) before it fails with the typed error."""
+
+
+class ProcessGone(ProcessError):
+    """The shared process died (or closed its stdin) and its exit is not processed yet:
+    nothing written to it arrives. Raised by :meth:`SharedSessionActor.current_link`."""
+
+
+class ProcessRestarting(SessionClosedError):
+    """The shared process exited and is being restarted (a :class:`SessionClosedError` to
+    callers). Raised by :meth:`SharedSessionActor.current_link`."""
 
 N = TypeVar("N")
 L = TypeVar("L", bound=SharedLink[Any, Any])
@@ -174,13 +199,19 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
     # the link ------------------------------------------------------------------------------------
 
     def current_link(self) -> L:
-        """The running process's link; :class:`SessionClosedError` while it restarts, and
-        :class:`ProcessError` while it is stopped (SIGSTOP: it would accept a prompt on its pipe
-        and answer nothing; its shim declares it hung after ``hang_timeout``, and its
-        supervisor restarts it)."""
+        """The running process's link; :class:`SessionClosedError` while it restarts,
+        :class:`ProcessGone` when it died and its exit is not processed yet (its stdin's read
+        end is closed), and :class:`ProcessError` while it is stopped (SIGSTOP: it would
+        accept a prompt on its pipe and answer nothing; its shim declares it hung after
+        ``hang_timeout``, and its supervisor restarts it)."""
         link = self._get_link()
         if link is None or link.exit_info is not None:
-            raise self.closed_error(f"{self.process_noun} is restarting")
+            raise ProcessRestarting(self.thread_id, f"{self.process_noun} is restarting", **self.owner)
+        gone = link.conn.process.input_gone()
+        if gone is not None:
+            raise ProcessGone(f"{self.process_noun} is gone ({gone}); the session resumes when it is restarted",
+                              driver=self.owner["driver"], instance_id=self.owner["instance_id"],
+                              thread_id=self.thread_id)
         pid = link.conn.process.pid
         state = halted(pid) if pid is not None else None
         if state is not None:
@@ -188,6 +219,21 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
                                "restarted once it is declared hung", driver=self.owner["driver"],
                                instance_id=self.owner["instance_id"], thread_id=self.thread_id)
         return link
+
+    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult | None:
+        """The base's ``SendTurn``, except when the process died under it before the prompt
+        was written (:class:`ProcessGone`, or restarting): this incarnation ends with the
+        process, so the answer is left to the next one. The reply stays open; when this actor
+        stops it is answered ``ActorDeadError`` and the adapter asks the next incarnation
+        (it awaits restarts), which re-attaches the session and sends the turn: the first
+        send after a crash resumes in one call. A process that closed its stdin and lives on
+        fails the call with the error after :data:`GONE_GRACE` seconds."""
+        try:
+            return super()._send_turn(inp)
+        except (ProcessGone, ProcessRestarting) as exc:
+            reply = self.defer_reply()
+            timers.schedule(time.monotonic() + GONE_GRACE, functools.partial(reply.fail, exc))
+            return None
 
     def ensure_native(self) -> tuple[L, list[EventBase]]:
         """The link to send on, re-attaching the native session first when the process
