@@ -14,43 +14,18 @@ Thread: every method runs inside the actor (a dispatcher worker), like :class:`S
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from paddock.contract import (
-    EventBase,
-    ProcessError,
-    RuntimeWarningEvent,
-    SendTurnInput,
-    SessionClosedError,
-    SessionStateChanged,
-    TokenUsage,
-    TurnStartResult,
-)
-from paddock.supervisors import ChildContext, ExitReason, halted, hung_reason
+from paddock.contract import EventBase, SessionStateChanged, TokenUsage
+from paddock.supervisors import ChildContext, ExitReason
 
-from ..execution import timers
-from ._session import SessionActor, SessionRecord
+from ._session import ProcessRestarting, SessionActor, SessionRecord
 from ._shared import SharedLink
 
-__all__ = ["GONE_GRACE", "ProcessGone", "ProcessRestarting", "SharedSessionActor", "SharedState"]
-
-GONE_GRACE = 5.0
-"""Seconds a ``send_turn`` that found the process dead waits for the session's next
-incarnation (the restart) before it fails with the typed error."""
-
-
-class ProcessGone(ProcessError):
-    """The shared process died (or closed its stdin) and its exit is not processed yet:
-    nothing written to it arrives. Raised by :meth:`SharedSessionActor.current_link`."""
-
-
-class ProcessRestarting(SessionClosedError):
-    """The shared process exited and is being restarted (a :class:`SessionClosedError` to
-    callers). Raised by :meth:`SharedSessionActor.current_link`."""
+__all__ = ["SharedSessionActor", "SharedState"]
 
 N = TypeVar("N")
 L = TypeVar("L", bound=SharedLink[Any, Any])
@@ -168,10 +143,7 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
         events: list[EventBase] = []
         if info is not None or failed:
             detail = link.exit_detail() if link is not None and info is not None else "the session actor failed"
-            hung = hung_reason(info.stderr_tail) if info is not None else None
-            if hung is not None:  # the shim killed a process that stayed stopped for hang_timeout
-                events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="process.hung",
-                                                  message=hung))
+            self.hung_warning(events, info)  # the shim killed a process that stayed stopped for hang_timeout
             self.on_lost(events)
             self.end_turn(events, "failed", error=detail, requests="expired")
             if not state.exited:
@@ -199,41 +171,15 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
     # the link ------------------------------------------------------------------------------------
 
     def current_link(self) -> L:
-        """The running process's link; :class:`SessionClosedError` while it restarts,
-        :class:`ProcessGone` when it died and its exit is not processed yet (its stdin's read
-        end is closed), and :class:`ProcessError` while it is stopped (SIGSTOP: it would
-        accept a prompt on its pipe and answer nothing; its shim declares it hung after
-        ``hang_timeout``, and its supervisor restarts it)."""
+        """The running process's link; :class:`ProcessRestarting` (a :class:`SessionClosedError`)
+        while it restarts, else what :meth:`refuse_unreachable` raises: :class:`ProcessGone`
+        when it died and its exit is not processed yet, :class:`ProcessError` while it is
+        stopped."""
         link = self._get_link()
         if link is None or link.exit_info is not None:
             raise ProcessRestarting(self.thread_id, f"{self.process_noun} is restarting", **self.owner)
-        gone = link.conn.process.input_gone()
-        if gone is not None:
-            raise ProcessGone(f"{self.process_noun} is gone ({gone}); the session resumes when it is restarted",
-                              driver=self.owner["driver"], instance_id=self.owner["instance_id"],
-                              thread_id=self.thread_id)
-        pid = link.conn.process.pid
-        state = halted(pid) if pid is not None else None
-        if state is not None:
-            raise ProcessError(f"{self.process_noun} is {state}: it answers nothing until it is continued, or "
-                               "restarted once it is declared hung", driver=self.owner["driver"],
-                               instance_id=self.owner["instance_id"], thread_id=self.thread_id)
+        self.refuse_unreachable(link.conn.process, self.process_noun)
         return link
-
-    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult | None:
-        """The base's ``SendTurn``, except when the process died under it before the prompt
-        was written (:class:`ProcessGone`, or restarting): this incarnation ends with the
-        process, so the answer is left to the next one. The reply stays open; when this actor
-        stops it is answered ``ActorDeadError`` and the adapter asks the next incarnation
-        (it awaits restarts), which re-attaches the session and sends the turn: the first
-        send after a crash resumes in one call. A process that closed its stdin and lives on
-        fails the call with the error after :data:`GONE_GRACE` seconds."""
-        try:
-            return super()._send_turn(inp)
-        except (ProcessGone, ProcessRestarting) as exc:
-            reply = self.defer_reply()
-            timers.schedule(time.monotonic() + GONE_GRACE, functools.partial(reply.fail, exc))
-            return None
 
     def ensure_native(self) -> tuple[L, list[EventBase]]:
         """The link to send on, re-attaching the native session first when the process
