@@ -397,15 +397,16 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         three small ``/proc`` reads."""
         if handle is None:
             return
+        where = {"driver": self.owner["driver"], "instance_id": self.owner["instance_id"], "thread_id": self.thread_id}
         if gone:
             why = handle.input_gone()
             if why is not None:
-                raise ProcessGone(f"{noun} is gone ({why}); the session resumes when it is restarted", **self.where())
+                raise ProcessGone(f"{noun} is gone ({why}); the session resumes when it is restarted", None, **where)
         pid = handle.pid
         state = halted(pid) if pid is not None else None
         if state is not None:
             raise ProcessError(f"{noun} is {state}: it answers nothing until it is continued, or restarted once it "
-                               "is declared hung", **self.where())
+                               "is declared hung", None, **where)
 
     def hung_warning(self, events: list[EventBase], info: ExitInfo | None) -> None:
         """Append the ``runtime.warning`` (``process.hung``, naming the state it was in) when the
