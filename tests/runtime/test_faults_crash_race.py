@@ -9,6 +9,7 @@ zombie (its stdin's read end closed) and the host still sees a running process."
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 
@@ -28,6 +29,17 @@ def _shim_and_agent() -> tuple[psutil.Process, psutil.Process]:
     return shim, agent
 
 
+def _dead(proc: psutil.Process) -> bool:
+    """``proc`` exited and released its files (its stdin's read end): a zombie with no open fd.
+    Its status turns zombie when its main thread exits, maybe before its other threads did."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE and not os.listdir(f"/proc/{proc.pid}/fd")
+    except (psutil.NoSuchProcess, FileNotFoundError):
+        return True
+    except PermissionError:
+        return False
+
+
 def test_a_send_turn_racing_the_agents_death_resumes_the_session_in_one_call(tmp_path, workspace):
     with Runtime.open(ONE_LOCAL, state_dir=tmp_path / "state") as rt:
         rt.start_session("t1", instance="local", cwd=str(workspace))
@@ -37,7 +49,7 @@ def test_a_send_turn_racing_the_agents_death_resumes_the_session_in_one_call(tmp
             shim.send_signal(signal.SIGSTOP)
             try:
                 agent.send_signal(signal.SIGKILL)
-                until(lambda: agent.status() == psutil.STATUS_ZOMBIE, timeout=10)
+                until(lambda: _dead(agent), timeout=10)
                 outcome: dict[str, object] = {}
 
                 def send() -> None:
