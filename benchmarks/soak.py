@@ -1268,6 +1268,7 @@ class Soak:
         import tracemalloc
 
         me = psutil.Process()
+        trim = _malloc_trim() if self.args.trim_memory else None
         (first_lo, first_hi), _ = self.windows()
         middle = (first_lo + first_hi) / 2
         while self._sampling.is_set():
@@ -1281,6 +1282,10 @@ class Soak:
             entry: dict[str, Any] = {"t": self.clock.stamp()}
             with contextlib.suppress(psutil.Error):
                 entry["host_rss_mb"] = round(me.memory_info().rss / 2**20, 1)
+                entry["py_blocks"] = sys.getallocatedblocks()  # live Python allocations: a leak grows it
+                if trim is not None:
+                    trim(0)
+                    entry["host_rss_trimmed_mb"] = round(me.memory_info().rss / 2**20, 1)
                 entry["host_threads"] = me.num_threads()
                 entry["descendants"] = len(me.children(recursive=True))
             if self.server is not None:
@@ -1415,6 +1420,11 @@ class Soak:
             "host_rss_mb": figure("host_rss_mb", rss0, rss1),
             "host_threads": figure("host_threads", thr0, thr1),
         }
+        for key in ("py_blocks", "host_rss_trimmed_mb"):  # diagnosis: Python objects; RSS after malloc_trim
+            a = _median([s[key] for s in first if key in s])
+            b = _median([s[key] for s in last if key in s])
+            if a is not None and b is not None:
+                out[key] = figure(key, a, b)
         out["host_thread_names"] = {"start": self.thread_names[0], "end": self.thread_names[1]}
         if self.memory_snapshots[0] is not None and self.memory_snapshots[1] is not None:
             stats = self.memory_snapshots[1].compare_to(self.memory_snapshots[0], "lineno")
@@ -1496,6 +1506,18 @@ class Soak:
         }
 
 
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` (returns freed heap pages of every arena to the system), or
+    ``None`` where there is none."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paddock bench soak", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=2.0, help="length of the fault phase")
@@ -1508,6 +1530,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace-memory", action="store_true",
                         help="diagnosis: tracemalloc for the whole run; the top allocation growth "
                              "between the windows is reported (slows the host)")
+    parser.add_argument("--trim-memory", action="store_true",
+                        help="diagnosis: after each RSS sample call glibc's malloc_trim(0) and sample again "
+                             "(host_rss_trimmed_mb: what the host holds once freed heap pages are returned)")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
     if args.seed is None:

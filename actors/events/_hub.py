@@ -289,7 +289,12 @@ class _Publisher:
     def register(self, sub: Subscription, from_seq: int | None, committed: int) -> None:
         if from_seq is not None:
             sub._start_from(max(1, from_seq), committed)
-        self.subs.append(sub)
+        # Closed ones go at the next batch, or here: clients that subscribe and close while no
+        # event is published (polling an idle runtime) must not pile up.
+        subs = self.subs
+        if subs and any(s._closed for s in subs):
+            self.subs = subs = [s for s in subs if not s._closed]
+        subs.append(sub)
 
     def publish(self, out: list[EventBase]) -> None:
         self.state.last_seq = out[-1].seq

@@ -297,6 +297,10 @@ class Subscription(metaclass=NoPublicConstructor):
             self._on_close(self)
         except Exception:  # the hub may already be gone; it skips closed subscriptions anyway
             pass
+        # The consumer's page read back from the log goes too (up to a page of events; a closed
+        # subscription may stay referenced, by the hub until its next batch or by its caller).
+        # A consumer in get() meanwhile holds its own reference and then sees _closed.
+        self._cur = self._lookahead = None
         if self._reader is not None:
             self._reader.close()
 

@@ -14,8 +14,15 @@ __all__ = ["TimerEntry", "TimerWheel", "timers"]
 log = logging.getLogger("paddock.actors")
 
 
+def _cancelled() -> None:
+    pass
+
+
 class TimerEntry:
-    """A scheduled callback; ``cancel()`` keeps it from running (any thread)."""
+    """A scheduled callback; ``cancel()`` keeps it from running (any thread) and lets go of the
+    callback at once: a cancelled entry stays in the heap until its deadline, and its callback
+    must not keep what it closes over (a dead process's connection, a stopped actor) alive
+    that long."""
 
     __slots__ = ("callback", "cancelled", "when")
 
@@ -26,6 +33,7 @@ class TimerEntry:
 
     def cancel(self) -> None:
         self.cancelled = True
+        self.callback = _cancelled
 
 
 class TimerWheel:

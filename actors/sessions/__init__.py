@@ -22,7 +22,13 @@ from ._per_session import ProcessPerSessionAdapter as ProcessPerSessionAdapter
 from ._requests import PendingRequests as PendingRequests
 from ._server import ServerAdapter as ServerAdapter, ServerHandle as ServerHandle
 from ._resume import SharedSessionActor as SharedSessionActor, SharedState as SharedState
-from ._session import Mailbox as Mailbox, SessionActor as SessionActor, SessionRecord as SessionRecord
+from ._session import (
+    Mailbox as Mailbox,
+    ProcessGone as ProcessGone,
+    ProcessRestarting as ProcessRestarting,
+    SessionActor as SessionActor,
+    SessionRecord as SessionRecord,
+)
 from ._shared import (
     Incoming as Incoming,
     Req as Req,
@@ -41,6 +47,8 @@ __all__ = [
     "Mailbox",
     "Open",
     "PendingRequests",
+    "ProcessGone",
+    "ProcessRestarting",
     "ProcessPerSessionAdapter",
     "Req",
     "Respond",

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from paddock.contract import EventBase, ProcessError, RuntimeWarningEvent, SessionStateChanged, TokenUsage
-from paddock.supervisors import ChildContext, ExitReason, halted, hung_reason
+from paddock.contract import EventBase, SessionStateChanged, TokenUsage
+from paddock.supervisors import ChildContext, ExitReason
 
-from ._session import SessionActor, SessionRecord
+from ._session import ProcessRestarting, SessionActor, SessionRecord
 from ._shared import SharedLink
 
 __all__ = ["SharedSessionActor", "SharedState"]
@@ -143,10 +143,7 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
         events: list[EventBase] = []
         if info is not None or failed:
             detail = link.exit_detail() if link is not None and info is not None else "the session actor failed"
-            hung = hung_reason(info.stderr_tail) if info is not None else None
-            if hung is not None:  # the shim killed a process that stayed stopped for hang_timeout
-                events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="process.hung",
-                                                  message=hung))
+            self.hung_warning(events, info)  # the shim killed a process that stayed stopped for hang_timeout
             self.on_lost(events)
             self.end_turn(events, "failed", error=detail, requests="expired")
             if not state.exited:
@@ -174,19 +171,14 @@ class SharedSessionActor(SessionActor[N, St], Generic[N, St, L]):
     # the link ------------------------------------------------------------------------------------
 
     def current_link(self) -> L:
-        """The running process's link; :class:`SessionClosedError` while it restarts, and
-        :class:`ProcessError` while it is stopped (SIGSTOP: it would accept a prompt on its pipe
-        and answer nothing; its shim declares it hung after ``hang_timeout``, and its
-        supervisor restarts it)."""
+        """The running process's link; :class:`ProcessRestarting` (a :class:`SessionClosedError`)
+        while it restarts, else what :meth:`refuse_unreachable` raises: :class:`ProcessGone`
+        when it died and its exit is not processed yet, :class:`ProcessError` while it is
+        stopped."""
         link = self._get_link()
         if link is None or link.exit_info is not None:
-            raise self.closed_error(f"{self.process_noun} is restarting")
-        pid = link.conn.process.pid
-        state = halted(pid) if pid is not None else None
-        if state is not None:
-            raise ProcessError(f"{self.process_noun} is {state}: it answers nothing until it is continued, or "
-                               "restarted once it is declared hung", driver=self.owner["driver"],
-                               instance_id=self.owner["instance_id"], thread_id=self.thread_id)
+            raise ProcessRestarting(self.thread_id, f"{self.process_noun} is restarting", **self.owner)
+        self.refuse_unreachable(link.conn.process, self.process_noun)
         return link
 
     def ensure_native(self) -> tuple[L, list[EventBase]]:

@@ -28,6 +28,7 @@ from paddock.contract import (
     CapabilityUnsupportedError,
     PaddockError,
     DriverError,
+    ProcessError,
     EventBase,
     EventIdentity,
     ModelInfo,
@@ -50,7 +51,7 @@ from paddock.contract import (
     with_preamble,
     with_reminder,
 )
-from paddock.supervisors import ChildContext
+from paddock.supervisors import ChildContext, halted, hung_reason
 
 from ..execution import SupervisedDispatchActor
 from ._control import (
@@ -70,17 +71,31 @@ from ._requests import PendingRequests
 from ..execution import TimerEntry, timers
 from ._turns import TurnTracker
 from ..events import Emitter
-from ..transports import ExitInfo
+from ..transports import ExitInfo, ProcessHandle
 
-__all__ = ["Mailbox", "SessionActor", "SessionRecord"]
+__all__ = ["GONE_GRACE", "Mailbox", "ProcessGone", "ProcessRestarting", "SessionActor", "SessionRecord"]
 
 _MAX_TURNS = 500
 _STDERR_TAIL = 4096
 DEFAULT_INTERRUPT_TIMEOUT = 10.0
 _INTERRUPT_BOUND = "paddock.interrupt_bound"  # the base's own turn timer (not a driver's)
 
+GONE_GRACE = 5.0
+"""Seconds a ``send_turn`` that found the agent's process dead waits for what replaces it
+before it fails with the typed error."""
+
 N = TypeVar("N")
 S = TypeVar("S")
+
+
+class ProcessGone(ProcessError):
+    """The agent's process died (or closed its stdin) and its exit is not processed yet:
+    nothing written to it arrives (:meth:`SessionActor.refuse_unreachable`)."""
+
+
+class ProcessRestarting(SessionClosedError):
+    """A shared process exited and is being restarted (a :class:`SessionClosedError` to
+    callers)."""
 
 
 class Mailbox(Protocol):
@@ -291,7 +306,23 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
             del self._turn_timers[message.name]
             self.on_turn_timer(message.name, message.turn_id)
 
-    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult:
+    def _send_turn(self, inp: SendTurnInput) -> TurnStartResult | None:
+        """``SendTurn``. When the agent's process died under it before the prompt was written
+        (:class:`ProcessGone`) or is restarting (:class:`ProcessRestarting`), this incarnation
+        ends with the process, so the answer is left to what comes next: the reply stays open,
+        and when this actor stops it is answered ``ActorDeadError``; the adapter then asks the
+        next incarnation (shared process: it awaits the restart) or the runtime starts the
+        thread again (process per session), which resumes the session and sends the turn: the
+        first send after a crash resumes in one call. A process that closed its stdin and
+        lives on fails the call with the typed error after :data:`GONE_GRACE` seconds."""
+        try:
+            return self._send_turn_now(inp)
+        except (ProcessGone, ProcessRestarting) as exc:
+            reply = self.defer_reply()
+            timers.schedule(time.monotonic() + GONE_GRACE, functools.partial(reply.fail, exc))
+            return None
+
+    def _send_turn_now(self, inp: SendTurnInput) -> TurnStartResult:
         if self.record.closed:
             raise self.closed_error()
         if self.turn.in_turn:
@@ -353,6 +384,37 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
                 functools.partial(_tell_quietly, self.actor_ref, TurnTimerExpired(_INTERRUPT_BOUND, current)),
             )
         return None
+
+    # the agent's process ----------------------------------------------------------------------------
+
+    def refuse_unreachable(self, handle: ProcessHandle | None, noun: str, *, gone: bool = True) -> None:
+        """Refuse to send anything to the process behind ``handle`` (``noun`` names it) when it
+        would answer nothing: :class:`ProcessGone` when it died and the host has not processed
+        its exit yet (``gone``: checked on its stdin pipe), :class:`ProcessError` while it is
+        stopped (SIGSTOP, SIGTSTP, a tracer: it would accept a prompt and answer nothing; its
+        shim declares it hung after ``hang_timeout`` and kills it, and its supervisor
+        restarts it). ``handle`` ``None``: nothing to check. Costs a ``poll`` and two or
+        three small ``/proc`` reads."""
+        if handle is None:
+            return
+        where = {"driver": self.owner["driver"], "instance_id": self.owner["instance_id"], "thread_id": self.thread_id}
+        if gone:
+            why = handle.input_gone()
+            if why is not None:
+                raise ProcessGone(f"{noun} is gone ({why}); the session resumes when it is restarted", None, **where)
+        pid = handle.pid
+        state = halted(pid) if pid is not None else None
+        if state is not None:
+            raise ProcessError(f"{noun} is {state}: it answers nothing until it is continued, or restarted once it "
+                               "is declared hung", None, **where)
+
+    def hung_warning(self, events: list[EventBase], info: ExitInfo | None) -> None:
+        """Append the ``runtime.warning`` (``process.hung``, naming the state it was in) when the
+        process that ended was killed by its shim for staying stopped ``hang_timeout``."""
+        hung = hung_reason(info.stderr_tail) if info is not None else None
+        if hung is not None:
+            events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="process.hung",
+                                              message=hung))
 
     # requests -------------------------------------------------------------------------------------
 

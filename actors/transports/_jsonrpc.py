@@ -45,6 +45,10 @@ INTERNAL_ERROR = -32603
 
 _NULL = msgspec.Raw(b"null")
 
+EXIT_GRACE = 2.0
+"""Seconds a child whose stdin pipe broke has to report its exit before a request that could
+not be written fails with the pipe's error instead of the exit's."""
+
 
 class JsonRpcRequest(msgspec.Struct, frozen=True, gc=False):
     """A request from the child; answer it with ``respond``/``respond_error``/``reject``.
@@ -279,9 +283,22 @@ class JsonRpcConnection:
         try:
             self.process.write_lines([line])
         except PaddockError as exc:
-            info = self.process.exit_info
-            self._fail(request_id, info.error(f"{info.name!r} exited before {method!r}") if info else exc)
+            self._unsent(request_id, method, exc)
         return future
+
+    def _unsent(self, request_id: int, method: str, error: PaddockError) -> None:
+        """The request could not be written. A child whose pipe broke is dead or dying (its
+        exit not reported yet): the request stays pending until the exit fails it like every
+        other (:meth:`_on_process_exit`: its exit code and stderr, not the pipe's errno),
+        or fails with ``error`` after :data:`EXIT_GRACE` seconds when the child lives on with
+        its stdin closed. Any other error (a full stdin buffer) fails it at once."""
+        info = self.process.exit_info
+        if info is not None:
+            self._fail(request_id, info.error(f"{info.name!r} exited before {method!r}"))
+        elif isinstance(error, ProcessError):
+            timers.schedule(time.monotonic() + EXIT_GRACE, lambda: self._fail(request_id, error))
+        else:
+            self._fail(request_id, error)
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (raises ProcessError if stdin is closed, OperationTimeout if the

@@ -289,6 +289,24 @@ class StdinWriter:
                 parts.append(data)
         return b"".join(parts)
 
+    def reader_gone(self) -> str | None:
+        """Why nothing written now can reach the child, or ``None``: the pipe broke or was
+        closed here, or no process holds its read end any more (the child exited, or closed
+        its stdin), which a non-blocking ``poll`` of the write end reports as ``POLLERR``
+        before any write fails. Thread: any; one ``poll`` syscall."""
+        with self._cond:
+            if self._broken or self._closing:
+                return self._broken or "closed"
+            try:
+                poller = select.poll()
+                poller.register(self._fd, select.POLLOUT)
+                ready = poller.poll(0)
+            except (OSError, ValueError) as exc:
+                return getattr(exc, "strerror", None) or str(exc)
+        if any(mask & (select.POLLERR | select.POLLHUP | select.POLLNVAL) for _, mask in ready):
+            return "the reading end of the pipe is closed"
+        return None
+
     def close(self) -> None:
         """Close stdin once what is queued has been written. Thread: any; does not block."""
         with self._cond:

@@ -148,6 +148,18 @@ class ProcessHandle:
         """Queue lines (a ``\\n`` is appended to each) for stdin."""
         self._require_writer().write_lines(lines, timeout=timeout)
 
+    def input_gone(self) -> str | None:
+        """Why the child can no longer read what is written to it, or ``None`` while it can:
+        it exited (reported or not yet: its stdin's read end closed with it), or it closed
+        its stdin. A write would fail; whoever was about to write treats the child as dead.
+        Thread: any; one ``poll`` syscall."""
+        if self._exit_info is not None:
+            return "the process exited"
+        writer = self._writer
+        if writer is None:
+            return "the process is not running"
+        return writer.reader_gone()
+
     def close_stdin(self) -> None:
         if self._writer is not None:
             self._writer.close()

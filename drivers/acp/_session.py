@@ -141,6 +141,11 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         self._restoring = False  # a session/set_mode undoing a mode drift is out
         self._roots = [self.start_input.cwd, *self.start_input.workspace_roots]
         self._mcp: McpRelays | None = None
+        self._abandoned: str | None = None
+        """A turn this session ended while the agent never answered its prompt (an interrupt or
+        cancel it did not acknowledge): until that prompt's answer (or any later one) arrives,
+        what the agent streams is that prompt's, not the running turn's."""
+        self._late_warned = False
 
     # lifecycle (the shared-process base's hooks) -------------------------------------------------
 
@@ -637,7 +642,16 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
             events += self._mcp.turn_ended(self.tr.turn_id)
         return self.tr.close_turn(state, events, usage if isinstance(usage, w.PromptUsage) else None)
 
+    def end_unacknowledged_turn(self, turn_id: str, code: str, detail: str, *, answer: bool = False) -> None:
+        """The base's end of a turn the agent did not stop, remembering that its prompt is
+        still out: the agent's later output for it is dropped (:meth:`_incoming`)."""
+        super().end_unacknowledged_turn(turn_id, code, detail, answer=answer)
+        self._abandoned, self._late_warned = turn_id, False
+
     def _prompt_done(self, msg: PromptDone) -> None:
+        # ACP updates name no prompt: an agent answers one prompt of a session at a time, so once
+        # any prompt is answered an abandoned one is over.
+        self._abandoned = None
         if msg.turn_id != self.tr.turn_id:
             return
         self.cancel_turn_timers()
@@ -754,6 +768,8 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
                     self._request(item, events)
                 elif replaying and isinstance(item, _CONTENT_KINDS):
                     continue
+                elif self._abandoned is not None and isinstance(item, _CONTENT_KINDS):
+                    self._drop_late(events)
                 else:
                     tr.update(item, events)
                     if type(item) is w.CurrentModeUpdate and not replaying and item.currentModeId:
@@ -766,6 +782,16 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         if self._cancel_pending and tr.turn_evidence:
             self._send_cancel()
         self.emit(events)
+
+    def _drop_late(self, events: list[EventBase]) -> None:
+        """Output of the abandoned prompt: never the running turn's, dropped with one warning."""
+        if not self._late_warned:
+            self._late_warned = True
+            ended = self._abandoned
+            events.append(RuntimeWarningEvent(
+                **self.identity, turn_id=ended, code="acp.late_output", detail={"ended_turn": ended},
+                message=f"the agent kept working on turn {ended!r} after it ended interrupted (it never acknowledged "
+                        "the cancel); its output is dropped until it answers that prompt"))
 
     def _request(self, req: Req, events: list[EventBase]) -> None:
         method = req.method
@@ -798,7 +824,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         p = _permission_decoder.decode(req.params)
         p = msgspec.structs.replace(p, options=self._within_mode(normalize_options(p.options)))
         tr = self.tr
-        if not tr.in_turn or tr.interrupt_requested:
+        if not tr.in_turn or tr.interrupt_requested or self._abandoned is not None:
             link.respond(req.id, {"outcome": {"outcome": "cancelled"}})
             return
         tool = tr.ensure_tool(p.toolCall, events)

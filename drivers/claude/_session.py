@@ -34,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from paddock.actors import ExitInfo, SessionActor, SessionRecord
+from paddock.actors import ExitInfo, ProcessRestarting, SessionActor, SessionRecord
 from paddock.contract import (
     ContentDelta,
     EventBase,
@@ -165,6 +165,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             events.append(self.session_exited("stopped", recoverable=self._recoverable()))
             self.publish(status="stopped", active_turn_id=None)
         else:
+            self.hung_warning(events, info)  # its shim killed it: it stayed stopped for hang_timeout
             self.end_turn(events, "failed", error=detail, requests="expired")
             events.append(self.session_exited(detail or "the session ended", recoverable=self._recoverable(),
                                               info=info))
@@ -259,7 +260,12 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
     # turns ---------------------------------------------------------------------------------------
 
     def start_turn(self, inp: SendTurnInput, turn_id: str) -> TurnStartResult:
-        """Hook: apply model and mode (control requests), then write the user message."""
+        """Hook: apply model and mode (control requests), then write the user message. A CLI that
+        exited, or died unnoticed yet, leaves the turn to the session started after it (the
+        base's ``ProcessRestarting``/``ProcessGone``); a stopped one refuses it at once."""
+        if self.link.handle is not None and self.link.exit_info is not None and not self.finished:
+            raise ProcessRestarting(self.thread_id, "the Claude Code process has exited", **self.owner)
+        self.refuse_unreachable(self.link.handle, "the Claude Code process")
         if inp.model and inp.model != self.model:
             self._control("set_model", model=inp.model)
             self.model = inp.model

@@ -324,6 +324,9 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         if self.finished:
             raise self.closed_error()
         self.link.require()
+        # A stopped server accepts the connection and answers nothing: refuse at once. (A dead
+        # one refuses the connection: the POST fails typed.) An external server is not ours.
+        self.refuse_unreachable(self.link.handle, "the OpenCode server", gone=False)
         body: dict[str, Any] = {"parts": [{"type": "text", "text": inp.text}, *file_parts(inp.attachments)]}
         model = model_ref(inp.model, endpoint=self.settings.endpoint)
         if model is not None:
@@ -514,6 +517,7 @@ class OpencodeSessionActor(SessionActor[_Ask, OpencodeState]):
         events: list[EventBase] = []
         if message.info is not None:
             # The process died: its turn cannot finish and its asks are gone with it.
+            self.hung_warning(events, message.info)  # its shim killed it: stopped for hang_timeout
             self._resolve_questions(events, "expired", answer=False)
             self.end_turn(events, "failed", error=message.detail, requests="expired")
             if self.turn.turn_id is None:

@@ -2,7 +2,7 @@
 against the client (``read PATH``, ``term CMD``, ``termlimit N CMD``, ``termhang CMD``,
 ``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result.
 The prompt ``deaf-start`` drops cancels sent in its first 0.3 s, like the agents the cancel guard is
-for; ``deaf-forever`` ignores cancels altogether. With ``SCRIPTED_STUCK`` set, ``session/new`` for a
+for; ``deaf-forever [N]`` ignores cancels altogether (N chunks, default 16). With ``SCRIPTED_STUCK`` set, ``session/new`` for a
 cwd whose name starts with ``stuck`` is never answered (a stuck agent; it leaves a
 ``session-new-received`` file in that cwd), and every other
 ``session/new`` gets its own id (``scripted-N``)."""
@@ -17,6 +17,7 @@ import time
 
 _next_id = iter(range(1000, 10**9))
 _buf = bytearray()
+_queued: list[dict] = []
 
 
 def readline(timeout: float | None = None) -> dict | None:
@@ -85,11 +86,13 @@ def chunk(sid: str, text: str) -> None:
         "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
 
 
-def deaf_forever(rid, sid: str) -> None:
-    """Ignore every cancel: stream 16 chunks 0.05 s apart, then end the turn normally."""
-    for i in range(16):
+def deaf_forever(rid, sid: str, count: int = 16) -> None:
+    """Ignore every cancel: stream ``count`` chunks 0.05 s apart, then end the turn normally."""
+    for i in range(count):
         chunk(sid, f"d{i} ")
-        readline(0.05)
+        msg = readline(0.05)
+        if msg is not None and msg.get("method") != "session/cancel":
+            _queued.append(msg)  # a prompt sent meanwhile waits for this one, as in a real agent
     send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
 
 
@@ -110,7 +113,7 @@ def deaf_start(rid, sid: str) -> None:
 
 def main() -> None:
     while True:
-        msg = readline()
+        msg = _queued.pop(0) if _queued else readline()
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
         if method == "initialize" and os.environ.get("SCRIPTED_HANG_INIT"):
             continue
@@ -144,8 +147,8 @@ def main() -> None:
             if text == "deaf-start":
                 deaf_start(rid, sid)
                 continue
-            if text == "deaf-forever":
-                deaf_forever(rid, sid)
+            if text.startswith("deaf-forever"):
+                deaf_forever(rid, sid, int(text.split()[1]) if " " in text else 16)
                 continue
             for cmd in text.splitlines():
                 result = run(sid, cmd.strip())
