@@ -26,11 +26,9 @@ import itertools
 import json
 import os
 import signal
-import struct
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -55,6 +53,7 @@ from paddock.contract import (
     check_grammar,
 )
 
+from ._png import red_png
 from ._turn import collect_turn
 
 if TYPE_CHECKING:
@@ -977,18 +976,8 @@ def _compact(p: Probe) -> str:
 _PNG_NAME = "conformance.png"
 
 
-def _png(width: int = 2, height: int = 2) -> bytes:
-    """A valid red RGB PNG."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
 def _image(p: Probe) -> ImageAttachment:
-    (p.workspace / _PNG_NAME).write_bytes(_png())
+    (p.workspace / _PNG_NAME).write_bytes(red_png())
     return ImageAttachment(path=_PNG_NAME, mime_type="image/png")
 
 

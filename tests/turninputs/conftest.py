@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import struct
-import zlib
-
 import pytest
 
-
-def _png(width: int = 2, height: int = 2) -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+from paddock.testing._png import red_png
 
 
-PNG = _png()
+PNG = red_png()
 """A valid 2x2 red RGB PNG."""
 
 
