@@ -10,6 +10,7 @@ zombie (its stdin's read end closed) and the host still sees a running process."
 from __future__ import annotations
 
 import os
+import select
 import signal
 import threading
 
@@ -40,6 +41,34 @@ def _dead(proc: psutil.Process) -> bool:
         return False
 
 
+def _pipe_readers_gone(pipe: str) -> bool:
+    """Whether every read end of ``pipe`` (``pipe:[inode]``, the agent's stdin) is closed: our
+    write end polls POLLERR, which is what the runtime checks before it writes."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != pipe:
+                continue
+            poller = select.poll()
+            poller.register(int(fd), 0)
+            if any(ev & select.POLLERR for _, ev in poller.poll(0)):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _holders(pipe: str) -> list[str]:
+    """Every process (pid and command) holding ``pipe`` open, for the failure message."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if any(os.readlink(f"/proc/{proc.pid}/fd/{fd}") == pipe for fd in os.listdir(f"/proc/{proc.pid}/fd")):
+                found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:120]}")
+        except OSError:
+            continue
+    return found
+
+
 def test_a_send_turn_racing_the_agents_death_resumes_the_session_in_one_call(tmp_path, workspace):
     with Runtime.open(ONE_LOCAL, state_dir=tmp_path / "state") as rt:
         rt.start_session("t1", instance="local", cwd=str(workspace))
@@ -48,8 +77,16 @@ def test_a_send_turn_racing_the_agents_death_resumes_the_session_in_one_call(tmp
         with rt.subscribe(thread_id="t1") as sub:
             shim.send_signal(signal.SIGSTOP)
             try:
+                stdin = os.readlink(f"/proc/{agent.pid}/fd/0")
                 agent.send_signal(signal.SIGKILL)
                 until(lambda: _dead(agent), timeout=10)
+                # The runtime knows the agent is gone by its stdin having no reader left: wait for
+                # the kernel to say so (CI once saw the send refused as "stopped", the stopped
+                # shim's state, which means a reader was still open when it looked).
+                try:
+                    until(lambda: _pipe_readers_gone(stdin), timeout=10)
+                except AssertionError:
+                    raise AssertionError(f"the agent's stdin {stdin} still has readers: {_holders(stdin)}") from None
                 outcome: dict[str, object] = {}
 
                 def send() -> None:

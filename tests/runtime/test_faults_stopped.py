@@ -14,6 +14,7 @@ import pytest
 
 from paddock import Runtime
 from paddock.contract import ProcessError
+from tests.helpers import until
 from tests.runtime.conftest import run_turn, text_of
 from tests.runtime.test_faults import _wait_for
 
@@ -62,6 +63,9 @@ def test_a_send_to_a_stopped_agent_fails_at_once_with_a_typed_error(tmp_path, wo
         agent = _agent()
         agent.send_signal(signal.SIGSTOP)
         try:
+            # kill() returns before the agent is stopped: the kernel stops it when it next runs
+            # (CI, under load, once sent before that and the turn was accepted).
+            until(lambda: agent.status() == psutil.STATUS_STOPPED, timeout=10)
             asked = time.monotonic()
             with pytest.raises(ProcessError, match="stopped") as caught:
                 rt.send_turn("t2", "@reply never")

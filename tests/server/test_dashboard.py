@@ -74,6 +74,13 @@ def test_dashboard_streams_a_turn_approves_by_click_and_interrupts(make_server, 
     page.wait_for_selector("#send:not([disabled])")
     page.fill("#prompt", f"@write {ws}/from-browser.txt clicked in chromium")
     page.click("#send")
+    try:
+        page.wait_for_selector("#requests button.accept", timeout=30_000)
+    except Exception:  # say what the page showed instead (CI once waited 30 s for the button)
+        with served.remote() as rt:
+            turns = [(t.turn_id, t.state) for t in rt.read_thread("web").turns]
+        raise AssertionError(f"no approval button: composer error {page.text_content('#composer-error')!r}, "
+                             f"requests {page.text_content('#requests')!r}, turns {turns}") from None
     page.click("#requests button.accept")
     assert _wait_for_file(ws / "from-browser.txt") == "clicked in chromium"
     page.wait_for_selector("#transcript >> text=approval answered: accept")
