@@ -191,14 +191,24 @@ def test_nothing_is_translated_outside_a_turn():
     assert events == []
 
 
-def test_full_text_without_deltas_becomes_one_delta():
+def _answering():
+    """A translator in turn ``turn-1`` whose assistant message ``msg_a`` has begun: (it, the
+    events list it fills, ``feed(type, properties)``)."""
     tr = Translator(ID, "ses_x")
     tr.start("turn-1")
     events: list = []
-    feed = lambda t, p: tr.feed({"type": t, "properties": p}, events)  # noqa: E731
+
+    def feed(kind: str, properties: dict) -> list:
+        return tr.feed({"type": kind, "properties": properties}, events)
+
     feed("message.updated", {"info": {"id": "msg_u", "role": "user"}})
     feed("session.status", {"status": {"type": "busy"}})
     feed("message.updated", {"info": {"id": "msg_a", "role": "assistant", "parentID": "msg_u"}})
+    return tr, events, feed
+
+
+def test_full_text_without_deltas_becomes_one_delta():
+    tr, events, feed = _answering()
     feed("message.part.updated", {"part": {"id": "prt_r", "messageID": "msg_a", "type": "reasoning", "text": "hm",
                                            "time": {"start": 1}}})
     feed("message.part.updated", {"part": {"id": "prt_r", "messageID": "msg_a", "type": "reasoning", "text": "hmm",
@@ -215,13 +225,7 @@ def test_full_text_without_deltas_becomes_one_delta():
 def test_text_in_flight_after_the_abort_does_not_stream():
     """Grammar rule 11: after ``turn.aborted`` no ``content.delta`` of the turn; the item's
     completed text is what streamed before (the conformance suite saw one arrive late)."""
-    tr = Translator(ID, "ses_x")
-    tr.start("turn-1")
-    events: list = []
-    feed = lambda t, p: tr.feed({"type": t, "properties": p}, events)  # noqa: E731
-    feed("message.updated", {"info": {"id": "msg_u", "role": "user"}})
-    feed("session.status", {"status": {"type": "busy"}})
-    feed("message.updated", {"info": {"id": "msg_a", "role": "assistant", "parentID": "msg_u"}})
+    tr, events, feed = _answering()
     feed("message.part.delta", {"messageID": "msg_a", "partID": "prt_t", "field": "text", "delta": "tick0 "})
     tr.interrupt_requested = True  # the session actor's cancel_turn, before its turn.aborted
     feed("message.part.delta", {"messageID": "msg_a", "partID": "prt_t", "field": "text", "delta": "tick1 "})
