@@ -21,11 +21,10 @@ class PendingRequests(Generic[N]):
     A request is taken out exactly once (:meth:`take`), which is how answer-once is enforced.
     """
 
-    __slots__ = ("_offered", "_open", "_seq")
+    __slots__ = ("_open", "_seq")
 
     def __init__(self) -> None:
-        self._open: dict[str, N] = {}
-        self._offered: dict[str, tuple[str, ...]] = {}
+        self._open: dict[str, tuple[N, tuple[str, ...]]] = {}  # id -> (native, decisions offered)
         self._seq = 0
 
     def new_id(self, turn_id: str | None) -> str:
@@ -34,31 +33,29 @@ class PendingRequests(Generic[N]):
 
     def add(self, request_id: str, native: N, decisions: tuple[str, ...]) -> None:
         """Open ``request_id``; ``decisions`` are those its ``request.opened`` offered."""
-        self._open[request_id] = native
-        self._offered[request_id] = decisions
+        self._open[request_id] = (native, decisions)
 
     def offered(self, request_id: str) -> tuple[str, ...] | None:
         """The decisions the open request offered, ``None`` when it is not open."""
-        return self._offered.get(request_id) if request_id in self._open else None
+        entry = self._open.get(request_id)
+        return entry[1] if entry is not None else None
 
     def take(self, request_id: str) -> N | None:
         """Remove and return the request, ``None`` when it is unknown or already resolved."""
-        self._offered.pop(request_id, None)
-        return self._open.pop(request_id, None)
+        entry = self._open.pop(request_id, None)
+        return entry[0] if entry is not None else None
 
     def take_all(self) -> list[tuple[str, N]]:
         """Remove and return every open request, oldest first."""
-        items = list(self._open.items())
+        items = [(rid, native) for rid, (native, _) in self._open.items()]
         self._open.clear()
-        self._offered.clear()
         return items
 
     def take_where(self, match: Callable[[N], bool]) -> list[str]:
         """Remove the requests whose native handle matches; return their ids."""
-        ids = [rid for rid, native in self._open.items() if match(native)]
+        ids = [rid for rid, (native, _) in self._open.items() if match(native)]
         for rid in ids:
             del self._open[rid]
-            self._offered.pop(rid, None)
         return ids
 
     def __len__(self) -> int:
