@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
-from paddock import _operations as ops
+from paddock._operations import _table as ops
 from paddock._aio_subscription import aiter_subscription
-from paddock._instances import InstanceInfo
-from paddock._operations import Operation, arguments
-from paddock._pending import PendingRequest
+from paddock._instances._table import InstanceInfo
+from paddock._operations._table import Operation, arguments
+from paddock._operations._pending import PendingRequest
 from paddock._runtime import Runtime
 from paddock.contract import (
     Attachment,
@@ -32,7 +32,7 @@ from paddock.contract import (
     ThreadSnapshot,
     TurnStartResult,
 )
-from paddock.store import Binding
+from paddock._state._store import Binding
 
 __all__ = ["AsyncRuntime", "AsyncRuntimeAPI"]
 

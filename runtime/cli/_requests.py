@@ -10,7 +10,7 @@ from paddock.cli._common import event_json, write
 from paddock.cli._connect import connect
 
 if TYPE_CHECKING:
-    from paddock._pending import PendingRequest
+    from paddock._operations._pending import PendingRequest
 
 HELP = "list the approval and user-input requests still open (across threads, from the server)"
 

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import msgspec
 
-from paddock._config import RuntimeSettings
-from paddock._generate import generate_text
-from paddock._handoff import ThreadHandoff
-from paddock._transcript import handoff_preamble
-from paddock._instances import InstanceTable
-from paddock._models import ModelCatalogs
-from paddock._operations import (
+from paddock._instances._config import RuntimeSettings
+from paddock._services._generate import generate_text
+from paddock._instances._handoff import ThreadHandoff
+from paddock._services._transcript import handoff_preamble
+from paddock._instances._table import InstanceTable
+from paddock._services._models import ModelCatalogs
+from paddock._operations._table import (
     CompactThreadBody,
     ForkThreadBody,
     GenerateTextBody,
@@ -76,7 +76,7 @@ from paddock.contract import (
     merge_mcp_servers,
     resolve_attachments,
 )
-from paddock.store import RESUMABLE, Binding, BindingStore
+from paddock._state._store import RESUMABLE, Binding, BindingStore
 
 __all__ = ["DEFAULT_TIMEOUT", "ThreadDirectory"]
 
@@ -253,7 +253,7 @@ class ThreadDirectory:
         return (servers, preamble, reminder), warnings
 
     def models(self, a: ModelsBody) -> list[ModelInfo]:
-        """The instance's model catalog (cached per instance; see :mod:`paddock._models`)."""
+        """The instance's model catalog (cached per instance; see :mod:`paddock._services._models`)."""
         return self._catalogs.models(a.instance, refresh=a.refresh, timeout=a.timeout)
 
     def _turn_inputs(self, thread_id: str, model: str | None, attachments: tuple[Attachment, ...], *,
@@ -400,7 +400,7 @@ class ThreadDirectory:
     def _hand_over(self, a: ForkThreadBody, source: Binding, start: StartSessionBody) -> Session:
         """Start the new thread fresh with the source's transcript (turns 1..``at_turn``) as its
         first-turn preamble, bounded by the target's ``preamble_max_chars``
-        (:func:`paddock._transcript.handoff_preamble`). The transcript stays persisted until a
+        (:func:`paddock._services._transcript.handoff_preamble`). The transcript stays persisted until a
         turn carried it (:meth:`_transcript_delivered`), so a copy made by one process and
         first used by another still hands it over, once."""
         snapshot = self.read_thread(ReadThreadBody(thread_id=a.thread_id, timeout=a.timeout))
@@ -470,7 +470,7 @@ class ThreadDirectory:
 
     def generate_text(self, a: GenerateTextBody) -> str:
         """One-shot text in an ephemeral session, hidden from :meth:`list_sessions` while it
-        runs and gone when this returns (``paddock._generate``)."""
+        runs and gone when this returns (``paddock._services._generate``)."""
         return generate_text(self._instances, self._hub, self._ephemeral, a)
 
     def has_session(self, thread_id: str) -> bool:

@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 import msgspec
 
-from paddock._config import InstanceEntry, RuntimeConfig, issue_from
-from paddock._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
-from paddock._isolation import build_env, instance_home, secret_values
-from paddock._probes import credentials_present, endpoint_reachable
-from paddock._recovery import kill_leased_processes
+from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
+from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
+from paddock._instances._isolation import build_env, instance_home, secret_values
+from paddock._instances._probes import credentials_present, endpoint_reachable
+from paddock._state._recovery import kill_leased_processes
 from paddock.actors import HubHandle, Redactor
 from paddock.contract import (
     Capabilities,
