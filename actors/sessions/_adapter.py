@@ -201,6 +201,9 @@ class SessionAdapter(Generic[S]):
                 raise
             if isinstance(exc, TimeoutError):
                 raise OperationTimeout("start_session", open_limit(), **self._where, thread_id=thread_id) from None
+            if isinstance(exc, pykka.ActorDeadError):
+                raise DriverError(self.driver, self.instance_id, "start_session failed: the session stopped while "
+                                  "it started (its agent process exited)", thread_id=thread_id) from None
             raise DriverError(self.driver, self.instance_id, f"start_session failed: {exc!r}",
                               thread_id=thread_id) from exc
 
