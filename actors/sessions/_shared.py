@@ -302,8 +302,8 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
     """Whether the process's JSON-RPC messages carry ``"jsonrpc": "2.0"``."""
 
     def __init__(self, driver: str, instance_id: str, *, hub: HubHandle, request_timeout: float,
-                 start_timeout: float, tap: LineTap | None = None) -> None:
-        super().__init__(driver, instance_id, hub=hub, request_timeout=request_timeout)
+                 start_timeout: float, idle_timeout: float | None = None, tap: LineTap | None = None) -> None:
+        super().__init__(driver, instance_id, hub=hub, request_timeout=request_timeout, idle_timeout=idle_timeout)
         self._start_timeout = start_timeout
         self._start_lock = threading.Lock()
         self._handshake_timeout = start_timeout
@@ -417,6 +417,7 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
                 # Restarts (no caller waiting) get the configured start timeout.
                 self._handshake_timeout = self._start_timeout
             self._scope = scope
+        self._idle.arm()  # started for no session (e.g. a model list): it stops when idle too
 
     def _start_sessions(self, cctx: ChildContext) -> pykka.ActorRef[Any]:
         """ChildSpec factory (root supervisor thread): a session supervisor holding one actor
@@ -524,3 +525,14 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
         if scope is not None:
             scope.close(deadline)
         self._link = None
+
+    def _stop_idle_tree(self, still_idle: Callable[[], bool]) -> None:
+        with self._start_lock:
+            with self._lock:
+                scope = self._scope
+                if scope is None or scope.exit_reason is not None or not still_idle():
+                    return
+                self._scope, self._link, self._sessions_ref = None, None, None
+            log.debug("%s instance %s: no session for %g s; stopping %s", self.driver, self.instance_id,
+                      self._idle.timeout, self._failed_noun)
+            scope.close(time.monotonic() + 10.0)
