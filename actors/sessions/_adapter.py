@@ -209,7 +209,6 @@ class SessionAdapter(Generic[S]):
                     self._records.pop(thread_id, None)
             record.closed = True
             self._terminate(thread_id, 5.0)
-            self._idle.arm()
             if isinstance(exc, ProcessError) and self._process_name is not None:
                 raise DriverError(self.driver, self.instance_id, f"could not start {self._process_name}: {exc}",
                                   thread_id=thread_id) from None
@@ -249,6 +248,7 @@ class SessionAdapter(Generic[S]):
                 entry[1][0] -= 1
                 if not entry[1][0]:
                     del self._start_locks[thread_id]
+            self._idle.arm()  # a start that failed may leave the instance with no session
 
     @staticmethod
     def _terminate_scope_child(scope: Scope | None, child_id: str, timeout: float) -> None:
