@@ -1562,7 +1562,7 @@ def start_race(soak: Soak) -> None:
         local.ledger.accepted(turn.turn_id, thread_id, f"{instance}: start_race")
         local.ledger.wait(turn.turn_id, TARGETS["turn_end_bound_s"], local.stop)
         soak.ops.success("start_session (racing a crash)")
-        soak.faults.log("start_race_started", local.name, thread_id=thread_id, waited_s=round(waited, 3))
+        local.ledger.note(turn.turn_id, f"start_session waited {waited:.2f} s for the restart")
     except Exception as exc:
         soak.ops.failure(local.name, "start_session (racing a crash)", exc)
         soak.violations.add("starts_survive_restarts", lane=local.name, thread_id=thread_id,
