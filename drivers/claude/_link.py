@@ -12,7 +12,7 @@ import msgspec
 import pykka
 
 from paddock.actors import ExitInfo, Mailbox, ProcessActor, ProcessHandle, ProcessSpec, TransportWarning
-from paddock.contract import ProcessError
+from paddock.contract import JsonObject, ProcessError
 from paddock.supervisors import ChildContext
 
 from ._wire import ControlResponse, McpStatusAnswer, Message, Response, decode_line, decode_mcp_answer
@@ -149,7 +149,7 @@ class ProcessLink:
         if messages or skipped:
             self._deliver(Lines(messages, skipped))
 
-    def on_warning(self, code: str, message: str, detail: dict[str, Any]) -> None:
+    def on_warning(self, code: str, message: str, detail: JsonObject) -> None:
         self._deliver(TransportWarning(code, message, detail))
 
     # exit watcher thread ---------------------------------------------------------------------
