@@ -410,35 +410,32 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
 
     def _message(self, msg: Message, events: list[EventBase]) -> None:
         in_turn = self.turn.turn_id is not None
-        if isinstance(msg, StreamEvent):
-            if in_turn:
-                self._stream_event(msg.event, events)
-        elif isinstance(msg, Assistant):
-            if in_turn:
-                self._assistant(msg.message, events)
-        elif isinstance(msg, User):
-            if in_turn and not msg.isReplay:
+        match msg:
+            case StreamEvent(event=event) if in_turn:
+                self._stream_event(event, events)
+            case Assistant(message=message) if in_turn:
+                self._assistant(message, events)
+            case User(isReplay=replay) if in_turn and not replay:
                 self._user(msg, events)
-        elif isinstance(msg, Result):
-            self._result(msg, events)
-        elif isinstance(msg, SystemInit):
-            self._system_init(msg, events)
-        elif isinstance(msg, CompactBoundary):
-            if in_turn:
+            case Result():
+                self._result(msg, events)
+            case SystemInit():
+                self._system_init(msg, events)
+            case CompactBoundary() if in_turn:
                 self._compacted(msg, events)
-        elif isinstance(msg, ApiRetry):
-            self._api_retry(msg, events)
-        elif isinstance(msg, ControlRequest):
-            self._control_request(msg, events)
-        elif isinstance(msg, ControlResponse):
-            self._control_response(msg.response, events)
-        elif isinstance(msg, ControlCancel):
-            native = msg.request_id
-            for rid in self.requests.take_where(lambda p: p.native_id == native):
-                events.append(self.resolved(rid, "cancelled"))
-        elif isinstance(msg, Malformed):
-            self._message_failed(events, f"{msg.type}: {msg.error}")
-        # Unknown types and other system subtypes: ignored, as the CLI ignores ours.
+            case ApiRetry():
+                self._api_retry(msg, events)
+            case ControlRequest():
+                self._control_request(msg, events)
+            case ControlResponse(response=response):
+                self._control_response(response, events)
+            case ControlCancel(request_id=native):
+                for rid in self.requests.take_where(lambda p: p.native_id == native):
+                    events.append(self.resolved(rid, "cancelled"))
+            case Malformed():
+                self._message_failed(events, f"{msg.type}: {msg.error}")
+            case _:
+                pass  # unknown types, other system subtypes, lines outside a turn: ignored
 
     def _system_init(self, msg: SystemInit, events: list[EventBase]) -> None:
         sid = msg.session_id
@@ -470,9 +467,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             self._complete(events, item, data=data)
 
     def _api_retry(self, msg: ApiRetry, events: list[EventBase]) -> None:
-        fields = (("attempt", msg.attempt), ("max_retries", msg.max_retries), ("retry_delay_ms", msg.retry_delay_ms),
-                  ("error_status", msg.error_status), ("error", msg.error))
-        detail: JsonObject = {k: v for k, v in fields if v is not msgspec.UNSET}
+        detail = msg.detail
         events.append(RuntimeWarningEvent(
             **self.identity, turn_id=self.turn.turn_id, code="claude.api_retry",
             message=f"the model API failed ({detail.get('error_status')} {detail.get('error')}); retry "

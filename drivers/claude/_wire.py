@@ -33,6 +33,7 @@ __all__ = [
     "Message",
     "ModelEntry",
     "Part",
+    "RETRY_FIELDS",
     "Response",
     "Result",
     "StreamEvent",
@@ -232,15 +233,14 @@ class CompactBoundary(_In, frozen=True):
     compact_metadata: JsonValue = None
 
 
-class ApiRetry(_In, frozen=True):
-    """``system/api_retry``: a failed model request the CLI retries."""
+class ApiRetry(msgspec.Struct, frozen=True, gc=False):
+    """``system/api_retry``: a failed model request the CLI retries. ``detail`` holds those of
+    :data:`RETRY_FIELDS` the line has, as sent (they pass into the warning's detail)."""
 
-    attempt: JsonValue | UnsetType = UNSET
-    max_retries: JsonValue | UnsetType = UNSET
-    retry_delay_ms: JsonValue | UnsetType = UNSET
-    error_status: JsonValue | UnsetType = UNSET
-    error: JsonValue | UnsetType = UNSET
+    detail: JsonObject
 
+
+RETRY_FIELDS = ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
 
 class Unknown(msgspec.Struct, frozen=True, gc=False):
     """A line of a ``type`` the driver does not know (or none)."""
@@ -265,12 +265,11 @@ _line_decoder = msgspec.json.Decoder(_Known)
 _unknown_decoder = msgspec.json.Decoder(Unknown)
 _KNOWN = frozenset(("assistant", "user", "stream_event", "result", "system", "control_request", "control_response",
                     "control_cancel_request"))
-_system_decoders: dict[JsonValue, msgspec.json.Decoder[SystemInit] | msgspec.json.Decoder[CompactBoundary]
-                       | msgspec.json.Decoder[ApiRetry]] = {
+_system_decoders: dict[str, msgspec.json.Decoder[SystemInit] | msgspec.json.Decoder[CompactBoundary]] = {
     "init": msgspec.json.Decoder(SystemInit),
     "compact_boundary": msgspec.json.Decoder(CompactBoundary),
-    "api_retry": msgspec.json.Decoder(ApiRetry),
 }
+_object_decoder = msgspec.json.Decoder(JsonObject)
 
 
 def decode_line(line: bytes) -> Message:
@@ -283,8 +282,11 @@ def decode_line(line: bytes) -> Message:
         if isinstance(head.type, str) and head.type in _KNOWN:
             return Malformed(head.type, str(exc))
         return head
-    if isinstance(msg, System):
-        decoder = _system_decoders.get(msg.subtype) if isinstance(msg.subtype, str) else None
+    if isinstance(msg, System) and isinstance(msg.subtype, str):
+        if msg.subtype == "api_retry":
+            fields = _object_decoder.decode(line)
+            return ApiRetry({k: fields[k] for k in RETRY_FIELDS if k in fields})
+        decoder = _system_decoders.get(msg.subtype)
         if decoder is not None:
             try:
                 return decoder.decode(line)
