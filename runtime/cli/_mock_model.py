@@ -32,7 +32,7 @@ A script (JSON or TOML) names scenarios, each a list of steps, and the default o
   type = "shell"   command = "touch a.txt"   escalate = false
   [[scenarios.note]]                    # write: call its write-file tool (path joined to --workspace)
   type = "write"   path = "notes.txt"   content = "hi\\n"
-  [[scenarios.add]]                     # patch: apply_patch where offered, else write
+  [[scenarios.add]]                     # patch: apply_patch (tool, else Codex shell), else write
   type = "patch"   path = "added.txt"   content = "hi\\n"
   [[scenarios.ask]]                     # mcp: call the offered MCP tool, in the CLI's naming
   type = "mcp"     tool = "echo"   arguments = { text = "hi" }
