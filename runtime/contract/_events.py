@@ -337,8 +337,13 @@ class TurnProposedCompleted(EventBase, frozen=True, tag="turn.proposed.completed
 
 
 class TurnDiffUpdated(EventBase, frozen=True, tag="turn.diff.updated"):
+    """The turn's unified diff. An agent may send its own while the turn runs; for a thread with
+    its own worktree the runtime sends one after ``turn.completed``, computed from the turn's
+    checkpoint, with ``checkpoint`` its commit id."""
+
     type: ClassVar[Literal["turn.diff.updated"]]
     diff: str
+    checkpoint: str | None = None
 
 
 # item and content --------------------------------------------------------------------------------
