@@ -29,6 +29,8 @@ from paddock._instances._table import InstanceTable
 from paddock._services._models import ModelCatalogs
 from paddock._operations._table import (
     CompactThreadBody,
+    DeleteThreadBody,
+    DiffBody,
     ForkThreadBody,
     GenerateTextBody,
     InterruptTurnBody,
@@ -36,6 +38,7 @@ from paddock._operations._table import (
     ReadThreadBody,
     RespondToRequestBody,
     RespondToUserInputBody,
+    RestoreFilesBody,
     RollbackThreadBody,
     SendTurnBody,
     StartSessionBody,
@@ -72,6 +75,7 @@ from paddock.contract import (
     resolve_attachments,
 )
 from paddock._state._store import RESUMABLE, Binding, BindingStore
+from paddock._workspaces._files import FilesRestored, ThreadFiles
 
 __all__ = ["DEFAULT_TIMEOUT", "ThreadDirectory"]
 
@@ -83,8 +87,9 @@ class ThreadDirectory:
     :meth:`start` starts the tracker and reaper threads."""
 
     def __init__(self, store: BindingStore, instances: InstanceTable, hub: HubHandle,
-                 settings: RuntimeSettings) -> None:
+                 settings: RuntimeSettings, files: ThreadFiles) -> None:
         self._store = store
+        self._files = files
         self._instances = instances
         self._hub = hub
         self._settings = settings
@@ -136,14 +141,16 @@ class ThreadDirectory:
                 self._after_transcript[a.thread_id] = handing.after_transcript
             else:
                 self._after_transcript.pop(a.thread_id, None)
+            workspace = self._files.open(a.thread_id, cwd, a.workspace or slot.workspace)
+            run_in = workspace.cwd if workspace is not None else cwd  # the thread's worktree, else cwd
             current = self._live.get(a.thread_id)
             if current is not None and current != a.instance:
                 self._stop_live(a.thread_id, timeout=a.timeout)
             elif current == a.instance and adapter.has_session(a.thread_id):
                 live = _session_of(adapter, a.thread_id)
                 if live is not None and (live.cwd, live.runtime_mode, live.interaction_mode, live.model) == (
-                        cwd, a.runtime_mode, a.interaction_mode, a.model) and self._handed.get(a.thread_id) == handed:
-                    return live  # already running as asked: starting it again is a no-op
+                        run_in, a.runtime_mode, a.interaction_mode, a.model) and self._handed.get(a.thread_id) == handed:
+                    return self._files.label(live)  # already running as asked: starting it again is a no-op
                 # Other settings: restart it from its cursor with them.
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._live.pop(a.thread_id, None)
@@ -158,8 +165,8 @@ class ThreadDirectory:
                 model=a.model, resume_cursor=cursor,
             ))
             request = StartSessionInput(
-                thread_id=a.thread_id, cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
-                model=a.model, resume_cursor=cursor, workspace_roots=(cwd,),
+                thread_id=a.thread_id, cwd=run_in, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
+                model=a.model, resume_cursor=cursor, workspace_roots=(run_in,),
                 mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2],
             )
             try:
@@ -177,7 +184,7 @@ class ThreadDirectory:
             self._last_used[a.thread_id] = time.monotonic()
             self._store.update(a.thread_id, status="ready", resume_cursor=session.resume_cursor or cursor,
                               last_error=None)
-            return session
+            return self._files.label(session)
 
     def models(self, a: ModelsBody) -> list[ModelInfo]:
         """The instance's model catalog (cached per instance; see :mod:`paddock._services._models`)."""
@@ -283,7 +290,8 @@ class ThreadDirectory:
         adapter = self._live_adapter(a.thread_id)
         if not adapter.capabilities().threads.rollback:
             raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
-        return adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
+        snapshot = adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
+        return self._files_rolled_back(snapshot, a.timeout)
 
     def fork_thread(self, a: ForkThreadBody) -> Session:
         """A native copy where the source's instance can make one (``sessions.fork``, and
@@ -319,6 +327,7 @@ class ThreadDirectory:
             preamble_reminder=had.preamble_reminder if had is not None else None,
             timeout=a.timeout,
         )
+        self._fork_files(a)
         if not native or adapter is None:
             return self._hand_over(a, source, start)
         cursor = adapter.fork_native(a.thread_id, at_turn=a.at_turn, timeout=_t(a.timeout))
@@ -392,7 +401,7 @@ class ThreadDirectory:
 
     def list_sessions(self) -> list[Session]:
         ephemeral = self._ephemeral
-        return [s for adapter in self._instances.adapters() for s in adapter.list_sessions()
+        return [self._files.label(s) for adapter in self._instances.adapters() for s in adapter.list_sessions()
                 if s.thread_id not in ephemeral]
 
     def generate_text(self, a: GenerateTextBody) -> str:
@@ -441,6 +450,7 @@ class ThreadDirectory:
         """Join the tracker and the reaper, then close the binding store."""
         for t in self._threads:
             t.join(timeout=1.0)
+        self._files.close()
         self._store.close()
 
     # live sessions ------------------------------------------------------------------------------
@@ -507,6 +517,7 @@ class ThreadDirectory:
                 continue
             try:
                 if event.type == "turn.completed":
+                    self._files.turn_ended(event)  # queued: the checkpoint is taken off this thread
                     if event.thread_id in self._live:
                         self._last_used[event.thread_id] = time.monotonic()
                     # Only a running turn becomes ready: a stop racing the turn's end wins.
@@ -550,6 +561,65 @@ class ThreadDirectory:
             pass
         finally:
             lock.release()
+
+    # workspaces (paddock._workspaces) ------------------------------------------------------------
+
+    def _turn_ids(self, thread_id: str, timeout: float | None) -> tuple[str, ...]:
+        """The thread's turn ids as the log has them, in order."""
+        return tuple(t.turn_id for t in self.read_thread(ReadThreadBody(thread_id=thread_id, timeout=timeout)).turns)
+
+    def _files_rolled_back(self, snapshot: ThreadSnapshot, timeout: float | None) -> ThreadSnapshot:
+        """After a rollback: the worktree's files restored to the last kept turn's checkpoint."""
+        if self._files.get(snapshot.thread_id) is None:
+            return snapshot
+        turns = self._turn_ids(snapshot.thread_id, timeout)
+        restored = self._files.rolled_back(snapshot.thread_id, [t.turn_id for t in snapshot.turns],
+                                           last_turn=turns[-1] if turns else None, timeout=_t(timeout))
+        return msgspec.structs.replace(snapshot, files_restored_to=restored)
+
+    def _fork_files(self, a: ForkThreadBody) -> None:
+        """A fork of a worktree thread gets its own worktree, from turn ``at_turn``'s checkpoint."""
+        if self._files.get(a.thread_id) is None:
+            return
+        turns = self._turn_ids(a.thread_id, a.timeout)
+        if a.at_turn is not None and a.at_turn > len(turns):
+            raise ValidationError("fork_thread", f"at_turn {a.at_turn} is not a turn of the thread (it has "
+                                  f"{len(turns)})", thread_id=a.thread_id)
+        self._files.fork(a.thread_id, a.new_thread_id, turns[a.at_turn - 1] if a.at_turn else None,
+                         last_turn=turns[-1] if turns else None, timeout=_t(a.timeout))
+
+    def restore_files(self, a: RestoreFilesBody) -> FilesRestored:
+        """Files only: the conversation stays. Refused while a turn of the thread runs."""
+        if self._store.get(a.thread_id) is None:
+            raise SessionNotFoundError(a.thread_id)
+        with self._thread_lock(a.thread_id):
+            live = self._live_on(a.thread_id)
+            session = _session_of(live, a.thread_id) if live is not None else None
+            if session is not None and session.active_turn_id:
+                raise ValidationError("restore_files", "a turn is running; wait for it or interrupt it",
+                                      thread_id=a.thread_id)
+            turns = self._turn_ids(a.thread_id, a.timeout)
+            return self._files.restore(a.thread_id, a.turn_id, last_turn=turns[-1] if turns else None,
+                                       timeout=_t(a.timeout))
+
+    def diff(self, a: DiffBody) -> str:
+        if self._store.get(a.thread_id) is None:
+            raise SessionNotFoundError(a.thread_id)
+        turns = self._turn_ids(a.thread_id, a.timeout)
+        return self._files.diff(a.thread_id, a.from_turn, a.to_turn, last_turn=turns[-1] if turns else None,
+                                timeout=_t(a.timeout))
+
+    def delete_thread(self, a: DeleteThreadBody) -> None:
+        """Stop the thread, then remove its binding, its worktree, its checkpoints and (unless
+        ``keep_branch``) its branch. The worktree's record says ``deleting`` before the binding
+        goes, so a crash in between is finished by the next open's sweep."""
+        if self._store.get(a.thread_id) is None and a.thread_id not in self._live and self._files.get(a.thread_id) is None:
+            raise SessionNotFoundError(a.thread_id)
+        with self._thread_lock(a.thread_id):
+            if a.thread_id in self._live:
+                self._stop_live(a.thread_id, timeout=a.timeout)
+            self._files.delete(a.thread_id, keep_branch=a.keep_branch, timeout=_t(a.timeout),
+                               unbind=lambda: self._store.delete(a.thread_id))
 
 
 def _session_of(adapter: ProviderAdapter, thread_id: str) -> Session | None:

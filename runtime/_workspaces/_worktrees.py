@@ -167,7 +167,9 @@ class Worktrees:
             git("worktree", "add", "--quiet", "-b", branch, ws.path, head, cwd=top)
             own_index = text(git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=ws.path))
             shutil.copyfile(own_index, self._index(ws))
-            if _tree(seed, top) != _tree(head, top):
+            if _tree(seed, top) == _tree(head, top):
+                seed = head  # nothing uncommitted: the base is HEAD itself
+            else:
                 self._restore(ws, seed)
             ws = msgspec.structs.replace(ws, base=seed)
             git("update-ref", f"{_REF}/{key}/{0:06d}", seed, cwd=top)
@@ -265,6 +267,13 @@ class Worktrees:
 
     # delete and sweep ---------------------------------------------------------------------------
 
+    def mark_deleting(self, thread_id: str, *, keep_branch: bool) -> None:
+        """Record that the thread's delete began (the sweep finishes it after a crash)."""
+        ws = self._records.get(thread_id)
+        if ws is not None:
+            with self.lock(thread_id):
+                self._save(msgspec.structs.replace(ws, deleting=True, keep_branch=keep_branch))
+
     def remove(self, thread_id: str, *, keep_branch: bool = False) -> bool:
         """Remove the thread's worktree, its hidden refs, its private index and (unless
         ``keep_branch``) its branch, then its record. ``False`` when it had none. A repository that
@@ -274,7 +283,7 @@ class Worktrees:
             return False
         with self.lock(thread_id):
             if not ws.deleting:
-                self._save(msgspec.structs.replace(ws, deleting=True, keep_branch=keep_branch))
+                self._save(ws := msgspec.structs.replace(ws, deleting=True, keep_branch=keep_branch))
             if os.path.isdir(os.path.join(ws.repo, ".git")) or os.path.isfile(os.path.join(ws.repo, ".git")):
                 git("worktree", "remove", "--force", "--force", ws.path, cwd=ws.repo, ok=(0, 128))
                 git("worktree", "prune", cwd=ws.repo, ok=(0, 128))
