@@ -62,6 +62,7 @@ from paddock.contract import (
     SessionClosedError,
     SessionNotFoundError,
     StartSessionInput,
+    ThreadRolledBack,
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
@@ -287,11 +288,17 @@ class ThreadDirectory:
         adapter.respond_to_user_input(a.thread_id, a.request_id, dict(a.answers), timeout=_t(a.timeout))
 
     def rollback_thread(self, a: RollbackThreadBody) -> ThreadSnapshot:
+        """Natively where the agent can (``threads.rollback``); a worktree thread whose agent
+        cannot is rewound by the runtime (:meth:`_rewind`). Either way the dropped turns are
+        logged (``thread.rolled-back``) and a worktree's files follow."""
         adapter = self._live_adapter(a.thread_id)
         if not adapter.capabilities().threads.rollback:
-            raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
+            if self._files.get(a.thread_id) is None:
+                raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
+            return self._rewind(a)
+        before = self._turn_ids(a.thread_id, a.timeout)
         snapshot = adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
-        return self._files_rolled_back(snapshot, a.timeout)
+        return self._files_rolled_back(snapshot, before, a.timeout)
 
     def fork_thread(self, a: ForkThreadBody) -> Session:
         """A native copy where the source's instance can make one (``sessions.fork``, and
@@ -568,14 +575,50 @@ class ThreadDirectory:
         """The thread's turn ids as the log has them, in order."""
         return tuple(t.turn_id for t in self.read_thread(ReadThreadBody(thread_id=thread_id, timeout=timeout)).turns)
 
-    def _files_rolled_back(self, snapshot: ThreadSnapshot, timeout: float | None) -> ThreadSnapshot:
-        """After a rollback: the worktree's files restored to the last kept turn's checkpoint."""
+    def _files_rolled_back(self, snapshot: ThreadSnapshot, before: tuple[str, ...],
+                           timeout: float | None) -> ThreadSnapshot:
+        """After a rollback (``before``: the turn ids the log had): log the dropped turns, and
+        restore a worktree's files to the last kept turn's checkpoint."""
+        kept = [t.turn_id for t in snapshot.turns]
+        dropped = tuple(t for t in before if t not in set(kept))
+        binding = self._store.get(snapshot.thread_id)
+        if dropped and binding is not None:
+            self._hub.emitter(binding.driver, binding.instance_id, snapshot.thread_id).emit([ThreadRolledBack(
+                driver=binding.driver, instance_id=binding.instance_id, thread_id=snapshot.thread_id,
+                created_at=time.time(), turn_ids=dropped)])
         if self._files.get(snapshot.thread_id) is None:
             return snapshot
-        turns = self._turn_ids(snapshot.thread_id, timeout)
-        restored = self._files.rolled_back(snapshot.thread_id, [t.turn_id for t in snapshot.turns],
-                                           last_turn=turns[-1] if turns else None, timeout=_t(timeout))
+        restored = self._files.rolled_back(snapshot.thread_id, kept, last_turn=before[-1] if before else None,
+                                           timeout=_t(timeout))
         return msgspec.structs.replace(snapshot, files_restored_to=restored)
+
+    def _rewind(self, a: RollbackThreadBody) -> ThreadSnapshot:
+        """Roll back a worktree thread whose agent cannot: its session starts again, fresh, with
+        the transcript of the turns kept as its first turn's preamble (as a hand-off does), and
+        its files go back to the last kept turn's checkpoint."""
+        snapshot = self.read_thread(ReadThreadBody(thread_id=a.thread_id, timeout=a.timeout))
+        if any(t.state == "running" for t in snapshot.turns):
+            raise ValidationError("rollback_thread", "a turn is running; wait for it or interrupt it",
+                                  thread_id=a.thread_id)
+        if a.num_turns > len(snapshot.turns):
+            raise ValidationError("rollback_thread", f"the thread has {len(snapshot.turns)} turns, cannot drop "
+                                  f"{a.num_turns}", thread_id=a.thread_id)
+        binding = self._store.get(a.thread_id)
+        if binding is None:
+            raise SessionNotFoundError(a.thread_id)
+        kept = msgspec.structs.replace(snapshot, turns=snapshot.turns[: len(snapshot.turns) - a.num_turns])
+        config = self._instances.handoff(binding.instance_id)[0]
+        transcript = handoff_preamble(kept, source=f"thread {a.thread_id!r} (its last {a.num_turns} turn(s) were "
+                                      "rolled back)", limit=config.preamble_max_chars) if kept.turns else None
+        with self._thread_lock(a.thread_id):
+            self._stop_live(a.thread_id, timeout=a.timeout)
+        self.start_session(StartSessionBody(
+            thread_id=a.thread_id, instance=binding.instance_id, cwd=binding.cwd,
+            runtime_mode=binding.runtime_mode,  # type: ignore[arg-type]
+            interaction_mode=binding.interaction_mode,  # type: ignore[arg-type]
+            model=binding.model, resume="never", timeout=a.timeout,
+        ), transcript=transcript)
+        return self._files_rolled_back(kept, tuple(t.turn_id for t in snapshot.turns), a.timeout)
 
     def _fork_files(self, a: ForkThreadBody) -> None:
         """A fork of a worktree thread gets its own worktree, from turn ``at_turn``'s checkpoint."""

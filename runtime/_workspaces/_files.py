@@ -135,11 +135,11 @@ class ThreadFiles:
             return
         after, before = self.trees.checkpoint(ws, event.turn_id)
         diff = self.trees.diff(ws, before.commit, after.commit)
+        if after.seq > self._keep:
+            self.trees.prune(ws, self._keep)
         self._hub.emitter(event.driver, event.instance_id, event.thread_id).emit([TurnDiffUpdated(
             driver=event.driver, instance_id=event.instance_id, thread_id=event.thread_id, turn_id=event.turn_id,
             created_at=time.time(), diff=diff, checkpoint=after.commit)])
-        if after.seq > self._keep:
-            self.trees.prune(ws, self._keep)
 
     def settle(self, thread_id: str, turn_id: str | None, *, timeout: float) -> None:
         """Wait until the checkpoint of ``turn_id`` (a completed turn of the thread) was taken

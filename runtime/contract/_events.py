@@ -61,6 +61,7 @@ __all__ = [
     "TaskProgress",
     "TaskStarted",
     "ThreadMetadataUpdated",
+    "ThreadRolledBack",
     "ThreadStarted",
     "ThreadStateChanged",
     "ThreadTokenUsageUpdated",
@@ -272,6 +273,15 @@ class ThreadStarted(EventBase, frozen=True, tag="thread.started"):
 class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
     type: ClassVar[Literal["thread.state.changed"]]
     state: Literal["active", "idle", "archived", "closed"]
+
+
+class ThreadRolledBack(EventBase, frozen=True, tag="thread.rolled-back"):
+    """``rollback_thread`` dropped these turns from the thread (the runtime logs it after the
+    agent or the runtime rolled them back): :func:`paddock.contract.fold_thread`, so
+    ``read_thread``, leaves them out from here on."""
+
+    type: ClassVar[Literal["thread.rolled-back"]]
+    turn_ids: tuple[str, ...] = ()
 
 
 class ThreadMetadataUpdated(EventBase, frozen=True, tag="thread.metadata.updated"):
@@ -611,6 +621,7 @@ Event = Union[
     ThreadStarted,
     ThreadStateChanged,
     ThreadMetadataUpdated,
+    ThreadRolledBack,
     ThreadTokenUsageUpdated,
     TurnStarted,
     TurnCompleted,
