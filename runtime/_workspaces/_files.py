@@ -45,6 +45,7 @@ __all__ = ["FilesRestored", "ThreadFiles", "WorkspaceMode"]
 WorkspaceMode = Literal["shared", "worktree"]
 
 _STOP = object()
+_GRACE = 2.0  # seconds a turn's end may take to reach the tracker before its checkpoint is given up
 
 
 class FilesRestored(msgspec.Struct, frozen=True, kw_only=True):
@@ -142,17 +143,26 @@ class ThreadFiles:
             created_at=time.time(), diff=diff, checkpoint=after.commit)])
 
     def settle(self, thread_id: str, turn_id: str | None, *, timeout: float) -> None:
-        """Wait until the checkpoint of ``turn_id`` (a completed turn of the thread) was taken
-        or failed; with ``None``, until no turn end of the thread is queued. Raises
-        :class:`OperationTimeout`."""
+        """Wait until no turn end of the thread is queued and, for ``turn_id`` (a completed turn
+        of the thread), until its checkpoint was taken or failed. A turn this process never saw
+        end (it ended before this runtime opened) counts once its checkpoint exists, or after a
+        short grace for the tracker to see its end. Raises :class:`OperationTimeout`."""
         deadline = time.monotonic() + timeout
+        ws = self.trees.get(thread_id)
+        if turn_id is not None and ws is not None and turn_id not in self._seen.get(thread_id, ()):
+            if any(c.turn_id == turn_id for c in self.trees.checkpoints(ws)):
+                turn_id = None  # taken already, by this process or an earlier one
+        grace = time.monotonic() + min(timeout, _GRACE)
         with self._cond:
-            while (turn_id is not None and turn_id not in self._seen.get(thread_id, ())) or self._queued.get(thread_id):
-                left = deadline - time.monotonic()
-                if left <= 0:
+            while True:
+                now = time.monotonic()
+                queued = self._queued.get(thread_id, 0)
+                if not queued and (turn_id is None or turn_id in self._seen.get(thread_id, ()) or now >= grace):
+                    return
+                if now >= deadline:
                     raise OperationTimeout(f"waiting for the checkpoint of turn {turn_id!r}", timeout,
                                            thread_id=thread_id)
-                self._cond.wait(left)
+                self._cond.wait(min(deadline, grace if not queued else deadline) - now)
 
     def _worktree(self, thread_id: str, operation: str) -> Workspace:
         ws = self.trees.get(thread_id)
