@@ -38,22 +38,16 @@ def run_command(
     :class:`ProcessError` carrying the exit code and the stderr tail. A missing binary raises
     :class:`ProcessError` with ``exit_code=None``.
     """
-    proc = spawn(SpawnRequest(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL))
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        teardown(proc, timeout=0.0)
-        proc.communicate()
-        raise OperationTimeout(f"running {argv[0]!r}", timeout) from None
+    returncode, out, err = _run(SpawnRequest(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL), None, timeout)
     result = CommandResult(
         argv=tuple(argv),
-        returncode=proc.returncode,
+        returncode=returncode,
         stdout=out.decode("utf-8", "replace"),
         stderr=err.decode("utf-8", "replace"),
     )
-    if check and proc.returncode != 0:
+    if check and returncode != 0:
         raise ProcessError(
-            f"{argv[0]!r} failed", proc.returncode, stderr_tail=result.stderr[-4096:]
+            f"{argv[0]!r} failed", returncode, stderr_tail=result.stderr[-4096:]
         )
     return result
 
@@ -84,12 +78,20 @@ def run_short(
     timeout its group is killed and :class:`OperationTimeout` raised; a missing binary raises
     :class:`ProcessError`.
     """
-    proc = spawn(SpawnRequest(argv, env=env, cwd=cwd, orphan_guard=False,
-                              stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL))
+    request = SpawnRequest(argv, env=env, cwd=cwd, orphan_guard=False,
+                           stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
+    returncode, out, err = _run(request, stdin, timeout)
+    return CommandOutput(returncode=returncode, stdout=out, stderr=err)
+
+
+def _run(request: SpawnRequest, stdin: bytes | None, timeout: float) -> tuple[int, bytes, bytes]:
+    """Spawn ``request``, feed it ``stdin`` and wait for its exit: (exit code, stdout, stderr).
+    On timeout its whole tree is killed and :class:`OperationTimeout` raised."""
+    proc = spawn(request)
     try:
         out, err = proc.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         teardown(proc, timeout=0.0)
         proc.communicate()
-        raise OperationTimeout(f"running {argv[0]!r}", timeout) from None
-    return CommandOutput(returncode=proc.returncode, stdout=out, stderr=err)
+        raise OperationTimeout(f"running {request.argv[0]!r}", timeout) from None
+    return proc.returncode, out, err
