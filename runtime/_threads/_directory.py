@@ -452,12 +452,12 @@ class ThreadDirectory:
 
     def stop_tracking(self) -> None:
         self._tracker.close()
+        self._files.close(timeout=1.0)  # checkpoints under way publish their diff before the hub closes
 
     def close(self) -> None:
         """Join the tracker and the reaper, then close the binding store."""
         for t in self._threads:
             t.join(timeout=1.0)
-        self._files.close()
         self._store.close()
 
     # live sessions ------------------------------------------------------------------------------
@@ -572,7 +572,9 @@ class ThreadDirectory:
     # workspaces (paddock._workspaces) ------------------------------------------------------------
 
     def _turn_ids(self, thread_id: str, timeout: float | None) -> tuple[str, ...]:
-        """The thread's turn ids as the log has them, in order."""
+        """The thread's turn ids as the log has them, in order (none without the event log)."""
+        if self._hub.log_path is None:
+            return ()
         return tuple(t.turn_id for t in self.read_thread(ReadThreadBody(thread_id=thread_id, timeout=timeout)).turns)
 
     def _files_rolled_back(self, snapshot: ThreadSnapshot, before: tuple[str, ...],

@@ -231,6 +231,8 @@ class ThreadFiles:
         if ws is None or ws.deleting:
             return None
         self.settle(source, last_turn, timeout=timeout)
+        if self.trees.get(new_thread_id) is not None:  # left by an earlier fork that failed to start
+            self.trees.remove(new_thread_id)
         seed = self._find(ws, at_turn, "fork_thread").commit if at_turn is not None else self.trees.snapshot_now(ws)
         return self.trees.create(new_thread_id, ws.cwd, seed=seed, operation="fork_thread")
 
@@ -253,10 +255,12 @@ class ThreadFiles:
         except (OSError, PaddockError):
             return []
 
-    def close(self) -> None:
-        """Stop the worker once what is queued is done (thread: the closer's)."""
+    def close(self, *, timeout: float) -> None:
+        """Stop the worker once what is queued is done, waiting up to ``timeout`` seconds (thread:
+        the closer's). A checkpoint still running then finishes on its own (a daemon thread); a
+        turn end never checkpointed is not retried."""
         with self._cond:
             worker = self._worker
         if worker is not None:
             self._queue.put(_STOP)
-            worker.join(timeout=30.0)
+            worker.join(timeout=timeout)
