@@ -19,6 +19,7 @@ the same turn whose ``checkpoint`` is the commit id and whose ``diff`` is the tu
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -79,6 +80,9 @@ class ThreadFiles:
         :class:`ValidationError` naming why a folder cannot have one (``Worktrees.create``)."""
         ws = self.trees.get(thread_id)
         if ws is not None and not ws.deleting:
+            if not os.path.isdir(ws.path):
+                raise ValidationError("start_session", f"the thread's worktree {ws.path!r} is gone; delete_thread() "
+                                      "and start the thread again", thread_id=thread_id)
             return ws
         if mode != "worktree":
             return None

@@ -160,20 +160,31 @@ class Worktrees:
                        subdir="" if subdir == "." else subdir, branch=branch)
         with self.lock(thread_id):
             self._save(ws)  # the journal first: a crash from here on is swept
+        try:
+            return self._make(ws, head, seed)
+        except BaseException:
+            try:
+                self.remove(thread_id)  # nothing half made is left behind
+            except Exception:
+                pass  # the next open's sweep removes what is left
+            raise
+
+    def _make(self, ws: Workspace, head: str, seed: str | None) -> Workspace:
+        with self.lock(ws.thread_id):
             if seed is None:
-                seed = self._snapshot(top, str(self.root / "index" / f"{key}.user"), parent=head)
+                seed = self._snapshot(ws.repo, str(self.root / "index" / f"{ws.key}.user"), parent=head)
             if os.path.exists(ws.path):
                 shutil.rmtree(ws.path)
-            git("worktree", "add", "--quiet", "-b", branch, ws.path, head, cwd=top)
+            git("worktree", "add", "--quiet", "-b", ws.branch, ws.path, head, cwd=ws.repo)
             own_index = text(git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=ws.path))
             shutil.copyfile(own_index, self._index(ws))
-            if _tree(seed, top) == _tree(head, top):
+            if _tree(seed, ws.repo) == _tree(head, ws.repo):
                 seed = head  # nothing uncommitted: the base is HEAD itself
             else:
                 self._restore(ws, seed)
             ws = msgspec.structs.replace(ws, base=seed)
-            git("update-ref", f"{_REF}/{key}/{0:06d}", seed, cwd=top)
-            self._last[key] = Checkpoint(seq=0, commit=seed)
+            git("update-ref", f"{_REF}/{ws.key}/{0:06d}", seed, cwd=ws.repo)
+            self._last[ws.key] = Checkpoint(seq=0, commit=seed)
             self._save(ws)
         return ws
 

@@ -217,3 +217,17 @@ def test_after_a_host_sigkill_mid_delete_open_sweeps_the_worktree_refs_and_proce
             assert not (proc.cwd() or "").startswith(worktree), proc.cmdline()
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
+
+
+def test_a_worktree_removed_by_hand_is_refused_by_name_and_delete_thread_still_cleans_up(rt, repo):
+    import shutil
+
+    session = rt.start_session("t", instance="local", cwd=str(repo))
+    rt.stop_session("t")
+    shutil.rmtree(session.cwd)
+    with pytest.raises(ValidationError, match="worktree .* is gone"):
+        rt.start_session("t", instance="local", cwd=str(repo))
+    rt.delete_thread("t")
+    assert git(repo, "for-each-ref", "refs/paddock/") == "" and "paddock/" not in git(repo, "branch")
+    again = rt.start_session("t", instance="local", cwd=str(repo))  # the id is free again
+    assert Path(again.cwd).is_dir()
