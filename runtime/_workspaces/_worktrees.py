@@ -33,12 +33,13 @@ from pathlib import Path
 import msgspec
 
 from paddock._workspaces._git import GitError, git, text
-from paddock.contract import ValidationError
+from paddock.contract import PaddockError, ValidationError
 
 __all__ = ["Checkpoint", "Workspace", "Worktrees", "thread_key"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _REF = "refs/paddock"
+_RACY_S = 1.1  # git's index keeps whole seconds: a second later no file is racily clean
 
 
 class Workspace(msgspec.Struct, frozen=True, kw_only=True):
@@ -161,13 +162,30 @@ class Worktrees:
         with self.lock(thread_id):
             self._save(ws)  # the journal first: a crash from here on is swept
         try:
-            return self._make(ws, head, seed)
+            ws = self._make(ws, head, seed)
         except BaseException:
             try:
                 self.remove(thread_id)  # nothing half made is left behind
             except Exception:
                 pass  # the next open's sweep removes what is left
             raise
+        warm = threading.Timer(_RACY_S, self._refresh, args=(ws,))
+        warm.daemon = True
+        warm.start()
+        return ws
+
+    def _refresh(self, ws: Workspace) -> None:
+        """Timer thread, once, ``_RACY_S`` after a worktree was made: refresh its private index.
+        Files written in the same second as an index are "racily clean" to git, which hashes them
+        all again on the next `git add`; refreshed a second later they are clean, so the first
+        checkpoint hashes only what the turn changed."""
+        with self.lock(ws.thread_id):
+            if self._records.get(ws.thread_id) is not ws or not os.path.isdir(ws.path):
+                return
+            try:
+                git("update-index", "-q", "--refresh", cwd=ws.path, index=self._index(ws), ok=(0, 1))
+            except PaddockError:
+                pass  # an optimisation only: the first checkpoint then pays for it
 
     def _make(self, ws: Workspace, head: str, seed: str | None) -> Workspace:
         with self.lock(ws.thread_id):
