@@ -263,6 +263,7 @@ class ThreadFiles:
         """Stop the worker once what is queued is done, waiting up to ``timeout`` seconds (thread:
         the closer's). A checkpoint still running then finishes on its own (a daemon thread); a
         turn end never checkpointed is not retried."""
+        self.trees.close()
         with self._cond:
             worker = self._worker
         if worker is not None:

@@ -92,6 +92,7 @@ class Worktrees:
         self._locks: dict[str, threading.Lock] = {}
         self._records: dict[str, Workspace] = {}
         self._last: dict[str, Checkpoint] = {}  # key -> its newest checkpoint, once read
+        self._timers: dict[str, threading.Timer] = {}  # thread -> its index refresh, pending
         for path in (root / "records").glob("*.json"):
             try:
                 ws = msgspec.json.decode(path.read_bytes(), type=Workspace)
@@ -171,6 +172,8 @@ class Worktrees:
             raise
         warm = threading.Timer(_RACY_S, self._refresh, args=(ws,))
         warm.daemon = True
+        with self._lock:
+            self._timers[ws.thread_id] = warm
         warm.start()
         return ws
 
@@ -179,6 +182,8 @@ class Worktrees:
         Files written in the same second as an index are "racily clean" to git, which hashes them
         all again on the next `git add`; refreshed a second later they are clean, so the first
         checkpoint hashes only what the turn changed."""
+        with self._lock:
+            self._timers.pop(ws.thread_id, None)
         with self.lock(ws.thread_id):
             if self._records.get(ws.thread_id) is not ws or not os.path.isdir(ws.path):
                 return
@@ -310,6 +315,7 @@ class Worktrees:
         ws = self._records.get(thread_id)
         if ws is None:
             return False
+        self._cancel(thread_id)
         with self.lock(thread_id):
             if not ws.deleting:
                 self._save(ws := msgspec.structs.replace(ws, deleting=True, keep_branch=keep_branch))
@@ -334,6 +340,17 @@ class Worktrees:
             self._records.pop(thread_id, None)
             self._last.pop(ws.key, None)
         return True
+
+    def _cancel(self, thread_id: str) -> None:
+        with self._lock:
+            timer = self._timers.pop(thread_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def close(self) -> None:
+        """Cancel the index refreshes still pending (no git command starts after this)."""
+        for thread_id in list(self._timers):
+            self._cancel(thread_id)
 
     def sweep(self, bound: set[str]) -> list[str]:
         """Remove what belongs to no bound thread: a record's worktree, refs and branch (kept
