@@ -33,6 +33,7 @@ from paddock.contract import (
     TurnStartResult,
 )
 from paddock._state._store import Binding
+from paddock._workspaces._files import FilesRestored
 
 __all__ = ["AsyncRuntime", "AsyncRuntimeAPI"]
 
@@ -73,6 +74,7 @@ class AsyncRuntimeAPI:
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
         timeout: float | None = None,
+        workspace: Literal["shared", "worktree"] | None = None,
     ) -> Session:
         return await self._call(ops.START_SESSION, locals())
 
@@ -135,6 +137,16 @@ class AsyncRuntimeAPI:
 
     async def compact_events(self, before_seq: int) -> int:
         return await self._call(ops.COMPACT_EVENTS, locals())
+
+    async def restore_files(self, thread_id: str, turn_id: str, *, timeout: float | None = None) -> FilesRestored:
+        return await self._call(ops.RESTORE_FILES, locals())
+
+    async def diff(self, thread_id: str, from_turn: str | None = None, to_turn: str | None = None, *,
+                   timeout: float | None = None) -> str:
+        return await self._call(ops.DIFF, locals())
+
+    async def delete_thread(self, thread_id: str, *, keep_branch: bool = False, timeout: float | None = None) -> None:
+        return await self._call(ops.DELETE_THREAD, locals())
 
 
 class AsyncRuntime(AsyncRuntimeAPI):

@@ -30,6 +30,7 @@ from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._observe._watchdog import StallWatchdog
+from paddock._workspaces._files import FilesRestored, ThreadFiles
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
     Attachment,
@@ -105,6 +106,7 @@ class RuntimeAPI:
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
         timeout: float | None = None,
+        workspace: Literal["shared", "worktree"] | None = None,
     ) -> Session:
         """Bind ``thread_id`` to ``instance`` and start its session.
 
@@ -130,6 +132,16 @@ class RuntimeAPI:
         the instance's ``preamble_max_chars`` (default 70,000) is omitted with a
         ``runtime.warning``, never cut. Raises :class:`ValidationError` for a bad server (a name
         given twice, an empty command, a non-HTTP url) or a reminder of more than one line.
+
+        ``workspace`` (``None``: the instance's ``workspace`` key): ``"shared"`` runs the session
+        in ``cwd``; ``"worktree"`` gives the thread a git worktree of its own, on the branch
+        ``paddock/<thread key>``, from the repository holding ``cwd`` (its uncommitted and
+        untracked files carried over), and runs the session there: the returned ``Session``'s
+        ``cwd`` is the worktree and ``branch`` its branch. Each turn's end is then checkpointed
+        (``turn.diff.updated`` with the checkpoint id and the turn's diff). A thread that has a
+        worktree keeps it on every resume until :meth:`delete_thread`. A folder outside a git
+        repository, or a repository with no commit, with submodules or with LFS files, is
+        refused with :class:`ValidationError` naming the reason.
         """
         return self._call(ops.START_SESSION, locals())
 
@@ -264,6 +276,28 @@ class RuntimeAPI:
         """Delete logged events with ``seq < before_seq``; returns how many were removed."""
         return self._call(ops.COMPACT_EVENTS, locals())
 
+    # workspaces ---------------------------------------------------------------------------------
+
+    def restore_files(self, thread_id: str, turn_id: str, *, timeout: float | None = None) -> FilesRestored:
+        """Restore a worktree thread's files to the checkpoint taken when ``turn_id`` ended
+        (``"base"``: where its worktree started), byte for byte; the conversation is not touched.
+        Raises :class:`ValidationError` for a thread without a worktree, a turn without a
+        checkpoint (pruned, rolled back, unknown) or while a turn runs."""
+        return self._call(ops.RESTORE_FILES, locals())
+
+    def diff(self, thread_id: str, from_turn: str | None = None, to_turn: str | None = None, *,
+             timeout: float | None = None) -> str:
+        """The unified diff between two checkpoints of a worktree thread: ``to_turn``'s
+        (``None``: the newest) from ``from_turn``'s (``None``: the one before it, so the turn's
+        own diff; ``"base"``: where the worktree started)."""
+        return self._call(ops.DIFF, locals())
+
+    def delete_thread(self, thread_id: str, *, keep_branch: bool = False, timeout: float | None = None) -> None:
+        """Stop the thread's session and remove its binding, its worktree and its checkpoints'
+        hidden refs; its branch too unless ``keep_branch``. Raises
+        :class:`SessionNotFoundError` for an unknown thread."""
+        return self._call(ops.DELETE_THREAD, locals())
+
 
 class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
     """Run agent sessions and publish what they do as one canonical event stream.
@@ -295,7 +329,9 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         try:
             end_turns_left_open(self._hub, store)
             self._instances = InstanceTable(config, state_dir=state_dir, hub=self._hub)
-            self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings)
+            files = ThreadFiles(state_dir, self._hub, keep=config.settings.checkpoints_kept)
+            files.sweep({b.thread_id for b in store.list()})  # worktrees and refs of deleted threads
+            self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings, files)
             self._pending = PendingRequests(self._hub)
             self._handlers = self._bind_handlers()
             self._threads.start()
@@ -443,6 +479,9 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.GENERATE_TEXT: threads.generate_text,
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
             ops.MODELS: threads.models,
+            ops.RESTORE_FILES: threads.restore_files,
+            ops.DIFF: threads.diff,
+            ops.DELETE_THREAD: threads.delete_thread,
         }
 
     def _check_open(self) -> None:

@@ -11,7 +11,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -43,6 +43,9 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
     stall_warning: float | Literal[False] = 120.0
+    checkpoints_kept: Annotated[int, msgspec.Meta(ge=1)] = 100
+    """Per-turn checkpoints kept per worktree thread; older ones are pruned (their hidden refs
+    deleted) as new ones are taken."""
     ray: dict[str, Any] = {}
     """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
     keys); an instance's own keys win."""
@@ -59,6 +62,9 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     """The MCP servers and preamble keys, taken out of ``table`` (``paddock._instances._handoff``)."""
     placement: RayPlacement | None = None
     """``None``: ``placement = "local"`` (the default), in this process."""
+    workspace: Literal["shared", "worktree"] = "shared"
+    """``"shared"``: a session runs in the ``cwd`` it is given; ``"worktree"``: each thread runs in
+    a git worktree of its own (``paddock._workspaces``)."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -138,9 +144,12 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         _check_durations(path, where, table)
         table = dict(table)
         placement = _placement(path, where, table.pop("placement", "local"), settings.ray)
+        workspace = table.pop("workspace", "shared")
+        if workspace not in ("shared", "worktree"):
+            raise ConfigError(path, f"{where} key 'workspace': \"shared\" (the default) or \"worktree\", got {workspace!r}")
         table, handoff = take_handoff(table, path=path, instance_id=str(instance_id))
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
-                                     placement=placement))
+                                     placement=placement, workspace=workspace))
     return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
 
 

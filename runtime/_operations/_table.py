@@ -37,6 +37,7 @@ from paddock.contract import (
     ValidationError,
 )
 from paddock._state._store import Binding
+from paddock._workspaces._files import FilesRestored
 
 __all__ = [
     "BY_NAME",
@@ -103,6 +104,8 @@ class StartSessionBody(Body, frozen=True):
     require: tuple[str, ...] = ()
     """Capability paths the host needs (``paddock.contract.require_capabilities``)."""
     timeout: float | None = None
+    workspace: Literal["shared", "worktree"] | None = None
+    """``None``: the instance's ``workspace`` (a thread that has a worktree keeps it)."""
 
 
 class GenerateTextBody(Body, frozen=True):
@@ -219,6 +222,28 @@ class CompactEventsBody(Body, frozen=True):
     before_seq: int
 
 
+class RestoreFilesBody(Body, frozen=True):
+    thread_id: str
+    turn_id: Annotated[str, msgspec.Meta(min_length=1)]
+    """A completed turn of the thread, or ``"base"``: where its worktree started."""
+    timeout: float | None = None
+
+
+class DiffBody(Body, frozen=True):
+    thread_id: str
+    from_turn: str | None = None
+    """A turn id or ``"base"``; ``None``: the checkpoint before ``to_turn``'s."""
+    to_turn: str | None = None
+    """A turn id; ``None``: the newest checkpoint."""
+    timeout: float | None = None
+
+
+class DeleteThreadBody(Body, frozen=True):
+    thread_id: str
+    keep_branch: bool = False
+    timeout: float | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class Operation(Generic[R]):
     """One public operation of the Runtime. ``name`` is the method on every surface and the
@@ -320,11 +345,17 @@ MODELS = _op("models", ModelsBody, list[ModelInfo], reads=True, wait=None,
              summary="an instance's model catalog (cached; refresh asks the agent again)")
 COMPACT_EVENTS = _op("compact_events", CompactEventsBody, int, reads=False, needs_open=False,
                      summary="delete logged events before a seq")
+RESTORE_FILES = _op("restore_files", RestoreFilesBody, FilesRestored, reads=False,
+                    summary="restore a worktree thread's files to a turn's checkpoint (the conversation stays)")
+DIFF = _op("diff", DiffBody, str, reads=True, summary="the unified diff between two checkpoints of a worktree thread")
+DELETE_THREAD = _op("delete_thread", DeleteThreadBody, type(None), reads=False,
+                    summary="stop a thread and remove its binding, worktree and checkpoints (its branch unless kept)")
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
     ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
+    RESTORE_FILES, DIFF, DELETE_THREAD,
 )
 """Every operation, in the order the API documents them."""
 BY_NAME: dict[str, Operation[Any]] = {op.name: op for op in OPERATIONS}

@@ -78,6 +78,7 @@ from ._events import (
     TaskProgress as TaskProgress,
     TaskStarted as TaskStarted,
     ThreadMetadataUpdated as ThreadMetadataUpdated,
+    ThreadRolledBack as ThreadRolledBack,
     ThreadStarted as ThreadStarted,
     ThreadStateChanged as ThreadStateChanged,
     ThreadTokenUsageUpdated as ThreadTokenUsageUpdated,

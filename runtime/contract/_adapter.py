@@ -107,6 +107,9 @@ class Session(_Input, frozen=True):
     resumed: bool = False
     """The session continues a native session from ``resume_cursor`` (a failed resume that fell
     back to a fresh native session leaves this false)."""
+    branch: str | None = None
+    """The git branch of the thread's own worktree (``workspace = "worktree"``; ``cwd`` is then
+    that worktree), else ``None``."""
 
 
 class ModelInfo(_Input, frozen=True):
@@ -143,6 +146,9 @@ class TurnSnapshot(_Input, frozen=True):
 class ThreadSnapshot(_Input, frozen=True):
     thread_id: str
     turns: tuple[TurnSnapshot, ...] = ()
+    files_restored_to: str | None = None
+    """Set by a rollback of a thread with its own worktree: the checkpoint (a commit id) its files
+    were restored to, the one taken after the last turn kept (or the worktree's base)."""
 
 
 @runtime_checkable

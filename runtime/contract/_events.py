@@ -61,6 +61,7 @@ __all__ = [
     "TaskProgress",
     "TaskStarted",
     "ThreadMetadataUpdated",
+    "ThreadRolledBack",
     "ThreadStarted",
     "ThreadStateChanged",
     "ThreadTokenUsageUpdated",
@@ -274,6 +275,15 @@ class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
     state: Literal["active", "idle", "archived", "closed"]
 
 
+class ThreadRolledBack(EventBase, frozen=True, tag="thread.rolled-back"):
+    """``rollback_thread`` dropped these turns from the thread (the runtime logs it after the
+    agent or the runtime rolled them back): :func:`paddock.contract.fold_thread`, so
+    ``read_thread``, leaves them out from here on."""
+
+    type: ClassVar[Literal["thread.rolled-back"]]
+    turn_ids: tuple[str, ...] = ()
+
+
 class ThreadMetadataUpdated(EventBase, frozen=True, tag="thread.metadata.updated"):
     type: ClassVar[Literal["thread.metadata.updated"]]
     title: str | None = None
@@ -337,8 +347,13 @@ class TurnProposedCompleted(EventBase, frozen=True, tag="turn.proposed.completed
 
 
 class TurnDiffUpdated(EventBase, frozen=True, tag="turn.diff.updated"):
+    """The turn's unified diff. An agent may send its own while the turn runs; for a thread with
+    its own worktree the runtime sends one after ``turn.completed``, computed from the turn's
+    checkpoint, with ``checkpoint`` its commit id."""
+
     type: ClassVar[Literal["turn.diff.updated"]]
     diff: str
+    checkpoint: str | None = None
 
 
 # item and content --------------------------------------------------------------------------------
@@ -606,6 +621,7 @@ Event = Union[
     ThreadStarted,
     ThreadStateChanged,
     ThreadMetadataUpdated,
+    ThreadRolledBack,
     ThreadTokenUsageUpdated,
     TurnStarted,
     TurnCompleted,

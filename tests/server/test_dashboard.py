@@ -170,3 +170,29 @@ def test_dashboard_for_many_accounts_puts_the_approval_with_its_command_first(ma
     assert page.get_attribute("#sessions li.session", "data-thread") == "t3"
     assert "approval-required" in page.inner_text("#sessions li.session")
     assert not errors, errors
+
+
+def test_dashboard_shows_each_turns_diff_of_a_worktree_thread(make_server, browser):
+    from tests.workspaces.conftest import git
+
+    served = make_server("tcp", config='[instances.wt]\ndriver = "local"\nworkspace = "worktree"\n')
+    repo = served.workspace
+    (repo / "README.md").write_text("hello\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    with served.remote() as rt:
+        rt.start_session("wt", instance="wt", cwd=repo, runtime_mode="full-access")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{served.url}/#token={served.token}")
+    page.click("#sessions li[data-thread='wt']")
+    page.wait_for_selector("#sessions li.selected[data-thread='wt']")
+    page.fill("#prompt", "@write shown.txt a line the page shows")
+    page.click("#send")
+    summary = page.wait_for_selector("#transcript details.turn-diff summary")
+    assert "files changed in this turn: shown.txt" in summary.text_content()
+    summary.click()
+    page.wait_for_selector("#transcript details.turn-diff .add >> text=+a line the page shows")
+    assert not errors, errors
