@@ -156,7 +156,7 @@ from ._attachments import (
     ImageMimeType as ImageMimeType,
     attachment_kinds as attachment_kinds,
     check_attachments_allowed as check_attachments_allowed,
-    check_model_name as check_model_name,
+    model_advice as model_advice,
     resolve_attachments as resolve_attachments,
 )
 from ._mcp import (
