@@ -62,6 +62,12 @@ class ImageAttachment(_Attachment, frozen=True, tag="image"):
     path: str | None = None
     data: bytes | None = None
 
+    def __post_init__(self) -> None:
+        # Decoding checks the Literal; the constructor does not, so a host's own instance is checked here.
+        if self.mime_type not in IMAGE_MIME_TYPES:
+            raise ValidationError("ImageAttachment", f"mime_type {self.mime_type!r} is not one of "
+                                                     f"{', '.join(IMAGE_MIME_TYPES)}")
+
     def __repr__(self) -> str:
         size = "?" if self.data is None else str(len(self.data))
         return f"ImageAttachment(mime_type={self.mime_type!r}, path={self.path!r}, data=<{size} bytes>)"
