@@ -147,9 +147,12 @@ class ThreadDirectory:
                 if live is not None and (live.cwd, live.runtime_mode, live.interaction_mode, live.model) == (
                         cwd, a.runtime_mode, a.interaction_mode, a.model) and self._handed.get(a.thread_id) == handed:
                     return live  # already running as asked: starting it again is a no-op
-                # Other settings: restart it from its cursor with them.
+                # Other settings: restart it from its cursor with them (the live session's newest:
+                # it carries what its last turn changed, e.g. the thread's usage so far).
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._live.pop(a.thread_id, None)
+                if live is not None and live.resume_cursor is not None and binding is not None:
+                    binding = msgspec.structs.replace(binding, resume_cursor=live.resume_cursor)
             if warnings:
                 self._hub.emitter(slot.driver, a.instance, a.thread_id).emit(list(warnings))
             cursor = fork_cursor
@@ -502,7 +505,11 @@ class ThreadDirectory:
         self._last_used.pop(thread_id, None)
         adapter = self._instances.created(instance_id) if instance_id is not None else None
         if adapter is not None and adapter.has_session(thread_id):
+            live = _session_of(adapter, thread_id)
             adapter.stop_session(thread_id, timeout=_t(timeout))
+            if live is not None and live.resume_cursor is not None:
+                # Keep its newest cursor: it carries what its last turn changed (the usage so far).
+                self._store.update(thread_id, resume_cursor=live.resume_cursor)
 
     def _track(self) -> None:
         """Tracker thread: keeps binding statuses in step with the event stream."""

@@ -182,6 +182,7 @@ from ._preamble import (
     with_reminder as with_reminder,
 )
 from ._grammar import (
+    CUMULATIVE_USAGE as CUMULATIVE_USAGE,
     GRAMMAR_RULES as GRAMMAR_RULES,
     TURN_BYTE_LIMIT as TURN_BYTE_LIMIT,
     GrammarViolation as GrammarViolation,
