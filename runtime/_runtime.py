@@ -392,14 +392,10 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         (``subscription.gap``) says how many.
 
         Not in the operation table: a stream, served as SSE (``GET /v1/events``)."""
-        args = {k: v for k, v in locals().items() if k not in ("self", "types")}
+        a = ops.subscribe_arguments(locals())
         self._check_open()
-        try:
-            ops.check_text("thread_id", thread_id)
-            ops.check_text("instance_id", instance_id)
-        except ValueError as exc:
-            raise ValidationError("subscribe", str(exc)) from None
-        return self._hub.subscribe(**args, types=tuple(types) if types is not None else None)
+        return self._hub.subscribe(thread_id=a.thread_id, instance_id=a.instance_id, types=a.types, from_seq=a.from_seq,
+                                   assistant_delivery=a.assistant_delivery, max_buffered=a.max_buffered)
 
     # closing ------------------------------------------------------------------------------------
 

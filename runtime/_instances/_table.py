@@ -219,6 +219,12 @@ class InstanceTable:
     def driver(self, instance_id: str) -> str:
         return self._by_id[instance_id].driver
 
+    def configured_model(self, instance_id: str) -> str | None:
+        """The instance's configured ``model`` key, or ``None`` (none set, or no such instance)."""
+        inst = self._by_id.get(instance_id)
+        model = getattr(inst.config, "model", None) if inst is not None else None
+        return model if isinstance(model, str) else None
+
     def thread_handoff(self, instance_id: str, thread_id: str) -> ThreadHandoff | None:
         """The persisted hand-off of ``thread_id`` on ``instance_id``, or ``None`` (an instance
         no longer configured, no file, or an unreadable one)."""

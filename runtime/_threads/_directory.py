@@ -57,6 +57,7 @@ from paddock.contract import (
     PersistenceError,
     ProviderAdapter,
     ResumeCursor,
+    RuntimeWarningEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
@@ -129,9 +130,9 @@ class ThreadDirectory:
         slot = self._instances.slot(a.instance)  # the one look-up of the instance this start makes
         adapter = slot.adapter
         bound = self._store.get(a.thread_id)
-        if bound is None or (bound.instance_id, bound.model) != (a.instance, a.model):
-            # A resume keeps the model the thread was started with, even if the catalog moved on.
-            self._catalogs.check(a.model, a.instance, operation="start_session", thread_id=a.thread_id)
+        # A resume keeps the model the thread was started with, even if the catalog moved on.
+        advice = None if bound is not None and (bound.instance_id, bound.model) == (a.instance, a.model) \
+            else self._catalogs.advice(a.model, a.instance)
         _check_requirements(adapter.capabilities(), a)
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
@@ -144,6 +145,8 @@ class ThreadDirectory:
                 self._after_transcript.pop(a.thread_id, None)
             workspace = self._files.open(a.thread_id, cwd, a.workspace or slot.workspace)
             run_in = workspace.cwd if workspace is not None else cwd  # the thread's worktree, else cwd
+            if advice is not None:
+                warnings = (*warnings, self._model_warning(advice, a.instance, a.thread_id))
             current = self._live.get(a.thread_id)
             if current is not None and current != a.instance:
                 self._stop_live(a.thread_id, timeout=a.timeout)
@@ -152,9 +155,12 @@ class ThreadDirectory:
                 if live is not None and (live.cwd, live.runtime_mode, live.interaction_mode, live.model) == (
                         run_in, a.runtime_mode, a.interaction_mode, a.model) and self._handed.get(a.thread_id) == handed:
                     return self._files.label(live)  # already running as asked: starting it again is a no-op
-                # Other settings: restart it from its cursor with them.
+                # Other settings: restart it from its cursor with them (the live session's newest:
+                # it carries what its last turn changed, e.g. the thread's usage so far).
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._live.pop(a.thread_id, None)
+                if live is not None and live.resume_cursor is not None and binding is not None:
+                    binding = msgspec.structs.replace(binding, resume_cursor=live.resume_cursor)
             if warnings:
                 self._hub.emitter(slot.driver, a.instance, a.thread_id).emit(list(warnings))
             cursor = fork_cursor
@@ -191,9 +197,13 @@ class ThreadDirectory:
         """The instance's model catalog (cached per instance; see :mod:`paddock._services._models`)."""
         return self._catalogs.models(a.instance, refresh=a.refresh, timeout=a.timeout)
 
+    def _model_warning(self, advice: str, instance: str, thread_id: str) -> RuntimeWarningEvent:
+        return RuntimeWarningEvent(driver=self._instances.driver(instance), instance_id=instance, thread_id=thread_id,
+                                   code="model.not_in_catalog", message=advice)
+
     def _turn_inputs(self, thread_id: str, model: str | None, attachments: tuple[Attachment, ...], *,
                      operation: str, steering: bool) -> tuple[Attachment, ...]:
-        """Check a turn's model against the known catalog and, on a live session, its
+        """Warn of a turn's model the known catalog lacks (``model.not_in_catalog``) and, on a live session, check its
         attachments against the capabilities; then resolve them (read, bounded, confined to the
         workspace). Nothing here touches a process. Raises :class:`ValidationError`,
         :class:`CapabilityUnsupportedError`, :class:`SessionNotFoundError`."""
@@ -201,16 +211,21 @@ class ThreadDirectory:
         if binding is None:
             raise SessionNotFoundError(thread_id)
         instance = self._live.get(thread_id) or binding.instance_id
-        self._catalogs.check(model, instance, operation=operation, thread_id=thread_id)
-        if not attachments:
-            return ()
-        live = self._live_on(thread_id)
-        if live is not None:
-            # A thread that is not live is checked by its adapter once resumed (an ACP agent's
-            # kinds are known only after its initialize), still before the turn is sent.
-            check_attachments_allowed(live.capabilities().turns, attachments, steering=steering,
-                                      driver=self._instances.driver(instance), instance_id=instance, thread_id=thread_id)
-        return resolve_attachments(attachments, cwd=binding.cwd, roots=(binding.cwd,), operation=operation)
+        resolved: tuple[Attachment, ...] = ()
+        if attachments:
+            live = self._live_on(thread_id)
+            if live is not None:
+                # A thread that is not live is checked by its adapter once resumed (an ACP agent's
+                # kinds are known only after its initialize), still before the turn is sent.
+                check_attachments_allowed(live.capabilities().turns, attachments, steering=steering,
+                                          driver=self._instances.driver(instance), instance_id=instance,
+                                          thread_id=thread_id)
+            resolved = resolve_attachments(attachments, cwd=binding.cwd, roots=(binding.cwd,), operation=operation)
+        advice = self._catalogs.advice(model, instance)
+        if advice is not None:
+            self._hub.emitter(self._instances.driver(instance), instance, thread_id).emit(
+                [self._model_warning(advice, instance, thread_id)])
+        return resolved
 
     def send_turn(self, a: SendTurnBody) -> TurnStartResult:
         attachments = self._turn_inputs(a.thread_id, a.model, a.attachments, operation="send_turn", steering=False)
@@ -507,7 +522,11 @@ class ThreadDirectory:
         self._last_used.pop(thread_id, None)
         adapter = self._instances.created(instance_id) if instance_id is not None else None
         if adapter is not None and adapter.has_session(thread_id):
+            live = _session_of(adapter, thread_id)
             adapter.stop_session(thread_id, timeout=_t(timeout))
+            if live is not None and live.resume_cursor is not None:
+                # Keep its newest cursor: it carries what its last turn changed (the usage so far).
+                self._store.update(thread_id, resume_cursor=live.resume_cursor)
 
     def _track(self) -> None:
         """Tracker thread: keeps binding statuses in step with the event stream."""

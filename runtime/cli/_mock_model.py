@@ -63,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
     # with sigwait(): no Python handler runs inside a lock the main thread holds.
     signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    server.start()
+    try:
+        server.start()
+    except OSError as exc:  # the port is taken (EADDRINUSE) or not ours to bind
+        print(f"paddock mock-model: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     try:
         print(server.url, flush=True)
         signal.sigwait(signals)

@@ -157,7 +157,7 @@ from ._attachments import (
     ImageMimeType as ImageMimeType,
     attachment_kinds as attachment_kinds,
     check_attachments_allowed as check_attachments_allowed,
-    check_model_name as check_model_name,
+    model_advice as model_advice,
     resolve_attachments as resolve_attachments,
 )
 from ._mcp import (
@@ -183,6 +183,7 @@ from ._preamble import (
     with_reminder as with_reminder,
 )
 from ._grammar import (
+    CUMULATIVE_USAGE as CUMULATIVE_USAGE,
     GRAMMAR_RULES as GRAMMAR_RULES,
     TURN_BYTE_LIMIT as TURN_BYTE_LIMIT,
     GrammarViolation as GrammarViolation,

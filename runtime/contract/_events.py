@@ -446,6 +446,7 @@ class RequestOpened(EventBase, frozen=True, tag="request.opened"):
 
     type: ClassVar[Literal["request.opened"]]
 
+    request_id: str  # always set: what ``respond_to_request`` takes
     kind: RequestKind
     title: str | None = None
     detail: str | None = None
@@ -460,17 +461,20 @@ class RequestResolved(EventBase, frozen=True, tag="request.resolved"):
 
     type: ClassVar[Literal["request.resolved"]]
 
+    request_id: str
     resolution: Literal["answered", "cancelled", "expired"]
     decision: Decision | None = None
 
 
 class UserInputRequested(EventBase, frozen=True, tag="user-input.requested"):
     type: ClassVar[Literal["user-input.requested"]]
+    request_id: str  # always set: what ``respond_to_user_input`` takes
     questions: tuple[UserInputQuestion, ...] = ()
 
 
 class UserInputResolved(EventBase, frozen=True, tag="user-input.resolved"):
     type: ClassVar[Literal["user-input.resolved"]]
+    request_id: str
     resolution: Literal["answered", "cancelled", "expired"] = "answered"
     answers: dict[str, Any] = {}
 

@@ -70,6 +70,8 @@ __all__ = [
     "NotApplicable",
     "Outcome",
     "PlainDialect",
+    "answers_as_mock_model",
+    "instance_target",
     "Probe",
     "Scenario",
     "Target",
@@ -1222,3 +1224,50 @@ def live_target(kind: str, *, scenarios: tuple[str, ...] | None = None) -> Targe
     resume_after = 61.0 if kind == "gemini" else 0.0
     return Target(label=kind, config=config, scenarios=scenarios, cli_version=pin.version,
                   secrets=(LIVE_KEY,), script=script, resume_after=resume_after)
+
+
+def instance_target(label: str, table: dict[str, Any], secrets: tuple[str, ...], *, mock: bool = False) -> Target:
+    """The target of a configured instance (its ``[instances.<label>]`` table). A ``local`` one
+    is checked with the local agent's directives. One whose endpoint answers as Paddock's
+    scripted model server (``paddock mock-model``), or any with ``mock``, runs against a scripted
+    model server :func:`run_target` starts with this suite's script, as the suite's own targets
+    do: its model keys (``endpoint``, ``api_key``, ``model``) are the pinned target's, since the
+    script is written for them (Codex offers ``apply_patch`` by its model catalog), and its other
+    keys are kept over the pinned target's settings.
+    Any other talks to its own model in plain language (:class:`PlainDialect`)."""
+    driver = table.get("driver")
+    if driver == "local":
+        local = local_target()
+        return Target(label=label, config={**local.config, **table}, dialect=local.dialect, model_server=False,
+                      corpus=local.corpus, timeout=local.timeout, secrets=secrets)
+    if mock or answers_as_mock_model(table.get("endpoint")):
+        pinned = live_target(driver) if driver in LIVE_DRIVERS else None
+        base = pinned if isinstance(pinned, Target) else Target(label=label, config={})
+        model_keys = ("endpoint", "api_key", "api_key_env", "model")
+        config = {**base.config, **{k: v for k, v in table.items() if k not in model_keys}}
+        config.update({k: base.config[k] for k in model_keys if k in base.config})
+        return Target(label=label, config=config, secrets=(*secrets, *base.secrets), script=base.script,
+                      resume_after=base.resume_after, cli_version=base.cli_version)
+    return Target(label=label, config=table, dialect=PlainDialect(), model_server=False, corpus="configured-instance",
+                  timeout=180.0, secrets=secrets)
+
+
+def answers_as_mock_model(endpoint: object, *, timeout: float = 2.0) -> bool:
+    """Whether ``endpoint`` (a loopback URL) is Paddock's scripted model server: its answers
+    carry ``Server: PaddockMockModel/…``. Asks nothing beyond this machine."""
+    import http.client
+    import urllib.parse
+
+    if not isinstance(endpoint, str):
+        return False
+    url = urllib.parse.urlsplit(endpoint)
+    if url.scheme != "http" or url.hostname not in ("127.0.0.1", "localhost", "::1") or url.port is None:
+        return False
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+    try:
+        conn.request("GET", "/")
+        return conn.getresponse().getheader("Server", "").startswith("PaddockMockModel/")
+    except OSError:
+        return False
+    finally:
+        conn.close()

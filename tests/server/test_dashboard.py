@@ -165,6 +165,9 @@ def test_dashboard_for_many_accounts_puts_the_approval_with_its_command_first(ma
     page.wait_for_selector("#sessions li.selected[data-thread='t5']")
     page.wait_for_selector("#transcript >> text=approval answered: accept")
     assert "$ echo approved > approved.txt" in page.inner_text("#transcript")
+    # An item.completed omits its status at the default ("completed"): shown as completed.
+    page.wait_for_selector("#transcript >> text=■ command completed: echo approved > approved.txt")
+    assert "undefined" not in page.inner_text("#transcript")
     page.select_option("#filter-instance", "local-3")
     page.wait_for_function("() => document.querySelectorAll('#sessions li.session').length === 1")
     assert page.get_attribute("#sessions li.session", "data-thread") == "t3"
