@@ -21,6 +21,7 @@ from paddock._operations import Operation, arguments
 from paddock._pending import PendingRequest
 from paddock._runtime import Runtime
 from paddock.contract import (
+    ApprovalRule,
     Attachment,
     Decision,
     Event,
@@ -29,6 +30,7 @@ from paddock.contract import (
     ModelInfo,
     RuntimeMode,
     Session,
+    Surface,
     ThreadSnapshot,
     TurnStartResult,
 )
@@ -72,6 +74,7 @@ class AsyncRuntimeAPI:
         preamble: str | None = None,
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
+        approval_rules: Sequence[ApprovalRule] | None = None,
         timeout: float | None = None,
     ) -> Session:
         return await self._call(ops.START_SESSION, locals())
@@ -90,7 +93,7 @@ class AsyncRuntimeAPI:
         return await self._call(ops.STEER_TURN, locals())
 
     async def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                                 timeout: float | None = None) -> None:
+                                 surface: Surface = "api", timeout: float | None = None) -> None:
         return await self._call(ops.RESPOND_TO_REQUEST, locals())
 
     async def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,

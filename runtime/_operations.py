@@ -25,6 +25,7 @@ from paddock._instances import InstanceInfo
 from paddock._pending import PendingRequest
 from paddock.contract import (
     MAX_PROMPT_CHARS,
+    ApprovalRule,
     Attachment,
     Decision,
     InteractionMode,
@@ -32,6 +33,7 @@ from paddock.contract import (
     ModelInfo,
     RuntimeMode,
     Session,
+    Surface,
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
@@ -102,6 +104,9 @@ class StartSessionBody(Body, frozen=True):
     preamble_reminder: str | None = None
     require: tuple[str, ...] = ()
     """Capability paths the host needs (``paddock.contract.require_capabilities``)."""
+    approval_rules: tuple[ApprovalRule, ...] | None = None
+    """The thread's own rules, before the instance's and the runtime's; ``None``: what the
+    thread had (persisted), else none of its own."""
     timeout: float | None = None
 
 
@@ -148,6 +153,8 @@ class RespondToRequestBody(Body, frozen=True):
     thread_id: str
     request_id: str
     decision: Decision
+    surface: Surface = "api"
+    """Where the person answered (``cli``, ``dashboard``, ``api``), for the audit."""
     timeout: float | None = None
 
 

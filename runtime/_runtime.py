@@ -32,6 +32,7 @@ from paddock._threads import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._watchdog import StallWatchdog
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
+    ApprovalRule,
     Attachment,
     Decision,
     InteractionMode,
@@ -41,6 +42,7 @@ from paddock.contract import (
     PersistenceError,
     RuntimeMode,
     Session,
+    Surface,
     SessionClosedError,
     ThreadSnapshot,
     TurnStartResult,
@@ -104,6 +106,7 @@ class RuntimeAPI:
         preamble: str | None = None,
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
+        approval_rules: Sequence[ApprovalRule] | None = None,
         timeout: float | None = None,
     ) -> Session:
         """Bind ``thread_id`` to ``instance`` and start its session.
@@ -130,6 +133,11 @@ class RuntimeAPI:
         the instance's ``preamble_max_chars`` (default 70,000) is omitted with a
         ``runtime.warning``, never cut. Raises :class:`ValidationError` for a bad server (a name
         given twice, an empty command, a non-HTTP url) or a reminder of more than one line.
+
+        ``approval_rules`` answer the thread's requests before a person: the thread's rules, then
+        the instance's, then the runtime's (``paddock.contract.decide``; the first match
+        decides); ``None`` keeps what the thread had. A malformed rule is a
+        :class:`ValidationError` naming its index.
         """
         return self._call(ops.START_SESSION, locals())
 
@@ -174,9 +182,11 @@ class RuntimeAPI:
         return self._call(ops.STEER_TURN, locals())
 
     def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                           timeout: float | None = None) -> None:
-        """Answer an open ``request.opened``. Raises :class:`ValidationError` for an unknown
-        decision and :class:`RequestError` for an unknown or already resolved request."""
+                           surface: Surface = "api", timeout: float | None = None) -> None:
+        """Answer an open ``request.opened`` as a person; ``surface`` (``cli``, ``dashboard``,
+        ``api``) says where, for the audit (its ``request.resolved`` records ``decided_by
+        = "person"`` and the surface). Raises :class:`ValidationError` for an unknown decision
+        and :class:`RequestError` for an unknown or already resolved request."""
         return self._call(ops.RESPOND_TO_REQUEST, locals())
 
     def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,

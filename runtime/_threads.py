@@ -44,6 +44,7 @@ from paddock._operations import (
 )
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
+    ApprovalRule,
     Attachment,
     Capabilities,
     CapabilityUnsupportedError,
@@ -82,7 +83,7 @@ __all__ = ["DEFAULT_TIMEOUT", "ThreadDirectory"]
 
 DEFAULT_TIMEOUT = 30.0
 
-_Handed = tuple[tuple[McpServer, ...], str | None, str | None]
+_Handed = tuple[tuple[McpServer, ...], str | None, str | None, tuple[ApprovalRule, ...]]
 """What a live session was handed: its merged MCP servers, its preamble (as bounded) and its
 reminder."""
 
@@ -163,7 +164,7 @@ class ThreadDirectory:
             request = StartSessionInput(
                 thread_id=a.thread_id, cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor, workspace_roots=(cwd,),
-                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2],
+                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2], approval_rules=handed[3],
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
@@ -237,20 +238,24 @@ class ThreadDirectory:
                  f"({config.preamble_max_chars}): it is omitted (a preamble is never cut)",
                  {"chars": len(preamble), "limit": config.preamble_max_chars})
             preamble = None
+        own_rules = a.approval_rules if a.approval_rules is not None else (
+            saved.approval_rules if saved is not None else ())
+        rules = own_rules + config.approval_rules + self._settings.approval_rules
         transcript = transcript if transcript is not None else (saved.transcript if saved is not None else None)
         if transcript is not None:  # a hand-off not delivered yet: its first turn carries the transcript
-            self._after_transcript[a.thread_id] = (servers, preamble, reminder)
+            self._after_transcript[a.thread_id] = (servers, preamble, reminder, rules)
             preamble = transcript
         else:
             self._after_transcript.pop(a.thread_id, None)
         self._instances.add_secrets(a.instance, set(mcp_secrets(servers)))
         try:
             files.save(a.thread_id, ThreadHandoff(mcp_servers=servers, preamble=own_preamble,
-                                                  preamble_reminder=own_reminder, transcript=transcript))
+                                                  preamble_reminder=own_reminder, transcript=transcript,
+                                                  approval_rules=own_rules))
         except OSError as exc:
             raise PersistenceError("save the thread's MCP servers", f"{files.path(a.thread_id)}: "
                                    f"{exc.strerror or exc}", thread_id=a.thread_id) from None
-        return (servers, preamble, reminder), warnings
+        return (servers, preamble, reminder, rules), warnings
 
     def models(self, a: ModelsBody) -> list[ModelInfo]:
         """The instance's model catalog (cached per instance; see :mod:`paddock._models`)."""
@@ -343,7 +348,7 @@ class ThreadDirectory:
 
     def respond_to_request(self, a: RespondToRequestBody) -> None:
         adapter = self._live_adapter(a.thread_id)
-        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, timeout=_t(a.timeout))
+        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, surface=a.surface, timeout=_t(a.timeout))
         self._last_used[a.thread_id] = time.monotonic()
 
     def respond_to_user_input(self, a: RespondToUserInputBody) -> None:
@@ -390,6 +395,7 @@ class ThreadDirectory:
             mcp_servers=had.mcp_servers if had is not None and target == source.instance_id else (),
             preamble=had.preamble if had is not None else None,
             preamble_reminder=had.preamble_reminder if had is not None else None,
+            approval_rules=had.approval_rules if had is not None else None,
             timeout=a.timeout,
         )
         if not native or adapter is None:

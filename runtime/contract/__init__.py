@@ -40,6 +40,7 @@ from ._events import (
     CommandSubject as CommandSubject,
     ContentDelta as ContentDelta,
     DIFF_CHARS as DIFF_CHARS,
+    Decider as Decider,
     DeprecationNotice as DeprecationNotice,
     Event as Event,
     EventBase as EventBase,
@@ -72,6 +73,7 @@ from ._events import (
     SessionExited as SessionExited,
     SessionStarted as SessionStarted,
     SessionState as SessionState,
+    Surface as Surface,
     SessionStateChanged as SessionStateChanged,
     StreamKind as StreamKind,
     TaskCompleted as TaskCompleted,
@@ -194,11 +196,9 @@ from ._require import (
 )
 from ._rules import (
     ApprovalRule as ApprovalRule,
-    Decider as Decider,
     RuleDecision as RuleDecision,
     RuleMatch as RuleMatch,
     RuleSubject as RuleSubject,
-    Surface as Surface,
     compile_glob as compile_glob,
     decide as decide,
     rule_text as rule_text,

@@ -32,11 +32,9 @@ from ._events import CommandSubject, FileChangeSubject, RequestSubject, ToolSubj
 
 __all__ = [
     "ApprovalRule",
-    "Decider",
     "RuleDecision",
     "RuleMatch",
     "RuleSubject",
-    "Surface",
     "compile_glob",
     "decide",
     "rule_text",
@@ -44,12 +42,6 @@ __all__ = [
 ]
 
 RuleVerdict = Literal["accept", "decline"]
-Decider = Literal["person", "rule", "host", "session", "mode"]
-"""Who answered a request: a ``person`` (a surface's user), a ``rule``, the ``host``'s hook, the
-``session`` (an earlier ``accept_for_session`` of the same subject), or the runtime ``mode``
-(``full-access`` and the modes that accept edits by themselves)."""
-Surface = Literal["cli", "dashboard", "api"]
-"""Where a person's answer came from."""
 ChangeKind = Literal["add", "update", "delete", "move"]
 
 
