@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from paddock import _operations as ops
+from paddock._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook, HookRunner
 from paddock._config import RuntimeConfig, load_config
 from paddock._instances import InstanceInfo, InstanceTable
 from paddock._operations import Operation
@@ -284,7 +285,9 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
 
     _public_factory = "Runtime.open(...)"
 
-    def __init__(self, *, config: RuntimeConfig, state_dir: Path, owner: StateDirLock) -> None:
+    def __init__(self, *, config: RuntimeConfig, state_dir: Path, owner: StateDirLock,
+                 approval_hook: ApprovalHook | None = None, approval_hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
+                 ) -> None:
         self.state_dir = state_dir
         self._owner = owner
         self._closed = False
@@ -314,6 +317,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._watchdog = StallWatchdog(hub, after).start() if after else None
             # Turn and request spans only when the host configured an OpenTelemetry SDK.
             self._spans = TurnSpans(lambda: hub.subscribe(types=SPAN_TYPES)).start() if tracing_configured() else None
+            self._hook = HookRunner(hub, approval_hook, self._answer_as_host, timeout=approval_hook_timeout,
+                                    skip=self._threads.is_ephemeral).start() if approval_hook is not None else None
         except BaseException:
             self._hub.close()
             store.close()
@@ -327,6 +332,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         *,
         state_dir: str | os.PathLike[str] | None = None,
+        approval_hook: ApprovalHook | None = None,
+        approval_hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
     ) -> Runtime:
         """Open a runtime.
 
@@ -340,10 +347,20 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         those signals raise ``SystemExit`` there, so ``with`` blocks unwind and every open
         runtime closes in order (an interpreter exit closes them too). A host with its own
         handlers keeps them.
+
+        ``approval_hook(request)`` decides the approval requests no rule decided, before a
+        person: it gets the ``request.opened`` and returns a decision the request offered, or
+        ``None`` (a person decides). It runs on a thread of a small executor of its own, never an
+        actor's; a call that takes longer than ``approval_hook_timeout`` seconds leaves the
+        request to a person (``runtime.warning`` ``approval.hook_timeout``) and its late answer
+        is dropped. Its answers are audited ``decided_by = "host"``.
         """
+        if approval_hook_timeout <= 0:
+            raise ValidationError("open", f"approval_hook_timeout must be positive, got {approval_hook_timeout!r}")
         cfg = load_config(config if not isinstance(config, os.PathLike) else os.fspath(config))
         folder = Path(state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
-        return cls._create(config=cfg, state_dir=folder, owner=claim_state_dir(folder))
+        return cls._create(config=cfg, state_dir=folder, owner=claim_state_dir(folder), approval_hook=approval_hook,
+                           approval_hook_timeout=approval_hook_timeout)
 
     # events -------------------------------------------------------------------------------------
 
@@ -401,6 +418,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         except PaddockError:
             pass
         self._threads.stop_tracking()
+        if self._hook is not None:
+            self._hook.close()
         self._pending.close()
         self._hub.close(timeout=max(0.25, deadline - time.monotonic()))
         for reader in (self._spans, self._watchdog):
@@ -454,6 +473,12 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
             ops.MODELS: threads.models,
         }
+
+    def _answer_as_host(self, thread_id: str, request_id: str, decision: str) -> None:
+        """The approval hook's answer (thread: the hook's executor), audited as the host's."""
+        self._check_open()
+        self._threads.respond_to_request(ops.RespondToRequestBody(
+            thread_id=thread_id, request_id=request_id, decision=decision), decided_by="host")  # type: ignore[arg-type]
 
     def _check_open(self) -> None:
         if self._closed:

@@ -48,6 +48,7 @@ from paddock.contract import (
     Attachment,
     Capabilities,
     CapabilityUnsupportedError,
+    Decider,
     ModelInfo,
     McpServer,
     OperationTimeout,
@@ -346,9 +347,16 @@ class ThreadDirectory:
         return self.send_turn(SendTurnBody(thread_id=a.thread_id, text=a.text, attachments=a.attachments,
                                            timeout=max(0.1, deadline - time.monotonic())))
 
-    def respond_to_request(self, a: RespondToRequestBody) -> None:
+    def is_ephemeral(self, thread_id: str) -> bool:
+        """The thread is a ``generate_text`` session under way (it answers its own requests)."""
+        return thread_id in self._ephemeral
+
+    def respond_to_request(self, a: RespondToRequestBody, *, decided_by: Decider = "person") -> None:
+        """Answer an open request; ``decided_by`` (a ``person`` on ``a.surface``, or the ``host``'s
+        hook) goes into its ``request.resolved``."""
         adapter = self._live_adapter(a.thread_id)
-        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, surface=a.surface, timeout=_t(a.timeout))
+        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, decided_by=decided_by, surface=a.surface,
+                                   timeout=_t(a.timeout))
         self._last_used[a.thread_id] = time.monotonic()
 
     def respond_to_user_input(self, a: RespondToUserInputBody) -> None:

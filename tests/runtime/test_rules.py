@@ -163,3 +163,35 @@ def test_config_check_names_the_file_table_and_index_of_a_bad_rule(tmp_path, cap
     assert main(["config", "check", "--config", str(config), "--state-dir", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     assert str(config) in err and where in err, err
+
+
+def test_an_async_hook_runs_on_the_host_loop(tmp_path, ws):
+    import asyncio
+
+    from paddock.aio import AsyncRuntime
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        seen = []
+
+        async def hook(request):
+            seen.append(asyncio.get_running_loop() is loop)
+            await asyncio.sleep(0)
+            return "decline"
+
+        async with await AsyncRuntime.open(_config(), state_dir=tmp_path / "state", approval_hook=hook) as rt:
+            await rt.start_session("t", instance="local", cwd=ws, runtime_mode="approval-required")
+            events = rt.subscribe(thread_id="t")
+            turn = await rt.send_turn("t", "@run touch hooked.txt")
+            got = []
+            async for event in events:
+                got.append(event)
+                if event.type == "turn.completed" and event.turn_id == turn.turn_id:
+                    await events.aclose()
+                    break
+            done = next(e for e in got if e.type == "request.resolved")
+            assert (done.decision, done.decided_by) == ("decline", "host")
+            assert seen == [True]
+            assert not (ws / "hooked.txt").exists()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
