@@ -195,3 +195,25 @@ def test_an_async_hook_runs_on_the_host_loop(tmp_path, ws):
             assert not (ws / "hooked.txt").exists()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_requests_resolved_lists_recent_decisions_with_who_decided(tmp_path, ws, capsys):
+    from paddock.cli import main
+
+    state = tmp_path / "state"
+    with Runtime.open(_config(runtime_rules=RULES), state_dir=state) as rt:
+        rt.start_session("t", instance="local", cwd=ws, runtime_mode="approval-required")
+        run_turn(rt, "t", "@run touch accepted.txt")
+        run_turn(rt, "t", "@run touch person.txt",
+                 on_request=lambda e: rt.respond_to_request("t", e.request_id, "decline", surface="dashboard"))
+    capsys.readouterr()
+    assert main(["requests", "--resolved", "--state-dir", str(state)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["thread", "request", "answer", "decided"]
+    rule_row = next(i for i, line in enumerate(lines) if "rule #0" in line)
+    assert "accept" in lines[rule_row] and "touch accepted.txt" in lines[rule_row]
+    assert any('rule: {"match":{"program":["touch","accepted.txt"]}' in line for line in lines[rule_row:])
+    assert any("decline" in line and "person (dashboard)" in line and "touch person.txt" in line for line in lines)
+    assert main(["requests", "--resolved", "--limit", "1", "--json", "--state-dir", str(state)]) == 0
+    (only,) = capsys.readouterr().out.splitlines()
+    assert '"decided_by":"person"' in only and '"surface":"dashboard"' in only
