@@ -237,6 +237,9 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         """The mark belongs to this incarnation: a new one (a restart, a resume into a new
         process) delivers one full copy again. Set only once a turn carrying it was accepted."""
         self._interrupt_timer: TimerEntry | None = None  # kept apart: drivers cancel their own timers
+        self._for_session: set[bytes] = set()
+        """Subjects (encoded) answered ``accept_for_session`` in this incarnation: the same
+        subject asked again is accepted (``decided_by = "session"``) without asking."""
 
     @property
     def thread_id(self) -> str:
@@ -445,7 +448,12 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
                 events.append(self.resolved(request_id, "answered", ruled.decision, decided_by="rule",
                                             rule_index=ruled.index, rule=ruled.rule, reason=ruled.reason))
                 return
-        self.requests.add(request_id, native, tuple(opened.decisions))
+        subject = _encode_subject(opened.subject) if opened.subject is not None else None
+        if subject is not None and subject in self._for_session and "accept" in opened.decisions:
+            self.answer_request(native, "accept")
+            events.append(self.resolved(request_id, "answered", "accept", decided_by="session"))
+            return
+        self.requests.add(request_id, native, tuple(opened.decisions), subject)
         self.publish(status="running")
 
     def respond(self, request_id: str, decision: str, decided_by: str = "person", surface: str | None = None) -> None:
@@ -462,10 +470,13 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
             # the nearest option would approve something the host was never shown. Stays open.
             raise ValidationError("respond_to_request", f"request {request_id!r} does not offer {decision!r}; it "
                                   f"offers {', '.join(offered)}", **self.where())
+        subject = self.requests.subject(request_id)
         native = self.requests.take(request_id)
         if native is None:
             raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already "
                                "resolved)", **self.where())
+        if decision == "accept_for_session" and subject is not None:
+            self._for_session.add(subject)
         self.answer_request(native, decision)
         self.emit([self.resolved(request_id, "answered", decision, decided_by=decided_by,
                                  surface=surface if decided_by == "person" else None)])
@@ -603,6 +614,9 @@ _CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
     Compact: lambda actor, m: actor.compact(),
 }
 """The control messages (:mod:`._control`) -> what the base does with each (inside the actor)."""
+
+
+_encode_subject = msgspec.json.Encoder().encode
 
 
 def _tell_quietly(ref: Mailbox, message: object) -> None:

@@ -217,3 +217,19 @@ def test_requests_resolved_lists_recent_decisions_with_who_decided(tmp_path, ws,
     assert main(["requests", "--resolved", "--limit", "1", "--json", "--state-dir", str(state)]) == 0
     (only,) = capsys.readouterr().out.splitlines()
     assert '"decided_by":"person"' in only and '"surface":"dashboard"' in only
+
+
+def test_the_same_subject_after_accept_for_session_is_accepted_by_the_session(tmp_path, ws):
+    # The local agent does not remember allow_always: it asks again; the session answers.
+    with Runtime.open(_config(), state_dir=tmp_path / "state") as rt:
+        rt.start_session("t", instance="local", cwd=ws, runtime_mode="approval-required")
+        _, events = run_turn(rt, "t", "@run touch again.txt",
+                             on_request=lambda e: rt.respond_to_request("t", e.request_id, "accept_for_session"))
+        assert _resolved(events, _opened(events)[0].request_id).decided_by == "person"
+        _, events = run_turn(rt, "t", "@run touch again.txt")
+        done = _resolved(events, _opened(events)[0].request_id)
+        assert (done.decision, done.decided_by) == ("accept", "session")
+        asked = []
+        _, events = run_turn(rt, "t", "@run touch other.txt", on_request=lambda e: (
+            asked.append(e.request_id), rt.respond_to_request("t", e.request_id, "decline")))
+        assert asked  # another subject still asks
