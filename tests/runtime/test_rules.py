@@ -233,3 +233,27 @@ def test_the_same_subject_after_accept_for_session_is_accepted_by_the_session(tm
         _, events = run_turn(rt, "t", "@run touch other.txt", on_request=lambda e: (
             asked.append(e.request_id), rt.respond_to_request("t", e.request_id, "decline")))
         assert asked  # another subject still asks
+
+
+def test_rules_check_says_which_rule_decides_and_why(tmp_path, capsys):
+    from paddock.cli import main
+
+    config = tmp_path / "p.toml"
+    config.write_text('[[runtime.approval_rules]]\nmatch = { program = ["git", "status"] }\ndecision = "accept"\n'
+                      '[instances.a]\ndriver = "local"\n[[instances.a.approval_rules]]\nmatch = { program = ["rm"] }\n'
+                      'decision = "decline"\n[[instances.a.approval_rules]]\nmatch = { path = "docs/**" }\n'
+                      'decision = "accept"\n')
+
+    def check(*argv):
+        capsys.readouterr()
+        assert main(["rules", "check", "--config", str(config), "--cwd", str(tmp_path), *argv]) == 0
+        return capsys.readouterr().out
+
+    out = check("git status && rm -rf ~")
+    assert "decides: decline, by rule #0 ([instances.a] approval_rules[0])" in out and "why: part" in out
+    out = check("git status --short")
+    assert "decides: accept, by rule #2 ([runtime] approval_rules[0])" in out
+    assert "ambiguous" in check("git status $HOME") and "decides: no rule" in check("git status $HOME")
+    assert "decides: accept, by rule #1" in check("--path", "docs/a.md")
+    assert "decides: no rule" in check("--path", "../docs/a.md")
+    assert "decides: no rule" in check("--tool", "github/list_issues")
