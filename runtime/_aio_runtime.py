@@ -11,7 +11,7 @@ import asyncio
 import functools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Literal, TypeVar
 
 from paddock import _operations as ops
@@ -51,7 +51,7 @@ def _on_loop(hook: AsyncApprovalHook, loop: asyncio.AbstractEventLoop, timeout: 
     waited for; cancelled on the loop when it overruns ``timeout`` (the runtime has then left
     the request to a person already)."""
     def call(request: RequestOpened) -> Decision | None:
-        future = asyncio.run_coroutine_threadsafe(hook(request), loop)  # type: ignore[arg-type]
+        future: Future[Decision | None] = asyncio.run_coroutine_threadsafe(hook(request), loop)  # type: ignore[arg-type]
         try:
             return future.result(timeout + 1.0)
         except FutureTimeout:

@@ -11,6 +11,7 @@ within its timeout leaves the request to a person (a ``runtime.warning``
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -87,9 +88,9 @@ class HookRunner:
                 if self._closed:
                     return
                 self._waiting[key] = True
-            timers.schedule(time.monotonic() + self._timeout, lambda key=key, event=event: self._expire(key, event))
+            timers.schedule(time.monotonic() + self._timeout, functools.partial(self._expire, key, event))
             future = self._executor.submit(self._hook, event)
-            future.add_done_callback(lambda f, key=key, event=event: self._done(key, event, f))
+            future.add_done_callback(functools.partial(self._done, key, event))
 
     def _expire(self, key: tuple[str, str], event: RequestOpened) -> None:
         """Timer thread: the hook did not answer in time; a person decides."""

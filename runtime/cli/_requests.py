@@ -120,16 +120,16 @@ def _resolved(args: argparse.Namespace) -> int:
     if not done:
         write("no resolved requests in the event log\n")
         return 0
-    rows = [("thread", "request", "answer", "decided by", ["what"])]
+    table = [("thread", "request", "answer", "decided by", ["what"])]
     for e in done:
         asked = opened.get((e.thread_id, e.request_id or ""))
         answer = e.decision if e.resolution == "answered" and e.decision else e.resolution
         what = describe(asked) if asked is not None else ["(request not in the log)"]
         if e.decided_by == "rule" and e.rule:
             what = [*what, f"rule: {e.rule}"]
-        rows.append((e.thread_id, e.request_id or "", answer, decider(e), what))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for r in rows:
+        table.append((e.thread_id, e.request_id or "", answer, decider(e), what))
+    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    for r in table:
         lead = "  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  "
         write(lead + r[4][0] + "\n")
         for detail in r[4][1:]:
