@@ -516,23 +516,29 @@ def _ruled(p: Probe, decision: str | None) -> str:
     rules = [ApprovalRule(match=RuleMatch(program=program), decision=decision or "accept")]
     thread_id = p.thread("approval-required", approval_rules=rules)
     asked: list[str] = []
+    timers: list[threading.Timer] = []
 
     def person(request_id: str) -> None:
         # Answers only what is still open then: a request a rule decided is resolved already.
-        if any(r.request_id == request_id for r in p.rt.pending_requests(thread_id)):
-            asked.append(request_id)
-            try:
+        try:
+            if any(r.request_id == request_id for r in p.rt.pending_requests(thread_id)):
+                asked.append(request_id)
                 p.rt.respond_to_request(thread_id, request_id, "decline")
-            except PaddockError:
-                pass  # resolved meanwhile
+        except PaddockError:
+            pass  # resolved meanwhile
 
     def on_event(event: EventBase, turn_id: str) -> None:
         if event.type == "request.opened":
             timer = threading.Timer(_PERSON_WAITS, person, (event.request_id or "",))
             timer.daemon = True
+            timers.append(timer)
             timer.start()
 
-    events = p.turn(thread_id, prompt, on_event=on_event)
+    try:
+        events = p.turn(thread_id, prompt, on_event=on_event)
+    finally:
+        for timer in timers:
+            timer.cancel()
     resolved = [e for e in events if e.type == "request.resolved"]
     assert resolved, "no approval was asked for the command"
     first: Any = resolved[0]
