@@ -610,13 +610,8 @@ class _Parser:
                 out.append(nxt)
                 self.i += 2
                 quoted = True
-            elif c == "$":
-                self._dollar(out, in_quotes=False)
-            elif c == "`":
-                self._backtick(out)
             else:
-                out.append(c)
-                self.i += 1
+                self._char(c, out, in_quotes=False)
         return "".join(out), quoted, s[start:self.i]
 
     def _double(self, out: list[str]) -> None:
@@ -638,13 +633,18 @@ class _Parser:
                     continue
                 out.append("\\")
                 self.i += 1
-            elif c == "$":
-                self._dollar(out, in_quotes=True)
-            elif c == "`":
-                self._backtick(out)
             else:
-                out.append(c)
-                self.i += 1
+                self._char(c, out, in_quotes=True)
+
+    def _char(self, c: str, out: list[str], *, in_quotes: bool) -> None:
+        """The character ``c`` at the cursor: an expansion (``$``, a backtick) or itself."""
+        if c == "$":
+            self._dollar(out, in_quotes=in_quotes)
+        elif c == "`":
+            self._backtick(out)
+        else:
+            out.append(c)
+            self.i += 1
 
     def _dollar(self, out: list[str], *, in_quotes: bool) -> None:
         nxt = self.peek(1)
