@@ -29,7 +29,11 @@ mid-way. Faults, drawn from one seeded RNG and logged with their time:
   ``from_seq`` = last seen + 1;
 - ``disk_fill``: a ballast file fills the disk lane's tmpfs, held a few seconds, then deleted;
 - ``server_restart``: SIGTERM to ``paddock serve``, then the same command again; the client's
-  sessions resume and its subscriber re-opens from the last seen ``seq`` + 1.
+  sessions resume and its subscriber re-opens from the last seen ``seq`` + 1;
+- ``start_race``: SIGKILL of a local-lane agent, then at once ``start_session`` of a new thread on
+  its instance: it must wait for the restart and run a turn (``starts_survive_restarts``);
+- ``client_interrupt``: a one-shot ``paddock run`` through the server lane gets SIGINT mid-turn:
+  it must exit 130 and leave its session stopped in the server.
 
 Invariants (``invariants``: ``held`` plus bounded ``details``), live and at the end, after each
 lane is closed and its log read back with :class:`paddock.StateReader`:
@@ -104,8 +108,11 @@ FAULT_WEIGHTS = {
     "subscriber_disconnect": 3,
     "disk_fill": 2,
     "server_restart": 2,
+    "start_race": 2,
+    "client_interrupt": 2,
 }
-SLOW_FAULT_SPACING = {"disk_fill": 12.0, "server_restart": 15.0}  # seconds between two of a kind
+SLOW_FAULT_SPACING = {"disk_fill": 12.0, "server_restart": 15.0, "start_race": 6.0, "client_interrupt": 10.0}
+# seconds between two of a kind
 # An instance's supervisor gives it up after more than 3 agent restarts within 60 s (restart
 # intensity, by design): faults that end an agent stay within 2 per instance per 60 s, leaving
 # room for one restart the runtime makes itself.
@@ -1184,7 +1191,9 @@ class Soak:
     def _inject(self, kind: str) -> None:
         local = self.local
         assert local is not None
-        if kind in ("agent_kill9", "shim_kill"):
+        if kind in BACKGROUND_FAULTS:
+            _in_background(self, kind, BACKGROUND_FAULTS[kind])
+        elif kind in ("agent_kill9", "shim_kill"):
             procs = local.processes("agent" if kind == "agent_kill9" else "shim")
             procs = [p for p in procs if p.pid not in self._stopped and self._may_end(self._instance_of(p))]
             if not procs:
@@ -1456,7 +1465,7 @@ class Soak:
     def document(self, durations: dict[str, Any], logs: dict[str, Any], window_end: float) -> dict[str, Any]:
         resources = self._resources(window_end)
         names = ["turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
-                 "resources_flat", "close_within_budget", "one_session_exited_per_session"]
+                 "resources_flat", "close_within_budget", "one_session_exited_per_session", "starts_survive_restarts"]
         invariants = {
             name: {"held": self.violations.counts[name] == 0, "violations": self.violations.counts[name],
                    "details": self.violations.details.get(name, [])}
@@ -1510,6 +1519,108 @@ class Soak:
             "targets": TARGETS,
             "meets_targets": all(v["held"] for v in invariants.values()),
         }
+
+
+def _in_background(soak: Soak, kind: str, fault: Callable[[Soak], None]) -> None:
+    """Run ``fault(soak)`` on a thread of its own, unless one of ``kind`` still runs or ran less
+    than ``SLOW_FAULT_SPACING[kind]`` seconds ago (fault thread)."""
+    running = soak._slow.get(kind)
+    now = time.monotonic()
+    if (running is not None and running.is_alive()) or now - soak._last_slow.get(kind, -1e9) < SLOW_FAULT_SPACING[kind]:
+        return
+    soak._last_slow[kind] = now
+    thread = threading.Thread(target=fault, args=(soak,), name=f"paddock-soak-{kind}", daemon=True)
+    soak._slow[kind] = thread
+    thread.start()
+
+
+def start_race(soak: Soak) -> None:
+    """Issue 33 #3: SIGKILL a local-lane agent, then at once start a new thread on its instance;
+    the start waits for the restart, a turn runs on it, and the thread is stopped again."""
+    local = soak.local
+    assert local is not None
+    agents = [p for p in local.processes("agent") if p.pid not in soak._stopped]
+    agents = [p for p in agents if soak._may_end(soak._instance_of(p))]
+    if not agents:
+        soak.deferred["start_race"] += 1
+        return
+    proc = soak.rng.choice(agents)
+    instance = soak._instance_of(proc)
+    soak._ended(instance)
+    thread_id = f"race-{soak.faults.counts['start_race']}"
+    try:
+        proc.kill()
+    except psutil.Error:
+        return
+    started = time.monotonic()
+    soak.faults.log("start_race", local.name, pid=proc.pid, instance=instance, thread_id=thread_id)
+    rt = local.client()
+    try:
+        rt.start_session(thread_id, instance=instance, cwd=local.workspace, timeout=30)
+        waited = time.monotonic() - started
+        turn = rt.send_turn(thread_id, "@chunks 3\n@reply raced start", timeout=20)
+        local.ledger.accepted(turn.turn_id, thread_id, f"{instance}: start_race")
+        local.ledger.wait(turn.turn_id, TARGETS["turn_end_bound_s"], local.stop)
+        soak.ops.success("start_session (racing a crash)")
+        local.ledger.note(turn.turn_id, f"start_session waited {waited:.2f} s for the restart")
+    except Exception as exc:
+        soak.ops.failure(local.name, "start_session (racing a crash)", exc)
+        soak.violations.add("starts_survive_restarts", lane=local.name, thread_id=thread_id,
+                            error=f"{type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        with contextlib.suppress(Exception):
+            rt.stop_session(thread_id, timeout=15)
+
+
+def client_interrupt(soak: Soak) -> None:
+    """Issue 33 #5: a one-shot ``paddock run`` through the server lane, SIGINT mid-turn; it
+    exits 130 and its session is stopped in the server (unless the server restarted meanwhile)."""
+    server = soak.server
+    if server is None:
+        soak.faults.skipped.setdefault("client_interrupt", "no server lane")
+        return
+    incarnation = server.incarnation
+    thread_id = f"cli-{soak.faults.counts['client_interrupt']}"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("PADDOCK_STATE_DIR", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paddock.cli", "run", "--state-dir", server.state_dir, "--instance", server.instances[0],
+         "--thread", thread_id, "--cwd", server.workspace, "--approve", "decline",
+         "@chunks 2\\n@delay 20\\n@reply interrupted run"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    )
+    assert proc.stdout is not None
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)  # the first chunk: the turn runs
+        if not ready:
+            return
+        proc.send_signal(signal.SIGINT)
+        soak.faults.log("client_interrupt", server.name, thread_id=thread_id, pid=proc.pid)
+        code: int | None = proc.wait(20)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    if server.incarnation != incarnation:
+        return  # a server restart came between: its own checks cover that
+    problem = None
+    if code != 130:
+        problem = f"paddock run exited {code} on SIGINT, not 130 within 20 s"
+    else:
+        try:
+            if server.client().has_session(thread_id):
+                problem = "the interrupted run's session is still live in the server"
+        except Exception as exc:
+            soak.ops.failure(server.name, "has_session", exc)
+    if problem is not None and server.incarnation == incarnation:
+        soak.violations.add("no_process_outlives_its_session", lane=server.name, thread_id=thread_id, problem=problem)
+
+
+BACKGROUND_FAULTS: dict[str, Callable[[Soak], None]] = {"start_race": start_race, "client_interrupt": client_interrupt}
+"""Fault kinds that run on a thread of their own, spaced by ``SLOW_FAULT_SPACING``."""
 
 
 def _malloc_trim() -> Any:

@@ -20,7 +20,12 @@ from paddock.supervisors import run_command
 
 from ._access import ModelAccess, check_endpoint
 
-__all__ = ["DriverConfig", "DriverSpec", "TimedDriverConfig", "InstanceContext", "binary_version", "client_version", "resolve_binary"]
+__all__ = ["SHARED_IDLE_TIMEOUT", "DriverConfig", "DriverSpec", "TimedDriverConfig", "InstanceContext", "binary_version", "client_version", "resolve_binary"]
+
+SHARED_IDLE_TIMEOUT = 300.0
+"""The default ``idle_timeout`` of a driver whose instance runs one shared process (codex, ACP,
+spawned opencode): seconds it keeps running with no session before it is stopped (the next
+``start_session`` spawns it again)."""
 
 
 class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

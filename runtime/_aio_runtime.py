@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Literal, TypeVar
 
-from paddock import _operations as ops
-from paddock._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook
+from paddock._operations import _table as ops
+from paddock._operations._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook
 from paddock._aio_subscription import aiter_subscription
-from paddock._instances import InstanceInfo
-from paddock._operations import Operation, arguments
-from paddock._pending import PendingRequest
+from paddock._instances._table import InstanceInfo
+from paddock._operations._table import Operation, arguments
+from paddock._operations._pending import PendingRequest
 from paddock._runtime import Runtime
 from paddock.contract import (
     ApprovalRule,
@@ -36,7 +36,7 @@ from paddock.contract import (
     ThreadSnapshot,
     TurnStartResult,
 )
-from paddock.store import Binding
+from paddock._state._store import Binding
 
 __all__ = ["AsyncApprovalHook", "AsyncRuntime", "AsyncRuntimeAPI"]
 

@@ -1,6 +1,6 @@
 """The embedding API: :class:`Runtime`, a facade over the operation table.
 
-:class:`RuntimeAPI` holds one method per operation of :mod:`paddock._operations` (the signatures
+:class:`RuntimeAPI` holds one method per operation of :mod:`paddock._operations._table` (the signatures
 users read), shared with :class:`paddock.client.RemoteRuntime`. A Runtime owns an EventHub
 (durable, sequenced event log), the instance table (one adapter per configured instance, created
 on first use), the thread directory (bindings and live sessions) and the open requests; it
@@ -20,17 +20,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from paddock import _operations as ops
-from paddock._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook, HookRunner
-from paddock._config import RuntimeConfig, load_config
-from paddock._instances import InstanceInfo, InstanceTable
-from paddock._operations import Operation
-from paddock._pending import PendingRequest, PendingRequests
-from paddock._recovery import claim_state_dir, end_turns_left_open
-from paddock._state_dir import StateDirLock, private_file
-from paddock._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
-from paddock._threads import DEFAULT_TIMEOUT, ThreadDirectory
-from paddock._watchdog import StallWatchdog
+from paddock._operations import _table as ops
+from paddock._operations._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook, HookRunner
+from paddock._instances._config import RuntimeConfig, load_config
+from paddock._instances._table import InstanceInfo, InstanceTable
+from paddock._operations._table import Operation
+from paddock._operations._pending import PendingRequest, PendingRequests
+from paddock._state._recovery import claim_state_dir, end_turns_left_open
+from paddock._state._dir import StateDirLock, private_file
+from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
+from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
+from paddock._observe._watchdog import StallWatchdog
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
     ApprovalRule,
@@ -50,7 +50,7 @@ from paddock.contract import (
     ValidationError,
 )
 from paddock.contract._construct import NoPublicConstructor
-from paddock.store import Binding, BindingStore
+from paddock._state._store import Binding, BindingStore
 
 __all__ = ["InstanceInfo", "Runtime", "RuntimeAPI"]
 

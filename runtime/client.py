@@ -34,9 +34,9 @@ import httpx
 import msgspec
 
 from paddock._aio_runtime import AsyncRuntimeAPI
-from paddock._operations import Operation, plain_arguments
+from paddock._operations._table import Operation, plain_arguments
 from paddock._runtime import RuntimeAPI
-from paddock._wire import (
+from paddock._operations._wire import (
     API_PREFIX,
     Endpoint,
     ErrorDocument,

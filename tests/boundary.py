@@ -10,6 +10,10 @@ Rules (docs/architecture.md, "Layout, import names and the one-way rule"):
 - ``paddock.contract`` imports only the standard library and msgspec;
 - inside ``paddock.actors`` the four rooms import one way: ``execution`` <- ``events``,
   ``transports`` <- ``sessions`` (``events`` and ``transports`` never import each other);
+- inside ``paddock`` (the facade layer) the private rooms import one way:
+  ``_state``, ``_observe`` <- ``_instances`` <- ``_operations`` <- ``_services`` <- ``_threads`` <-
+  the facade (``Runtime``, ``paddock.aio``, the client, the CLI, the server, ``paddock.testing``);
+  a room never imports the facade or a room above it, nor ``paddock`` itself;
 - a driver never imports another driver, except that ACP flavors import ``paddock.drivers.acp`` and
   any driver may use the MCP relay (``paddock.drivers.mcp_relay``);
 - process spawning (``subprocess``, ``pty``, ``multiprocessing``, ``os.fork``, ``os.exec*``,
@@ -45,6 +49,16 @@ ACTOR_ROOMS = {
     "paddock.actors.transports": frozenset({"paddock.actors.execution"}),
     "paddock.actors.sessions": frozenset({"paddock.actors.execution", "paddock.actors.events", "paddock.actors.transports"}),
 }
+# The rooms of the facade layer (runtime/'s private packages) by rank: a room imports only rooms
+# of a lower rank (``_state`` and ``_observe`` share the bottom and never import each other).
+FACADE_ROOMS = {
+    "paddock._state": 0,
+    "paddock._observe": 0,
+    "paddock._instances": 1,
+    "paddock._operations": 2,
+    "paddock._services": 3,
+    "paddock._threads": 4,
+}
 CONTRACT_THIRD_PARTY = {"msgspec"}
 # Folders that are not installed but must still use the installed names.
 OTHER_FOLDERS = ("tests", "examples", "benchmarks")
@@ -73,6 +87,23 @@ def _layer(module: str) -> str | None:
 
 def _room(module: str) -> str | None:
     return next((room for room in ACTOR_ROOMS if _within(module, room)), None)
+
+
+def _facade_room(module: str) -> str | None:
+    return next((room for room in FACADE_ROOMS if _within(module, room)), None)
+
+
+def _facade_rule(module: str, full: str, target: str) -> str | None:
+    """Why ``module`` (in a room of the facade layer) may not import ``full``, else ``None``."""
+    src = _facade_room(module)
+    if src is None or _layer(full) != "paddock" or full == "paddock.__version__":
+        return None  # the lower layers are the layer rule's business
+    dst = _facade_room(full) or _facade_room(target)
+    if dst is None:
+        return f"{src} may not import {full!r} from the facade"
+    if dst != src and FACADE_ROOMS[dst] >= FACADE_ROOMS[src]:
+        return f"{src} may not import {full!r} from the room {dst} (rooms import one way)"
+    return None
 
 
 def _driver_of(module: str) -> str | None:
@@ -162,6 +193,9 @@ def check_tree(root: Path) -> list[Violation]:
                 if src_room and target == "paddock.actors":
                     violations.append(Violation(rel, line, f"{src_room} imports the {name!r} of another room through "
                                                            "paddock.actors: import it from its room"))
+                facade = _facade_rule(module, full, target)
+                if facade:
+                    violations.append(Violation(rel, line, facade))
                 if target == "paddock.drivers":  # `from paddock.drivers import X`: a driver, or a registry name
                     dst_driver = f"paddock.drivers.{name}" if (root / "drivers" / str(name)).is_dir() else None
                 else:

@@ -99,3 +99,21 @@ def test_checker_keeps_the_rooms_of_actors_one_way(tmp_path):
     assert found[0].startswith("actors/events/_a.py:1: paddock.actors.events may not import 'paddock.actors.transports.ProcessActor'")
     assert found[1].startswith("actors/execution/_b.py:1: paddock.actors.execution may not import")
     assert found[2].startswith("actors/sessions/_c.py:2: paddock.actors.sessions imports the 'Open' of another room")
+
+
+def test_checker_keeps_the_rooms_of_the_facade_one_way(tmp_path):
+    _plant(tmp_path, {})
+    for room in ("_state", "_instances", "_operations", "_threads"):
+        (tmp_path / "runtime" / room).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "runtime" / room / "__init__.py").write_text("")
+    (tmp_path / "runtime" / "_state" / "_a.py").write_text("from paddock._instances._table import InstanceTable\n")
+    (tmp_path / "runtime" / "_instances" / "_b.py").write_text(
+        "from paddock._state._dir import private_dir\nfrom paddock import Runtime\n")
+    (tmp_path / "runtime" / "_operations" / "_c.py").write_text(
+        "from .._threads import _directory\nfrom paddock._runtime import RuntimeAPI\nfrom paddock import __version__\n")
+    found = sorted(str(v) for v in check_tree(tmp_path))
+    assert len(found) == 4, found
+    assert found[0].startswith("runtime/_instances/_b.py:2: paddock._instances may not import 'paddock.Runtime' from the facade")
+    assert found[1].startswith("runtime/_operations/_c.py:1: paddock._operations may not import 'paddock._threads._directory'")
+    assert found[2].startswith("runtime/_operations/_c.py:2: paddock._operations may not import 'paddock._runtime.RuntimeAPI' from the facade")
+    assert found[3].startswith("runtime/_state/_a.py:1: paddock._state may not import 'paddock._instances._table.InstanceTable'")

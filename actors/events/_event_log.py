@@ -7,7 +7,7 @@ whatever its size, so a row per event capped the logged rate; a chunk per thread
 not. Chunks of different threads interleave in ``seq``; the widest chunk's span is recorded
 (``event_log_meta.max_span``, at most :data:`SPAN`), so a range query needs only the primary key
 and looks back no further than that. WAL mode, so readers (subscribers catching up) never block
-the writer. ``paddock.store`` re-exports this module's names.
+the writer. The binding store (``paddock._state._store``) re-exports this module's names.
 """
 
 from __future__ import annotations

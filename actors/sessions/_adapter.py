@@ -54,6 +54,7 @@ from paddock.supervisors import Scope, map_exceptions
 
 from ..events import HubHandle
 from ._control import AnswerUserInput, Compact, Fork, Interrupt, Open, Respond, Rollback, SendTurn, Steer
+from ._idle import IdleStopper
 from ._session import SessionRecord
 
 __all__ = ["SessionAdapter", "StoppedSnapshots"]
@@ -104,7 +105,8 @@ class SessionAdapter(Generic[S]):
     """When set, a :class:`ProcessError` while starting a session becomes
     ``DriverError("could not start <name>: ...")``."""
 
-    def __init__(self, driver: str, instance_id: str, *, hub: HubHandle, request_timeout: float) -> None:
+    def __init__(self, driver: str, instance_id: str, *, hub: HubHandle, request_timeout: float,
+                 idle_timeout: float | None = None) -> None:
         self.driver = driver
         self.instance_id = instance_id
         self._hub = hub
@@ -116,6 +118,8 @@ class SessionAdapter(Generic[S]):
         self._start_locks: dict[str, tuple[threading.Lock, list[int]]] = {}  # lock, users
         self._closed = False
         self._models: tuple[ModelInfo, ...] | None = None
+        self._idle = IdleStopper(idle_timeout, instance_id, self._is_idle, self._stop_idle_tree)
+        """Stops the instance's shared process after ``idle_timeout`` s without a session."""
 
     # hooks ---------------------------------------------------------------------------------------
 
@@ -151,6 +155,16 @@ class SessionAdapter(Generic[S]):
         reported so far. Thread: the caller's; may start the instance's process."""
         return self._models
 
+    def _stop_idle_tree(self, still_idle: Callable[[], bool]) -> None:
+        """Hook (a thread of its own): stop the instance's shared process, which served no
+        session for ``idle_timeout`` seconds, if ``still_idle()`` (checked under ``_lock``,
+        after the model's start lock is taken) says no session came meanwhile; the next start
+        spawns it again. Default: nothing (no shared process)."""
+
+    def _is_idle(self) -> bool:
+        with self._lock:
+            return not self._closed and not self._start_locks and all(r.closed for r in self._records.values())
+
     def _stop_timeout(self) -> float:
         """How long ``stop_session`` waits when the caller gives no timeout."""
         return 10.0
@@ -183,6 +197,7 @@ class SessionAdapter(Generic[S]):
         with self._lock:
             self._records[thread_id] = record
             self._stopped.pop(thread_id, None)
+        self._idle.touch()
         try:
             start(record)
             session: Session = self._ask(record, Open(), "start_session", open_limit(),
@@ -201,6 +216,9 @@ class SessionAdapter(Generic[S]):
                 raise
             if isinstance(exc, TimeoutError):
                 raise OperationTimeout("start_session", open_limit(), **self._where, thread_id=thread_id) from None
+            if isinstance(exc, pykka.ActorDeadError):
+                raise DriverError(self.driver, self.instance_id, "start_session failed: the session stopped while "
+                                  "it started (its agent process exited)", thread_id=thread_id) from None
             raise DriverError(self.driver, self.instance_id, f"start_session failed: {exc!r}",
                               thread_id=thread_id) from exc
 
@@ -230,6 +248,7 @@ class SessionAdapter(Generic[S]):
                 entry[1][0] -= 1
                 if not entry[1][0]:
                     del self._start_locks[thread_id]
+            self._idle.arm()  # a start that failed may leave the instance with no session
 
     @staticmethod
     def _terminate_scope_child(scope: Scope | None, child_id: str, timeout: float) -> None:
@@ -414,6 +433,7 @@ class SessionAdapter(Generic[S]):
             self._stopped[thread_id] = record.thread
         self._terminate(thread_id, timeout if timeout is not None else self._stop_timeout())
         self._ended(record)
+        self._idle.arm()
 
     def stop_all(self, *, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout if timeout is not None else 15.0)
@@ -452,6 +472,7 @@ class SessionAdapter(Generic[S]):
                 record.closed = True
                 self._stopped[record.session.thread_id] = record.thread
         self._close_tree(deadline)
+        self._idle.join(deadline)
         for record in records:
             self._ended(record)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import pykka
@@ -52,12 +53,13 @@ class ServerAdapter(SessionAdapter[S], Generic[S, K]):
     """What a failed server start calls it (``could not start <name>``)."""
 
     def __init__(self, driver: str, instance_id: str, *, hub: HubHandle, request_timeout: float,
-                 start_timeout: float) -> None:
-        super().__init__(driver, instance_id, hub=hub, request_timeout=request_timeout)
+                 start_timeout: float, idle_timeout: float | None = None) -> None:
+        super().__init__(driver, instance_id, hub=hub, request_timeout=request_timeout, idle_timeout=idle_timeout)
         self._start_timeout = start_timeout
         self._up_lock = threading.Lock()
         self._scope: Scope | None = None
         self._link: K | None = None
+        self._spawned = False  # the scope runs the server (an external one is never stopped)
 
     # hooks ---------------------------------------------------------------------------------------
 
@@ -97,7 +99,9 @@ class ServerAdapter(SessionAdapter[S], Generic[S, K]):
                     raise DriverError(self.driver, self.instance_id, f"could not start {self._server_name}: {exc}") from None
                 raise
             self._scope, self._link = scope, link
-            return scope, link
+            self._spawned = bool(children)
+        self._idle.arm()
+        return scope, link
 
     def _start(self, input: StartSessionInput, timeout: float | None) -> Session:
         limit = timeout if timeout is not None else self._start_timeout + self._request_timeout
@@ -134,3 +138,14 @@ class ServerAdapter(SessionAdapter[S], Generic[S, K]):
             scope.close(deadline)
         if link is not None:
             link.close()
+
+    def _stop_idle_tree(self, still_idle: Callable[[], bool]) -> None:
+        with self._up_lock:
+            with self._lock:
+                scope, link = self._scope, self._link
+                if scope is None or not self._spawned or scope.exit_reason is not None or not still_idle():
+                    return
+                self._scope, self._link = None, None
+            scope.close(time.monotonic() + 10.0)
+            if link is not None:
+                link.close()

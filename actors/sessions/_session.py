@@ -327,6 +327,18 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
             timers.schedule(time.monotonic() + GONE_GRACE, functools.partial(reply.fail, exc))
             return None
 
+    def _open(self) -> Session | None:
+        """``Open``: :meth:`open_session`; when the agent's process died under it before the
+        driver sent anything (:class:`ProcessGone`, :class:`ProcessRestarting`), the answer is
+        left to what comes next, as for :meth:`_send_turn`: a start racing the crash of a shared
+        process opens on the restarted one in the same call."""
+        try:
+            return self.open_session()
+        except (ProcessGone, ProcessRestarting) as exc:
+            reply = self.defer_reply()
+            timers.schedule(time.monotonic() + GONE_GRACE, functools.partial(reply.fail, exc))
+            return None
+
     def _send_turn_now(self, inp: SendTurnInput) -> TurnStartResult:
         if self.record.closed:
             raise self.closed_error()
@@ -604,7 +616,7 @@ _CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
     SendTurn: lambda actor, m: actor._send_turn(m.input),
     Respond: lambda actor, m: actor.respond(m.request_id, m.decision, m.decided_by, m.surface),
     Interrupt: lambda actor, m: actor._interrupt(m.turn_id),
-    Open: lambda actor, m: actor.open_session(),
+    Open: lambda actor, m: actor._open(),
     TransportWarning: lambda actor, m: actor._transport_warning(m),
     TurnTimerExpired: lambda actor, m: actor._turn_timer_expired(m),
     Steer: lambda actor, m: actor.steer(m.input),

@@ -302,8 +302,8 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
     """Whether the process's JSON-RPC messages carry ``"jsonrpc": "2.0"``."""
 
     def __init__(self, driver: str, instance_id: str, *, hub: HubHandle, request_timeout: float,
-                 start_timeout: float, tap: LineTap | None = None) -> None:
-        super().__init__(driver, instance_id, hub=hub, request_timeout=request_timeout)
+                 start_timeout: float, idle_timeout: float | None = None, tap: LineTap | None = None) -> None:
+        super().__init__(driver, instance_id, hub=hub, request_timeout=request_timeout, idle_timeout=idle_timeout)
         self._start_timeout = start_timeout
         self._start_lock = threading.Lock()
         self._handshake_timeout = start_timeout
@@ -417,6 +417,7 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
                 # Restarts (no caller waiting) get the configured start timeout.
                 self._handshake_timeout = self._start_timeout
             self._scope = scope
+        self._idle.arm()  # started for no session (e.g. a model list): it stops when idle too
 
     def _start_sessions(self, cctx: ChildContext) -> pykka.ActorRef[Any]:
         """ChildSpec factory (root supervisor thread): a session supervisor holding one actor
@@ -467,24 +468,56 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
         thread_id = input.thread_id
 
         def start(record: SessionRecord[S]) -> None:
-            sessions = self._sessions_ref
-            assert sessions is not None  # _ensure_started started the tree
-            try:
-                with map_exceptions("start_session", limit, where={**self._where, "thread_id": thread_id}):
-                    sessions.proxy().start_child(self._session_spec(record)).get(timeout=limit)
-            except ValueError:
-                pass  # a concurrent restart of the session supervisor already started it
+            # The record is in the table already: a session supervisor restarted from here on
+            # starts its actor itself (start_child then says it is a duplicate).
+            deadline = time.monotonic() + limit
+            where = {**self._where, "thread_id": thread_id}
+            while True:
+                sessions = self._live_sessions(deadline, "start_session", limit, thread_id)
+                try:
+                    with map_exceptions("start_session", limit, where=where):
+                        sessions.proxy().start_child(self._session_spec(record)).get(
+                            timeout=max(0.0, deadline - time.monotonic()))
+                    return
+                except ValueError:
+                    return  # a concurrent restart of the session supervisor already started it
+                except pykka.ActorDeadError:
+                    continue  # the process died meanwhile: ask the restarted supervisor
 
         return self._launch(input, self._session_model(input), self._initial_state(input), start, lambda: limit)
 
+    def _live_sessions(self, deadline: float, operation: str, limit: float,
+                       thread_id: str | None) -> pykka.ActorRef[Any]:
+        """The running session supervisor; while the shared process restarts (the supervisor
+        is dead, the scope is bringing up a new one), wait for the new one until ``deadline``
+        (:class:`OperationTimeout` naming the restart). :class:`DriverError` when the tree is
+        gone: the instance closed, or it gave up restarting. Thread: the caller's."""
+        while True:
+            ref = self._sessions_ref
+            if ref is not None and ref.is_alive():
+                return ref
+            scope = self._scope
+            if self._closed or scope is None or scope.exit_reason is not None:
+                why = "the instance is closed" if self._closed else f"{self._failed_noun} failed too often"
+                raise DriverError(self.driver, self.instance_id, f"{operation} failed: {why}", thread_id=thread_id)
+            if time.monotonic() >= deadline:
+                raise OperationTimeout(f"{operation} (waiting for {self._failed_noun} to restart)", limit,
+                                       **self._where, thread_id=thread_id)
+            time.sleep(0.01)
+
     def _terminate(self, thread_id: str, timeout: float) -> None:
-        ref = self._sessions_ref
-        if ref is None:
-            return
-        try:
-            ref.proxy().terminate_child(thread_id).get(timeout=timeout)
-        except (pykka.ActorDeadError, pykka.Timeout):
-            pass  # best effort: the session is closed either way
+        # While the process restarts, the new session supervisor may have read the table before
+        # the thread left it and start its actor again: stop it there too.
+        deadline = time.monotonic() + timeout
+        while self._sessions_ref is not None:
+            try:
+                ref = self._live_sessions(deadline, "stop_session", timeout, thread_id)
+                ref.proxy().terminate_child(thread_id).get(timeout=max(0.0, deadline - time.monotonic()))
+                return
+            except pykka.ActorDeadError:
+                continue
+            except (PaddockError, pykka.Timeout):
+                return  # best effort: the session is closed either way
 
     def _close_tree(self, deadline: float) -> None:
         with self._lock:
@@ -492,3 +525,14 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
         if scope is not None:
             scope.close(deadline)
         self._link = None
+
+    def _stop_idle_tree(self, still_idle: Callable[[], bool]) -> None:
+        with self._start_lock:
+            with self._lock:
+                scope = self._scope
+                if scope is None or scope.exit_reason is not None or not still_idle():
+                    return
+                self._scope, self._link, self._sessions_ref = None, None, None
+            log.debug("%s instance %s: no session for %g s; stopping %s", self.driver, self.instance_id,
+                      self._idle.timeout, self._failed_noun)
+            scope.close(time.monotonic() + 10.0)

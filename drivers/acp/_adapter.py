@@ -63,7 +63,7 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
         config = ctx.config
         assert isinstance(config, AcpConfig)
         super().__init__(flavor.kind, ctx.instance_id, hub=ctx.hub, request_timeout=config.request_timeout,
-                         start_timeout=config.start_timeout)
+                         start_timeout=config.start_timeout, idle_timeout=config.idle_timeout)
         self._ctx = ctx
         self._flavor = flavor
         client_fs = flavor.client_fs if config.client_fs is None else config.client_fs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paddock.drivers._registry import DriverConfig
+from paddock.drivers._registry import SHARED_IDLE_TIMEOUT, DriverConfig
 
 __all__ = ["AcpConfig"]
 
@@ -23,7 +23,9 @@ class AcpConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=T
     - ``start_timeout``: seconds the agent gets to start and answer ``initialize`` and
       ``authenticate`` (a ``start_session`` timeout, when shorter, wins for the first start);
     - ``request_timeout``: seconds to wait for the agent's answer to a control request;
-    - ``terminal_output_limit``: the most output bytes kept per terminal when the agent names none.
+    - ``terminal_output_limit``: the most output bytes kept per terminal when the agent names none;
+    - ``idle_timeout``: seconds the agent process keeps running with no session before it is
+      stopped (the next ``start_session`` spawns it again).
     """
 
     client_fs: bool | None = None
@@ -35,3 +37,4 @@ class AcpConfig(DriverConfig, frozen=True, kw_only=True, forbid_unknown_fields=T
     start_timeout: float = 30.0
     request_timeout: float = 60.0
     terminal_output_limit: int = 1_048_576
+    idle_timeout: float = SHARED_IDLE_TIMEOUT

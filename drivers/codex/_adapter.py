@@ -53,7 +53,7 @@ class CodexAdapter(SharedProcessAdapter[CodexState, ServerLink]):
         config = ctx.config
         assert isinstance(config, CodexConfig)
         super().__init__("codex", ctx.instance_id, hub=ctx.hub, request_timeout=config.request_timeout,
-                         start_timeout=config.start_timeout, tap=tap)
+                         start_timeout=config.start_timeout, idle_timeout=config.idle_timeout, tap=tap)
         self._ctx = ctx
         self._config = config
         self._settings = SessionSettings(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from paddock.contract import JsonObject
-from paddock.drivers._registry import TimedDriverConfig
+from paddock.drivers._registry import SHARED_IDLE_TIMEOUT, TimedDriverConfig
 
 __all__ = ["DEFAULT_APPROVAL_POLICIES", "DEFAULT_SANDBOX_MODES", "CodexConfig"]
 
@@ -51,7 +51,9 @@ class CodexConfig(TimedDriverConfig, frozen=True, kw_only=True, forbid_unknown_f
     - ``read_coalesce``: seconds the reader waits after a short read of the app-server's stdout
       (it writes one line per streamed delta), so lines reach the session in batches: at most
       this much added delay, about a third of the CPU per event (``paddock bench peer-codex``);
-      0 reads at once.
+      0 reads at once;
+    - ``idle_timeout``: seconds the app-server keeps running with no thread loaded before it is
+      stopped (the next ``start_session`` spawns it again).
     """
 
     shadow_home: str | None = None
@@ -60,6 +62,7 @@ class CodexConfig(TimedDriverConfig, frozen=True, kw_only=True, forbid_unknown_f
     sandbox_modes: dict[str, str] = {}
     experimental_api: bool = True
     read_coalesce: float = 0.001
+    idle_timeout: float = SHARED_IDLE_TIMEOUT
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 if TYPE_CHECKING:
-    from ._relay import Tap, _Backend
+    from ._tap import Backend, Tap
 
 __all__ = ["HttpFront"]
 
@@ -44,7 +44,7 @@ class HttpFront:
     """Serves until :meth:`close`; set :attr:`backend` before the first request arrives."""
 
     def __init__(self, token: str, tap: Tap) -> None:
-        self.backend: _Backend | None = None
+        self.backend: Backend | None = None
         self._tap = tap
         self._token = f"Bearer {token}".encode()
         self._lock = threading.Lock()

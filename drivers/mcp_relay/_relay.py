@@ -22,32 +22,24 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
-from typing import Protocol
 
 import msgspec
 
-from paddock.contract import JsonValue, McpServer, McpStdioServer
+from paddock.contract import McpServer, McpStdioServer
 
 from ._protocol import (
-    CallEnded,
-    CallStarted,
     Exited,
     Failed,
     Hello,
-    Initialized,
     Listening,
     RelaySpec,
     Report,
-    ToolsListed,
     encode_report,
 )
+from ._tap import Backend, Tap
 
 __all__ = ["Reporter", "Tap", "main"]
-
-_RESULT_TEXT_LIMIT = 64 * 1024
-
 
 def _log(text: str) -> None:
     print(f"paddock-mcp-relay: {text}", file=sys.stderr, flush=True)
@@ -83,115 +75,6 @@ class Reporter:
             if self._sock is not None:
                 self._sock.close()
                 self._sock = None
-
-
-class _Message(msgspec.Struct, frozen=True):
-    """The JSON-RPC fields the tap reads; everything else passes untouched."""
-
-    id: JsonValue = None
-    method: str | None = None
-    params: JsonValue = None
-    result: JsonValue = None
-    error: JsonValue = None
-
-
-_message_decoder = msgspec.json.Decoder(_Message)
-
-
-def _text_of(result: JsonValue) -> str:
-    content = result.get("content") if isinstance(result, dict) else None
-    parts = [b.get("text") for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-    return "".join(p for p in parts if isinstance(p, str))[:_RESULT_TEXT_LIMIT]
-
-
-def _error_text(error: JsonValue) -> str:
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return str(error["message"])
-    return str(error)
-
-
-class Tap:
-    """Watches the JSON-RPC lines going by and turns the ones that matter into reports. Lines
-    are never changed. Thread-safe (the agent's and the server's sides call it)."""
-
-    def __init__(self, report: Callable[[Report], None]) -> None:
-        self._report = report
-        self._lock = threading.Lock()
-        # request id (as JSON) -> what it was: "initialize", "tools/list", or a running call
-        self._pending: dict[bytes, tuple[str, int, str, float]] = {}
-        self._calls = 0
-        self._tools: list[str] = []
-        self.initialized = False
-
-    def from_agent(self, line: bytes) -> None:
-        try:
-            msg = _message_decoder.decode(line)
-        except msgspec.DecodeError:
-            return
-        if msg.method is None or msg.id is None:
-            return
-        key = msgspec.json.encode(msg.id)
-        if msg.method in ("initialize", "tools/list"):
-            # a tools/list with a cursor asks for a further page: the count accumulates
-            paged = isinstance(msg.params, dict) and msg.params.get("cursor") is not None
-            with self._lock:
-                self._pending[key] = (msg.method, 0, "paged" if paged else "", time.monotonic())
-        elif msg.method == "tools/call":
-            params = msg.params if isinstance(msg.params, dict) else {}
-            tool = params.get("name")
-            tool = tool if isinstance(tool, str) else "?"
-            with self._lock:
-                self._calls += 1
-                call = self._calls
-                self._pending[key] = ("tools/call", call, tool, time.monotonic())
-            self._report(CallStarted(call=call, tool=tool, arguments=params.get("arguments")))
-
-    def from_server(self, line: bytes) -> None:
-        try:
-            msg = _message_decoder.decode(line)
-        except msgspec.DecodeError:
-            return
-        if msg.method is not None or msg.id is None:
-            return  # a request or notification of the server's own
-        with self._lock:
-            entry = self._pending.pop(msgspec.json.encode(msg.id), None)
-        if entry is None:
-            return
-        method, call, tool, started = entry
-        if method == "initialize":
-            if msg.error is not None:
-                self._report(Failed(reason=f"initialize failed: {_error_text(msg.error)}"))
-                return
-            result = msg.result if isinstance(msg.result, dict) else {}
-            info = result.get("serverInfo")
-            info = info if isinstance(info, dict) else {}
-            name, version, protocol = info.get("name"), info.get("version"), result.get("protocolVersion")
-            self.initialized = True
-            self._report(Initialized(name=name if isinstance(name, str) else None,
-                                     version=version if isinstance(version, str) else None,
-                                     protocol=protocol if isinstance(protocol, str) else None))
-        elif method == "tools/list":
-            if msg.error is not None:
-                self._report(Failed(reason=f"tools/list failed: {_error_text(msg.error)}"))
-                return
-            result = msg.result if isinstance(msg.result, dict) else {}
-            tools = result.get("tools")
-            names = [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
-            with self._lock:
-                if tool != "paged":
-                    self._tools = []
-                self._tools.extend(n for n in names if isinstance(n, str) and n not in self._tools)
-                listed = tuple(self._tools)
-            self._report(ToolsListed(count=len(listed), names=listed))
-        else:
-            seconds = time.monotonic() - started
-            if msg.error is not None:
-                self._report(CallEnded(call=call, tool=tool, seconds=seconds, error=_error_text(msg.error)))
-                return
-            text = _text_of(msg.result)
-            failed = isinstance(msg.result, dict) and msg.result.get("isError") is True
-            self._report(CallEnded(call=call, tool=tool, seconds=seconds, error=(text or "the tool failed") if failed else None,
-                                   result=None if failed else text))
 
 
 class _Out:
@@ -269,13 +152,7 @@ class _StdioBackend:
                 continue
 
 
-class _Backend(Protocol):
-    def send(self, line: bytes) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def _backend(server: McpServer, to_front: Callable[[bytes], None], reporter: Reporter, tap: Tap) -> _Backend | None:
+def _backend(server: McpServer, to_front: Callable[[bytes], None], reporter: Reporter, tap: Tap) -> Backend | None:
     """Start or reach the real server; ``None`` (reported ``failed``) when that cannot be done."""
 
     def gone(reason: str) -> None:

@@ -46,7 +46,7 @@ class OpencodeAdapter(ServerAdapter[OpencodeState, ServerLink]):
         config = ctx.config
         assert isinstance(config, OpencodeConfig)
         super().__init__(DRIVER, ctx.instance_id, hub=ctx.hub, request_timeout=config.request_timeout,
-                         start_timeout=config.start_timeout)
+                         start_timeout=config.start_timeout, idle_timeout=config.idle_timeout)
         self._ctx = ctx
         self._config = config
         self._tap = tap

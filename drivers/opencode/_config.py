@@ -7,7 +7,7 @@ import urllib.parse
 
 from paddock.contract import JsonObject
 from paddock.drivers._access import ModelAccess
-from paddock.drivers._registry import TimedDriverConfig
+from paddock.drivers._registry import SHARED_IDLE_TIMEOUT, TimedDriverConfig
 
 __all__ = ["API_KEY_VAR", "PROVIDER_ID", "QUIET_ENV", "OpencodeConfig", "check_server_url", "permission_rules",
            "server_config"]
@@ -67,7 +67,9 @@ class OpencodeConfig(TimedDriverConfig, frozen=True, kw_only=True, forbid_unknow
     - ``interrupt_timeout``: seconds after ``abort`` before a turn the server never ends is
       completed ``interrupted`` by the driver;
     - ``shutdown_timeout``: seconds between SIGTERM to the server's process group and SIGKILL
-      (SIGTERM has been seen ignored on a fresh data dir).
+      (SIGTERM has been seen ignored on a fresh data dir);
+    - ``idle_timeout``: seconds a spawned server keeps running with no session before it is
+      stopped (the next ``start_session`` spawns it again); an external server is never stopped.
     """
 
     server_url: str | None = None
@@ -75,12 +77,13 @@ class OpencodeConfig(TimedDriverConfig, frozen=True, kw_only=True, forbid_unknow
     agent: str | None = None
     interrupt_timeout: float = 10.0
     shutdown_timeout: float = 3.0
+    idle_timeout: float = SHARED_IDLE_TIMEOUT
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.server_url is not None:
             check_server_url(self.server_url)
-        for key in ("start_timeout", "request_timeout", "interrupt_timeout", "shutdown_timeout"):
+        for key in ("start_timeout", "request_timeout", "interrupt_timeout", "shutdown_timeout", "idle_timeout"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"key {key!r}: expected seconds > 0")
 

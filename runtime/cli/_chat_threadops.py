@@ -3,12 +3,14 @@ thread between turns."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
+from typing import TYPE_CHECKING, Protocol
 
 from paddock.cli._errors import explain
 
 if TYPE_CHECKING:
-    from paddock.cli._chat import _Chat
+    from paddock import Runtime
+    from paddock.client import RemoteRuntime
 
 __all__ = ["HELP_LINES", "thread_command"]
 
@@ -16,7 +18,24 @@ HELP_LINES = """  /fork NEW [N]    copy this thread (through turn N) into thread
   /compact         summarize this thread's history to free context"""
 
 
-def thread_command(chat: _Chat, name: str, arg: str) -> None:
+class _Lines(Protocol):
+    def line(self, text: str, code: str) -> None: ...
+
+
+class ThreadChat(Protocol):
+    """What the thread commands use of the chat (``paddock.cli._chat``)."""
+
+    rt: Runtime | RemoteRuntime
+    args: argparse.Namespace
+    thread_id: str
+
+    @property
+    def view(self) -> _Lines: ...
+
+    def follow(self, turn_id: str) -> None: ...
+
+
+def thread_command(chat: ThreadChat, name: str, arg: str) -> None:
     """Run ``/fork`` or ``/compact``; errors are shown, never raised."""
     from paddock.cli._target import resume_hint
     from paddock.cli._threadops import fork

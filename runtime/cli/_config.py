@@ -29,7 +29,7 @@ _SOURCES = {"peers": "pinned, from the peers dir", "path": "found on PATH", "con
 
 
 def run(args: argparse.Namespace) -> int:
-    from paddock._inspect import check_config
+    from paddock._instances._inspect import check_config
     from paddock.contract import ConfigError
 
     found = find_config(args)

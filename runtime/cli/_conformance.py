@@ -46,7 +46,7 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, Target | str]]:
         import os
         import tomllib
 
-        from paddock._config import load_config
+        from paddock._instances._config import load_config
         from paddock.cli._places import find_config
         from paddock.contract import ConfigError
 

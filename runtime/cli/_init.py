@@ -110,7 +110,7 @@ def template(kind: str, instance: str | None = None) -> str:
 
 
 def _handoff_lines(instance: str) -> list[str]:
-    """The commented hand-off keys (``paddock._handoff``); last, because an uncommented
+    """The commented hand-off keys (``paddock._instances._handoff``); last, because an uncommented
     ``[[...mcp_servers]]`` takes every key below it."""
     return [
         "",

@@ -63,7 +63,7 @@ def announce_config(command: str, found: ConfigFile) -> None:
     announce(command, found.describe())
     if found.path is None:
         return
-    from paddock._config import config_warnings, load_config
+    from paddock._instances._config import config_warnings, load_config
     from paddock.contract import ConfigError
 
     try:

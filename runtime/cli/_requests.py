@@ -12,7 +12,7 @@ from paddock.cli._connect import connect
 from paddock.cli._places import announce, state_dir_of
 
 if TYPE_CHECKING:
-    from paddock._pending import PendingRequest
+    from paddock._operations._pending import PendingRequest
     from paddock.contract import RequestResolved
 
 HELP = "list the approval and user-input requests still open (across threads, from the server)"

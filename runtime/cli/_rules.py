@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import msgspec
 
-    from paddock._config import load_config
+    from paddock._instances._config import load_config
     from paddock.contract import (
         DECISIONS,
         CommandSubject,

@@ -6,7 +6,8 @@ the dashboard) clears the prompt. Without a terminal the ``--approve`` policy an
 decline); stdin is never read.
 
 Through a server the session is stopped once the turn ends (``--keep`` leaves it live); Ctrl-C
-interrupts the turn and leaves the session to the server.
+(or SIGTERM, SIGHUP) interrupts the turn and stops the session too, each within a bound, so an
+interrupted run leaks no session and no agent in the server.
 """
 
 from __future__ import annotations
@@ -67,12 +68,18 @@ def _poll(desk: ApprovalDesk, inp: LineInput | None) -> None:
         desk.feed(line)
 
 
+STOP_TIMEOUT = 10.0
+"""Seconds a one-shot run waits for the server to stop its session."""
+
+
 def _stop_one_shot(rt: RemoteRuntime | Runtime, thread_id: str) -> None:
     """A one-shot run through a server ends its session, so no agent idles in the server."""
-    from paddock.contract import PaddockError
+    from paddock.contract import PaddockError, SessionNotFoundError
 
     try:
-        rt.stop_session(thread_id)
+        rt.stop_session(thread_id, timeout=STOP_TIMEOUT)
+    except SessionNotFoundError:
+        pass  # interrupted before its session started
     except PaddockError as exc:
         write(f"paddock run: the session stays live: {explain(exc)}\n", err=True)
 
@@ -150,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
                 rt.interrupt_turn(thread_id, turn_id, timeout=2.0)
             except PaddockError:
                 pass
+        if remote and not args.keep:
+            _stop_one_shot(rt, thread_id)
         return 130
     except PaddockError as exc:
         write(f"paddock run: {explain(exc)}\n", err=True)

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from paddock.cli._connect import server_note, server_of
-    from paddock.store import BindingStore
+    from paddock._state._store import BindingStore
 
     remote = server_of(args)
     if remote is not None:  # the owner knows which sessions are live

@@ -19,8 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from paddock.cli._connect import server_note, server_of
     from paddock.contract import PaddockError
-    from paddock._state_dir import StateDirLock
-    from paddock.store import BindingStore
+    from paddock._state._dir import StateDirLock
+    from paddock._state._store import BindingStore
 
     remote = server_of(args)
     if remote is not None:

@@ -2,7 +2,7 @@
 
 Routes:
 
-- one per operation of the table (:data:`paddock._operations.OPERATIONS`): a read is
+- one per operation of the table (:data:`paddock._operations._table.OPERATIONS`): a read is
   ``GET /v1/<route>`` with its arguments as query parameters, a write ``POST /v1/<route>`` with a
   JSON body; ``GET /health``;
 - ``GET /v1/events``: Server-Sent Events, ``id:`` = ``seq``; ``Last-Event-ID`` (or ``from_seq``)
@@ -11,7 +11,7 @@ Routes:
 - ``GET /metrics``: Prometheus text (:mod:`paddock.server._metrics`), behind the same token.
 
 Handlers run on the server's event loop; every Runtime call runs in the AsyncRuntime's executor.
-Errors are the PaddockError family as JSON (:func:`paddock._wire.error_document`).
+Errors are the PaddockError family as JSON (:func:`paddock._operations._wire.error_document`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from paddock import __version__
 from paddock._aio_runtime import AsyncRuntime
 from paddock._aio_subscription import AsyncSubscription
-from paddock._operations import OPERATIONS, Operation, body_error
-from paddock._wire import API_PREFIX, ErrorBody, ErrorDocument, error_document
+from paddock._operations._table import OPERATIONS, Operation, body_error
+from paddock._operations._wire import API_PREFIX, ErrorBody, ErrorDocument, error_document
 from paddock.actors import Subscription
 from paddock.actors.events import END, NEEDS_IO
 from paddock.server._openapi import openapi_document

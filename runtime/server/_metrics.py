@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from paddock._event_reader import EventReader
+from paddock._observe._event_reader import EventReader
 from paddock.actors import Subscription
 from paddock.contract import (
     Event,

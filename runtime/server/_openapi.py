@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 
 from paddock import __version__
-from paddock._operations import OPERATIONS, Operation
-from paddock._wire import API_PREFIX, ErrorDocument
+from paddock._operations._table import OPERATIONS, Operation
+from paddock._operations._wire import API_PREFIX, ErrorDocument
 from paddock.contract import Event
 
 __all__ = ["openapi_document"]

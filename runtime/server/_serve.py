@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from paddock._wire import ENDPOINT_FILE, SOCKET_NAME, TOKEN_FILE, Endpoint, read_endpoint
+from paddock._operations._wire import ENDPOINT_FILE, SOCKET_NAME, TOKEN_FILE, Endpoint, read_endpoint
 from paddock.contract import ConfigError, PaddockError
 
 __all__ = ["SOCKET_PATH_MAX", "parse_listen", "serve"]

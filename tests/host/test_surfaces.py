@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from paddock import Runtime
-from paddock._config import load_config
+from paddock._instances._config import load_config
 from paddock.cli._init import template
 from paddock.contract import McpHttpServer, McpStdioServer, with_preamble, with_reminder
 from tests.server.conftest import make_server, short_root  # noqa: F401  (fixtures)

@@ -19,7 +19,7 @@ import msgspec
 import psutil
 import pytest
 
-from paddock._isolation import build_env, instance_home
+from paddock._instances._isolation import build_env, instance_home
 from paddock.contract import McpHttpServer, McpStdioServer, SendTurnInput, StartSessionInput
 from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext, model_access
 from paddock.testing import McpCall, ModelServer

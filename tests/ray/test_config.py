@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from paddock import Runtime
-from paddock._config import load_config
+from paddock._instances._config import load_config
 from paddock.contract import ConfigError, InstanceNotFoundError
 from paddock.drivers.ray import RayPlacement
 

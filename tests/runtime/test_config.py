@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from paddock._config import load_config
-from paddock._isolation import build_env, instance_home
+from paddock._instances._config import load_config
+from paddock._instances._isolation import build_env, instance_home
 from paddock.contract import ConfigError
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from paddock import Runtime
 from paddock.contract import ConfigError, PaddockError, PersistenceError
-from paddock.store import BindingStore
+from paddock._state._store import BindingStore
 from tests.runtime.conftest import run_turn, text_of
 
 KEY = "sk-ant-api03-" + "Zq9" * 12  # the configured key, of the Anthropic shape

@@ -215,7 +215,7 @@ def test_sigterm_to_a_with_runtime_host_closes_in_order(tmp_path):
         gone, alive = psutil.wait_procs(agents, timeout=1.0)
         assert not alive
     # close() ran: the session exited in the log and the binding is resumable ("closed").
-    from paddock.store import BindingStore
+    from paddock._state._store import BindingStore
 
     store = BindingStore(tmp_path / "state" / "paddock.db")
     assert store.get("t1").status == "closed"
@@ -243,7 +243,7 @@ def test_a_host_that_never_closes_still_exits_and_leaves_no_agent(tmp_path):
         assert host.wait(15) == 0  # atexit closed the runtime; no actor thread held the interpreter
         gone, alive = psutil.wait_procs(agents, timeout=1.0)
         assert not alive
-    from paddock.store import BindingStore
+    from paddock._state._store import BindingStore
 
     store = BindingStore(tmp_path / "state" / "paddock.db")
     assert store.get("t1").status == "closed"

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from paddock.contract import PersistenceError
-from paddock.store import Binding, BindingStore
+from paddock._state._store import Binding, BindingStore
 
 
 def binding(thread_id: str, status: str = "ready") -> Binding:
@@ -110,7 +110,7 @@ def test_a_change_the_database_refuses_is_undone_or_kept_and_retried(tmp_path):
 _KILLED_WRITER = """
 import os, signal, sys
 from paddock.contract import ResumeCursor
-from paddock.store import Binding, BindingStore
+from paddock._state._store import Binding, BindingStore
 store = BindingStore(sys.argv[1])
 for n in range(3):
     store.put(Binding(thread_id=f"t{n}", instance_id="i", driver="local", status="ready", cwd="/"))

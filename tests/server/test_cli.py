@@ -179,10 +179,10 @@ def test_chat_steer_and_mode_in_a_pty(make_server):
         assert [b.runtime_mode for b in rt.list_threads()] == ["full-access"]
 
 
-def test_ctrl_c_in_run_through_a_server_interrupts_the_turn_and_keeps_the_session(make_server):
+def test_ctrl_c_in_run_keep_through_a_server_interrupts_the_turn_and_keeps_the_session(make_server):
     served = make_server("unix")
     run = Pty("run", "--state-dir", str(served.state), "--instance", "local-a", "--thread", "k1", "--cwd",
-              str(served.workspace), "@chunks 3000\\n@delay 0.01")
+              str(served.workspace), "--keep", "@chunks 3000\\n@delay 0.01")  # without --keep it stops
     try:
         run.expect(b"You said")
         run.send(b"\x03")

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from paddock import Runtime
-from paddock._operations import OPERATIONS, Operation
+from paddock._operations._table import OPERATIONS, Operation
 from paddock.aio import AsyncRuntime
 from paddock.client import AsyncRemoteRuntime, RemoteRuntime
 from paddock.contract import PaddockError

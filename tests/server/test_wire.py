@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from paddock._wire import ErrorDocument, decode_body, error_document, error_from_document, status_of
+from paddock._operations._wire import ErrorDocument, decode_body, error_document, error_from_document, status_of
 from paddock.client import _Frames
 from paddock.contract import (
     CapabilityUnsupportedError,

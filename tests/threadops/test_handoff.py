@@ -11,7 +11,7 @@ import json
 import pytest
 
 from paddock import Runtime
-from paddock._transcript import handoff_preamble
+from paddock._services._transcript import handoff_preamble
 from paddock.contract import (
     PREAMBLE_CLOSE,
     PREAMBLE_OPEN,

@@ -17,9 +17,9 @@ import tempfile
 import time
 import uuid
 
-from paddock._instances import InstanceTable
-from paddock._operations import GenerateTextBody
-from paddock._state_dir import private_dir
+from paddock._instances._table import InstanceTable
+from paddock._operations._table import GenerateTextBody
+from paddock._state._dir import private_dir
 from paddock.actors import HubHandle, Subscription
 from paddock.contract import (
     DriverError,

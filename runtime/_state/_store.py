@@ -21,7 +21,7 @@ from paddock.contract import PersistenceError, ResumeCursor
 
 __all__ = ["RESUMABLE", "Binding", "BindingStore", "EventLog", "LogReader"]
 
-log = logging.getLogger("paddock.store")
+log = logging.getLogger("paddock._state._store")
 
 RESUMABLE = frozenset({"starting", "ready", "running", "idle", "closed", "exited", "error"})
 """Binding statuses from which ``send_turn`` resumes the thread on demand (not ``stopped``)."""

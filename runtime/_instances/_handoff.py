@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from paddock._state_dir import FILE_MODE, private_dir
+from paddock._state._dir import FILE_MODE, private_dir
 from paddock.contract import (
     DEFAULT_PREAMBLE_MAX_CHARS,
     ApprovalRule,

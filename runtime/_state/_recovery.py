@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paddock._state_dir import StateDirLock, private_dir, tighten
+from paddock._state._dir import StateDirLock, private_dir, tighten
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
     ConfigError,
@@ -19,7 +19,7 @@ from paddock.contract import (
     UserInputResolved,
     decode_event,
 )
-from paddock.store import BindingStore
+from paddock._state._store import BindingStore
 from paddock.supervisors import LeaseStore, exit_on_signals, sweep_leases
 
 __all__ = ["claim_state_dir", "end_turns_left_open", "kill_leased_processes"]

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from paddock._handoff import InstanceHandoff, rules_from_config, take_handoff
+from paddock._instances._handoff import InstanceHandoff, rules_from_config, take_handoff
 from paddock.contract import ApprovalRule, ConfigError
 from paddock.drivers.ray import RayPlacement
 
@@ -58,7 +58,7 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     table: dict[str, Any]
     """The table without ``placement`` and the hand-off keys."""
     handoff: InstanceHandoff = InstanceHandoff()
-    """The MCP servers and preamble keys, taken out of ``table`` (``paddock._handoff``)."""
+    """The MCP servers and preamble keys, taken out of ``table`` (``paddock._instances._handoff``)."""
     placement: RayPlacement | None = None
     """``None``: ``placement = "local"`` (the default), in this process."""
 

@@ -21,8 +21,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 
-from paddock._instances import InstanceInfo
-from paddock._pending import PendingRequest
+from paddock._instances._table import InstanceInfo
+from paddock._operations._pending import PendingRequest
 from paddock.contract import (
     MAX_PROMPT_CHARS,
     ApprovalRule,
@@ -38,7 +38,7 @@ from paddock.contract import (
     TurnStartResult,
     ValidationError,
 )
-from paddock.store import Binding
+from paddock._state._store import Binding
 
 __all__ = [
     "BY_NAME",

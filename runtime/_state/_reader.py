@@ -22,7 +22,7 @@ from paddock.contract import (
     decode_event,
     fold_thread,
 )
-from paddock.store import Binding, BindingStore
+from paddock._state._store import Binding, BindingStore
 
 __all__ = ["LogFollower", "StateReader"]
 

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import msgspec
 
-from paddock._config import RuntimeSettings
-from paddock._generate import generate_text
-from paddock._handoff import ThreadHandoff
-from paddock._transcript import handoff_preamble
-from paddock._instances import InstanceTable
-from paddock._models import ModelCatalogs
-from paddock._operations import (
+from paddock._instances._config import RuntimeSettings
+from paddock._services._generate import generate_text
+from paddock._instances._handoff import ThreadHandoff
+from paddock._threads._handed import Handed, hand_off
+from paddock._services._transcript import handoff_preamble
+from paddock._instances._table import InstanceTable
+from paddock._services._models import ModelCatalogs
+from paddock._operations._table import (
     CompactThreadBody,
     ForkThreadBody,
     GenerateTextBody,
@@ -44,19 +45,16 @@ from paddock._operations import (
 )
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
-    ApprovalRule,
     Attachment,
     Capabilities,
     CapabilityUnsupportedError,
     Decider,
     ModelInfo,
-    McpServer,
     OperationTimeout,
     PaddockError,
     PersistenceError,
     ProviderAdapter,
     ResumeCursor,
-    RuntimeWarningEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
@@ -66,27 +64,19 @@ from paddock.contract import (
     TurnStartResult,
     ValidationError,
     check_attachments_allowed,
-    check_preamble,
-    check_preamble_reminder,
     capability_on,
     check_runtime_mode,
     decide_steering,
     require_capabilities,
     decode_event,
     fold_thread,
-    mcp_secrets,
-    merge_mcp_servers,
     resolve_attachments,
 )
-from paddock.store import RESUMABLE, Binding, BindingStore
+from paddock._state._store import RESUMABLE, Binding, BindingStore
 
 __all__ = ["DEFAULT_TIMEOUT", "ThreadDirectory"]
 
 DEFAULT_TIMEOUT = 30.0
-
-_Handed = tuple[tuple[McpServer, ...], str | None, str | None, tuple[ApprovalRule, ...]]
-"""What a live session was handed: its merged MCP servers, its preamble (as bounded) and its
-reminder."""
 
 
 class ThreadDirectory:
@@ -103,9 +93,9 @@ class ThreadDirectory:
         self._live: dict[str, str] = {}  # thread id -> instance id
         self._last_used: dict[str, float] = {}
         self._thread_locks: dict[str, threading.Lock] = {}
-        self._handed: dict[str, _Handed] = {}  # live thread -> what its session was handed
+        self._handed: dict[str, Handed] = {}  # live thread -> what its session was handed
         self._ephemeral: set[str] = set()  # threads of generate_text calls under way
-        self._after_transcript: dict[str, _Handed] = {}  # hand-off pending -> what it is handed after
+        self._after_transcript: dict[str, Handed] = {}  # hand-off pending -> what it is handed after
         self._catalogs = ModelCatalogs(instances, self._ephemeral)
         self.hub_failed: str | None = None
         """Why the hub stopped under the tracker (the runtime then refuses work), else ``None``."""
@@ -131,7 +121,8 @@ class ThreadDirectory:
         if not folder.is_dir():
             raise ValidationError("start_session", f"cwd {a.cwd!r} is not a directory", thread_id=a.thread_id)
         cwd = str(folder.resolve())
-        adapter = self._instances.adapter(a.instance)
+        slot = self._instances.slot(a.instance)  # the one look-up of the instance this start makes
+        adapter = slot.adapter
         bound = self._store.get(a.thread_id)
         if bound is None or (bound.instance_id, bound.model) != (a.instance, a.model):
             # A resume keeps the model the thread was started with, even if the catalog moved on.
@@ -140,7 +131,13 @@ class ThreadDirectory:
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
             binding = self._store.get(a.thread_id)
-            handed, warnings = self._hand_off(a, binding, transcript)
+            handing = hand_off(a, slot, binding, transcript, moved_from=self._instances.thread_handoff,
+                               runtime_rules=self._settings.approval_rules)
+            handed, warnings = handing.handed, handing.warnings
+            if handing.after_transcript is not None:
+                self._after_transcript[a.thread_id] = handing.after_transcript
+            else:
+                self._after_transcript.pop(a.thread_id, None)
             current = self._live.get(a.thread_id)
             if current is not None and current != a.instance:
                 self._stop_live(a.thread_id, timeout=a.timeout)
@@ -153,12 +150,12 @@ class ThreadDirectory:
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._live.pop(a.thread_id, None)
             if warnings:
-                self._hub.emitter(self._instances.driver(a.instance), a.instance, a.thread_id).emit(warnings)
+                self._hub.emitter(slot.driver, a.instance, a.thread_id).emit(list(warnings))
             cursor = fork_cursor
             if cursor is None and binding is not None and binding.instance_id == a.instance and resume != "never":
                 cursor = binding.resume_cursor
             self._store.put(Binding(
-                thread_id=a.thread_id, instance_id=a.instance, driver=self._instances.driver(a.instance),
+                thread_id=a.thread_id, instance_id=a.instance, driver=slot.driver,
                 status="starting", cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor,
             ))
@@ -170,7 +167,7 @@ class ThreadDirectory:
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
             except PaddockError as exc:
-                self._instances.mask(a.instance, exc)  # its stderr may hold the key the CLI refused
+                slot.mask(exc)  # its stderr may hold the key the CLI refused
                 self._store.update(a.thread_id, status="error", last_error=str(exc))
                 raise
             if cursor is not None and resume == "require" and not session.resumed:
@@ -184,82 +181,8 @@ class ThreadDirectory:
                               last_error=None)
             return session
 
-    def _hand_off(self, a: StartSessionBody, binding: Binding | None, transcript: str | None = None,
-                  ) -> tuple[_Handed, list[RuntimeWarningEvent]]:
-        """What the thread's session is handed, and the warnings to publish before it starts:
-        the instance's servers merged with the session's (given now, else persisted with the
-        thread), the preamble (given, persisted, else the instance's; omitted when over the
-        bound) and the reminder; a hand-off's ``transcript`` (given, else persisted and not yet
-        delivered) takes the preamble's place until a turn carried it. Registers every secret with the hub's masking and persists the
-        thread's hand-off (0600) before anything starts. Caller holds the thread's lock."""
-        if a.preamble is not None:
-            check_preamble(a.preamble, "start_session")
-        if a.preamble_reminder is not None:
-            check_preamble_reminder(a.preamble_reminder, "start_session")
-        config, files = self._instances.handoff(a.instance)
-        driver = self._instances.driver(a.instance)
-        warnings: list[RuntimeWarningEvent] = []
-
-        def warn(code: str, message: str, detail: dict[str, object]) -> None:
-            warnings.append(RuntimeWarningEvent(driver=driver, instance_id=a.instance, thread_id=a.thread_id,
-                                                code=code, message=message, detail=detail))
-
-        saved: ThreadHandoff | None = None
-        loaded = files.load(a.thread_id)  # also when all is given: a hand-off's transcript may be pending
-        if isinstance(loaded, ThreadHandoff):
-            saved = loaded
-        elif a.mcp_servers is not None and a.preamble is not None and a.preamble_reminder is not None:
-            pass  # nothing was to be restored
-        elif binding is not None and binding.instance_id == a.instance:
-            # It ran here before, so it had a hand-off: whatever it held is lost; say so.
-            names = [s.name for s in config.mcp_servers]
-            warn("handoff.not_restored",
-                 f"the MCP servers and preamble this thread was started with could not be restored "
-                 f"({loaded}); it starts with the instance's own servers ({', '.join(names) or 'none'}) "
-                 "and preamble", {"reason": loaded, "servers": names, "file": str(files.path(a.thread_id))})
-        elif binding is not None and a.mcp_servers is None:
-            # It moves here from another instance: what it had there stays there; say so.
-            before = self._instances.thread_handoff(binding.instance_id, a.thread_id)
-            if before is not None and before.mcp_servers:
-                names = [s.name for s in before.mcp_servers]
-                warn("handoff.not_carried",
-                     f"the thread moves from instance {binding.instance_id!r}: the MCP servers it had there "
-                     f"({', '.join(names)}) are not carried over; pass mcp_servers to give them here",
-                     {"from_instance": binding.instance_id, "servers": names})
-        given = a.mcp_servers if a.mcp_servers is not None else (saved.mcp_servers if saved is not None else ())
-        servers = merge_mcp_servers(config.mcp_servers, given)
-        own_preamble = a.preamble if a.preamble is not None else (saved.preamble if saved is not None else None)
-        own_reminder = a.preamble_reminder if a.preamble_reminder is not None else (
-            saved.preamble_reminder if saved is not None else None)
-        preamble = own_preamble if own_preamble is not None else config.preamble
-        reminder = own_reminder if own_reminder is not None else config.preamble_reminder
-        if preamble is not None and len(preamble) > config.preamble_max_chars:
-            warn("preamble.omitted",
-                 f"the preamble has {len(preamble)} characters, over the instance's preamble_max_chars "
-                 f"({config.preamble_max_chars}): it is omitted (a preamble is never cut)",
-                 {"chars": len(preamble), "limit": config.preamble_max_chars})
-            preamble = None
-        own_rules = a.approval_rules if a.approval_rules is not None else (
-            saved.approval_rules if saved is not None else ())
-        rules = own_rules + config.approval_rules + self._settings.approval_rules
-        transcript = transcript if transcript is not None else (saved.transcript if saved is not None else None)
-        if transcript is not None:  # a hand-off not delivered yet: its first turn carries the transcript
-            self._after_transcript[a.thread_id] = (servers, preamble, reminder, rules)
-            preamble = transcript
-        else:
-            self._after_transcript.pop(a.thread_id, None)
-        self._instances.add_secrets(a.instance, set(mcp_secrets(servers)))
-        try:
-            files.save(a.thread_id, ThreadHandoff(mcp_servers=servers, preamble=own_preamble,
-                                                  preamble_reminder=own_reminder, transcript=transcript,
-                                                  approval_rules=own_rules))
-        except OSError as exc:
-            raise PersistenceError("save the thread's MCP servers", f"{files.path(a.thread_id)}: "
-                                   f"{exc.strerror or exc}", thread_id=a.thread_id) from None
-        return (servers, preamble, reminder, rules), warnings
-
     def models(self, a: ModelsBody) -> list[ModelInfo]:
-        """The instance's model catalog (cached per instance; see :mod:`paddock._models`)."""
+        """The instance's model catalog (cached per instance; see :mod:`paddock._services._models`)."""
         return self._catalogs.models(a.instance, refresh=a.refresh, timeout=a.timeout)
 
     def _turn_inputs(self, thread_id: str, model: str | None, attachments: tuple[Attachment, ...], *,
@@ -414,7 +337,7 @@ class ThreadDirectory:
     def _hand_over(self, a: ForkThreadBody, source: Binding, start: StartSessionBody) -> Session:
         """Start the new thread fresh with the source's transcript (turns 1..``at_turn``) as its
         first-turn preamble, bounded by the target's ``preamble_max_chars``
-        (:func:`paddock._transcript.handoff_preamble`). The transcript stays persisted until a
+        (:func:`paddock._services._transcript.handoff_preamble`). The transcript stays persisted until a
         turn carried it (:meth:`_transcript_delivered`), so a copy made by one process and
         first used by another still hands it over, once."""
         snapshot = self.read_thread(ReadThreadBody(thread_id=a.thread_id, timeout=a.timeout))
@@ -484,7 +407,7 @@ class ThreadDirectory:
 
     def generate_text(self, a: GenerateTextBody) -> str:
         """One-shot text in an ephemeral session, hidden from :meth:`list_sessions` while it
-        runs and gone when this returns (``paddock._generate``)."""
+        runs and gone when this returns (``paddock._services._generate``)."""
         return generate_text(self._instances, self._hub, self._ephemeral, a)
 
     def has_session(self, thread_id: str) -> bool:

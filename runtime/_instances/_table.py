@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 import msgspec
 
-from paddock._config import InstanceEntry, RuntimeConfig, issue_from
-from paddock._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
-from paddock._isolation import build_env, instance_home, secret_values
-from paddock._probes import credentials_present, endpoint_reachable
-from paddock._recovery import kill_leased_processes
+from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
+from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
+from paddock._instances._isolation import build_env, instance_home, secret_values
+from paddock._instances._probes import credentials_present, endpoint_reachable
+from paddock._state._recovery import kill_leased_processes
 from paddock.actors import HubHandle, Redactor
 from paddock.contract import (
     Capabilities,
@@ -38,7 +38,7 @@ from paddock.drivers import BUILT_IN_DRIVERS, DriverConfig, DriverSpec, Instance
 from paddock.drivers.ray import Prepared, placed_spec
 from paddock.supervisors import run_command
 
-__all__ = ["InstanceInfo", "InstanceTable", "mask_error"]
+__all__ = ["InstanceInfo", "InstanceSlot", "InstanceTable", "mask_error"]
 
 _PROBE_TTL = 300.0
 _CLOSERS = 32  # threads closing instances at once in close_all
@@ -86,6 +86,32 @@ class _Instance:
         self.handoff = InstanceHandoff()
         self.threads: ThreadHandoffFiles | None = None
         self.placement: Literal["local", "ray"] = "local"
+
+
+class InstanceSlot:
+    """One available instance as a session start needs it, looked up once
+    (:meth:`InstanceTable.slot`): its adapter (created), driver, the hand-off its config gives
+    every session and its threads' persisted hand-offs, and its secrets and masking. Thread: the
+    caller's; the methods are thread-safe."""
+
+    __slots__ = ("_inst", "_table", "adapter", "driver", "files", "handoff", "instance_id")
+
+    def __init__(self, table: InstanceTable, inst: _Instance, adapter: ProviderAdapter) -> None:
+        assert inst.threads is not None  # set by _prepare for every instance the table can start
+        self._table, self._inst = table, inst
+        self.instance_id = inst.id
+        self.driver = inst.driver
+        self.adapter = adapter
+        self.handoff: InstanceHandoff = inst.handoff
+        self.files: ThreadHandoffFiles = inst.threads
+
+    def add_secrets(self, values: set[str] | tuple[str, ...]) -> None:
+        """As :meth:`InstanceTable.add_secrets`, for this instance."""
+        self._table.add_secrets(self._inst, values)
+
+    def mask(self, exc: PaddockError) -> PaddockError:
+        """``exc`` with the instance's secrets masked (in place)."""
+        return mask_error(exc, self._inst.redactor)
 
 
 class InstanceTable:
@@ -223,6 +249,12 @@ class InstanceTable:
                     error = DriverError(inst.driver, inst.id, f"could not start: {exc!r}")
                     raise mask_error(error, inst.redactor) from exc
             return inst.adapter
+
+    def slot(self, instance_id: str) -> InstanceSlot:
+        """The instance with its adapter (created on first use), in one look-up for a session
+        start. Raises like :meth:`adapter`."""
+        adapter = self.adapter(instance_id)
+        return InstanceSlot(self, self._by_id[instance_id], adapter)
 
     @contextlib.contextmanager
     def adapter_once(self, instance_id: str, *, close_timeout: float = 10.0) -> Iterator[ProviderAdapter]:

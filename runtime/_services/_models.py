@@ -17,8 +17,8 @@ import threading
 import time
 import uuid
 
-from paddock._instances import InstanceTable
-from paddock._state_dir import private_dir
+from paddock._instances._table import InstanceTable
+from paddock._state._dir import private_dir
 from paddock.contract import ModelInfo, PaddockError, ProviderAdapter, StartSessionInput, check_model_name
 
 __all__ = ["MODELS_TTL", "ModelCatalogs"]

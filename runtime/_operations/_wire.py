@@ -1,5 +1,5 @@
 """What travels over ``paddock serve``'s HTTP API besides the operations' bodies (declared in
-:mod:`paddock._operations`): the error document, and where a server of a state directory listens.
+:mod:`paddock._operations._table`): the error document, and where a server of a state directory listens.
 Shared by :mod:`paddock.server` and :mod:`paddock.client`; msgspec and the standard library only
 (a client needs neither Starlette nor uvicorn).
 """
@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from paddock import contract
-from paddock._operations import BY_NAME, Body
+from paddock._operations._table import BY_NAME, Body
 from paddock.contract import (
     CapabilityUnsupportedError,
     ConfigError,

@@ -7,6 +7,10 @@ One daemon thread (``paddock-watchdog``) reads a subscription of every event and
 thread with a running turn, when it last heard of it; it wakes at least every quarter of the
 bound to compare. It warns once per silence (its own warning is not a sign of life) and again
 after each further bound of silence; any event of the thread ends the silence.
+
+Waiting for a person is not a stall: while a request of the turn is open (a ``request.opened`` or
+``user-input.requested`` not yet resolved) its clock does not run, and it starts again from the
+last resolution.
 """
 
 from __future__ import annotations
@@ -15,7 +19,18 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from paddock.contract import Event, PaddockError, RuntimeWarningEvent, SessionExited, TurnCompleted, TurnStarted
+from paddock.contract import (
+    Event,
+    PaddockError,
+    RequestOpened,
+    RequestResolved,
+    RuntimeWarningEvent,
+    SessionExited,
+    TurnCompleted,
+    TurnStarted,
+    UserInputRequested,
+    UserInputResolved,
+)
 
 from ._event_reader import EventReader
 
@@ -30,7 +45,7 @@ _BATCH = 4096
 
 
 class _Turn:
-    __slots__ = ("driver", "instance_id", "turn_id", "heard", "warned")
+    __slots__ = ("driver", "instance_id", "turn_id", "heard", "warned", "waiting")
 
     def __init__(self, driver: str, instance_id: str, turn_id: str, heard: float) -> None:
         self.driver = driver
@@ -38,6 +53,7 @@ class _Turn:
         self.turn_id = turn_id
         self.heard = heard
         self.warned = 0  # warnings sent in the current silence
+        self.waiting: set[str] | None = None  # ids of the turn's open requests (a person decides)
 
 
 class StallWatchdog:
@@ -76,10 +92,19 @@ class StallWatchdog:
                 if turn is not None:
                     turn.heard = now
                     turn.warned = 0
+                    if isinstance(event, (RequestOpened, UserInputRequested)) and event.request_id:
+                        if turn.waiting is None:
+                            turn.waiting = set()
+                        turn.waiting.add(event.request_id)
+                    elif isinstance(event, (RequestResolved, UserInputResolved)) and turn.waiting:
+                        turn.waiting.discard(event.request_id or "")
 
     def _check(self) -> None:
         now = self._clock()
         for thread_id, turn in list(self._turns.items()):
+            if turn.waiting:
+                turn.heard = now  # waiting for a person; the clock starts at the resolution
+                continue
             silent = now - turn.heard
             if silent < self._after * (turn.warned + 1):
                 continue

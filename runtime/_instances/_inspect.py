@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from paddock._config import InstanceEntry, RuntimeConfig, issue_from, load_config
-from paddock._isolation import build_env
+from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from, load_config
+from paddock._instances._isolation import build_env
 from paddock.contract import ConfigError
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from paddock._event_reader import EventReader
+from paddock._observe._event_reader import EventReader
 from paddock.actors import HubHandle, timers
 from paddock.contract import DECISIONS, Decision, Event, PaddockError, RequestOpened, RuntimeWarningEvent
 

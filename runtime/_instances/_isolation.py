@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from paddock._state_dir import private_dir
+from paddock._state._dir import private_dir
 
 __all__ = ["AMBIENT_ALLOW", "CREDENTIAL_PATTERN", "build_env", "instance_home", "secret_values"]
 

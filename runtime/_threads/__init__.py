@@ -1,0 +1,2 @@
+"""The thread directory: the one owner of session status.
+"""
