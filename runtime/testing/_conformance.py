@@ -503,7 +503,7 @@ def _approve_command(p: Probe) -> str:
 _PERSON_WAITS = 5.0  # seconds scenario 03c's "person" waits before answering what no rule decided
 
 
-def _ruled(p: Probe, decision: str | None) -> str:
+def _ruled(p: Probe, decision: Literal["accept", "decline"] | None) -> str:
     """One shell turn under approval rules on the dialect's command: ``decision`` ``accept`` or
     ``decline`` (a rule decides), ``None`` (no rule matches: a person decides, after
     :data:`_PERSON_WAITS`, with decline). Returns who decided each request of the turn."""
