@@ -350,7 +350,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
 
         ``approval_hook(request)`` decides the approval requests no rule decided, before a
         person: it gets the ``request.opened`` and returns a decision the request offered, or
-        ``None`` (a person decides). It runs on a thread of a small executor of its own, never an
+        ``None`` (a person decides). It runs on one of a few daemon workers of its own, never an
         actor's; a call that takes longer than ``approval_hook_timeout`` seconds leaves the
         request to a person (``runtime.warning`` ``approval.hook_timeout``) and its late answer
         is dropped. Its answers are audited ``decided_by = "host"``.
@@ -475,7 +475,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         }
 
     def _answer_as_host(self, thread_id: str, request_id: str, decision: str) -> None:
-        """The approval hook's answer (thread: the hook's executor), audited as the host's."""
+        """The approval hook's answer (thread: a hook worker), audited as the host's."""
         self._check_open()
         self._threads.respond_to_request(ops.RespondToRequestBody(
             thread_id=thread_id, request_id=request_id, decision=decision), decided_by="host")  # type: ignore[arg-type]

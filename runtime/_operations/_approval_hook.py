@@ -4,7 +4,8 @@ The deciders of a request, in order: the session's approval rules (the session b
 actor, for every driver), then this hook, then a person. The hook sees only the requests no rule
 and no runtime mode answered: those are resolved in the same batch as their ``request.opened``,
 which the hub hands to a subscription whole. It never runs on an actor's thread: a reader thread
-takes the requests from the hub and a small executor calls the hook; a call that does not return
+takes the requests from the hub and a few daemon workers call the hook (a hook that never
+returns holds one worker, never the actors nor the interpreter's exit); a call that does not return
 within its timeout leaves the request to a person (a ``runtime.warning``
 ``approval.hook_timeout`` says so) and its late answer is dropped.
 """
@@ -13,10 +14,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from paddock._observe._event_reader import EventReader
 from paddock.actors import HubHandle, timers
@@ -28,7 +29,7 @@ log = logging.getLogger("paddock.approval_hook")
 
 ApprovalHook = Callable[[RequestOpened], "Decision | None"]
 """Called with a request no rule decided; returns a decision the request offered, or ``None``
-(a person decides). Runs on a thread of the hook's executor, never an actor's."""
+(a person decides). Runs on one of the hook's daemon workers, never an actor's thread."""
 
 Answer = Callable[[str, str, str], None]
 """``answer(thread_id, request_id, decision)``: answer as the host (raises ``PaddockError``)."""
@@ -41,7 +42,7 @@ class HookRunner:
     """Calls ``hook`` for each open request, off the actors' threads, and answers it with
     ``answer``. ``skip(thread_id)`` names threads the hook must not see (``generate_text``'s
     ephemeral sessions decline everything themselves). :meth:`start` and :meth:`close` run on
-    the Runtime's thread; the reader, the executor's workers and the timer thread do the rest."""
+    the Runtime's thread; the reader, the workers and the timer thread do the rest."""
 
     def __init__(self, hub: HubHandle, hook: ApprovalHook, answer: Answer, *, timeout: float,
                  skip: Callable[[str], bool]) -> None:
@@ -50,7 +51,9 @@ class HookRunner:
         self._answer = answer
         self._timeout = timeout
         self._skip = skip
-        self._executor = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="paddock-approval-hook")
+        self._todo: queue.SimpleQueue[RequestOpened | None] = queue.SimpleQueue()
+        self._workers = [threading.Thread(target=self._work, name=f"paddock-approval-hook-{n}", daemon=True)
+                         for n in range(_WORKERS)]
         self._lock = threading.Lock()
         self._waiting: dict[tuple[str, str], bool] = {}  # (thread, request) -> still within its time
         self._closed = False
@@ -58,6 +61,8 @@ class HookRunner:
                                    "paddock-approval-hook-reader", self._batch, tick=0.5)
 
     def start(self) -> HookRunner:
+        for worker in self._workers:
+            worker.start()
         self._reader.start()
         return self
 
@@ -66,7 +71,8 @@ class HookRunner:
             self._closed = True
             self._waiting.clear()
         self._reader.close(timeout)
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        for _ in self._workers:
+            self._todo.put(None)  # a worker busy in a hung hook ends when the hook returns
 
     def _batch(self, events: list[Event]) -> None:
         """Reader thread: the requests of this batch that nothing answered in it go to the hook."""
@@ -89,8 +95,21 @@ class HookRunner:
                     return
                 self._waiting[key] = True
             timers.schedule(time.monotonic() + self._timeout, functools.partial(self._expire, key, event))
-            future = self._executor.submit(self._hook, event)
-            future.add_done_callback(functools.partial(self._done, key, event))
+            self._todo.put(event)
+
+    def _work(self) -> None:
+        """A worker thread: call the hook for each request handed to it, until told to end."""
+        while (event := self._todo.get()) is not None:
+            key = (event.thread_id, event.request_id or "")
+            with self._lock:
+                if not self._waiting.get(key):
+                    continue  # resolved or timed out while it waited for a worker
+            try:
+                decision = self._hook(event)
+            except Exception as exc:  # the host's code: report it, never let it end the worker
+                self._done(key, event, None, exc)
+            else:
+                self._done(key, event, decision, None)
 
     def _expire(self, key: tuple[str, str], event: RequestOpened) -> None:
         """Timer thread: the hook did not answer in time; a person decides."""
@@ -101,18 +120,17 @@ class HookRunner:
         self._warn(event, "approval.hook_timeout",
                    f"the approval hook did not answer within {self._timeout:g} s; the request waits for a person")
 
-    def _done(self, key: tuple[str, str], event: RequestOpened, future: Future[Decision | None]) -> None:
-        """Executor thread: answer with the hook's decision if it came in time."""
+    def _done(self, key: tuple[str, str], event: RequestOpened, decision: Decision | None,
+              exc: Exception | None) -> None:
+        """Worker thread: answer with the hook's decision if it came in time."""
         with self._lock:
             in_time = self._waiting.pop(key, None)
-        if not in_time or future.cancelled():
+        if not in_time:
             return
-        exc = future.exception()
         if exc is not None:
             self._warn(event, "approval.hook_failed", f"the approval hook raised {type(exc).__name__}: {exc}; "
                                                       "the request waits for a person")
             return
-        decision = future.result()
         if decision is None:
             return
         if decision not in DECISIONS:

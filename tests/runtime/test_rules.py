@@ -257,3 +257,22 @@ def test_rules_check_says_which_rule_decides_and_why(tmp_path, capsys):
     assert "decides: accept, by rule #1" in check("--path", "docs/a.md")
     assert "decides: no rule" in check("--path", "../docs/a.md")
     assert "decides: no rule" in check("--tool", "github/list_issues")
+
+
+def test_a_hook_that_raises_or_answers_nonsense_leaves_the_request_to_a_person(tmp_path, ws):
+    def hook(request):
+        if "raises" in request.subject.command:
+            raise RuntimeError("the host's bug")
+        return "maybe"
+
+    with Runtime.open(_config(), state_dir=tmp_path / "state", approval_hook=hook) as rt:
+        rt.start_session("t", instance="local", cwd=ws, runtime_mode="approval-required")
+        for name in ("raises.txt", "nonsense.txt"):
+            answer = threading.Timer  # a person answers once the hook has failed (its warning is first)
+            _, events = run_turn(rt, "t", f"@run touch {name}", on_request=lambda e: answer(
+                0.5, rt.respond_to_request, ("t", e.request_id, "decline")).start())
+            warning = next(e for e in events if e.type == "runtime.warning")
+            assert warning.code == "approval.hook_failed"
+            assert ("RuntimeError" in warning.message) == (name == "raises.txt")
+            done = _resolved(events, _opened(events)[0].request_id)
+            assert (done.decision, done.decided_by) == ("decline", "person")
