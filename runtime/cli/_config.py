@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
                 write(f"    mcp:     {', '.join(c.mcp_servers)}\n")
             if c.preamble is not None:
                 write(f"    preamble: {c.preamble} characters\n")
+            if c.approval_rules:
+                write(f"    rules:   {c.approval_rules} approval rules of its own (paddock rules check)\n")
             if c.reason:
                 write(f"    reason:  {c.reason}\n")
     return 0 if all(c.ok for c in checks) else 1
