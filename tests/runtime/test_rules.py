@@ -278,3 +278,15 @@ def test_a_hook_that_raises_or_answers_nonsense_leaves_the_request_to_a_person(t
             assert ("RuntimeError" in warning.message) == (name == "raises.txt")
             done = _resolved(events, _opened(events)[0].request_id)
             assert (done.decision, done.decided_by) == ("decline", "person")
+
+
+def test_a_malformed_thread_rule_is_refused_naming_its_index(tmp_path, ws):
+    from paddock.contract import ValidationError
+
+    with Runtime.open(_config(), state_dir=tmp_path / "state") as rt:
+        good = {"match": {"program": ["git", "status"]}, "decision": "accept"}
+        with pytest.raises(ValidationError, match=r"approval_rules\[1\]\.match") as caught:
+            rt.start_session("t", instance="local", cwd=ws, runtime_mode="approval-required",
+                             approval_rules=[good, {"match": {"path": "a/[b"}, "decision": "accept"}])
+        assert "never closed" in str(caught.value)
+        assert rt.list_sessions() == []  # refused before anything started
