@@ -10,34 +10,55 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Literal, TypeVar
 
 from paddock._operations import _table as ops
+from paddock._operations._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook
 from paddock._aio_subscription import aiter_subscription
 from paddock._instances._table import InstanceInfo
 from paddock._operations._table import Operation, arguments
 from paddock._operations._pending import PendingRequest
 from paddock._runtime import Runtime
 from paddock.contract import (
+    ApprovalRule,
     Attachment,
     Decision,
     Event,
     InteractionMode,
+    RequestOpened,
     McpServer,
     ModelInfo,
     RuntimeMode,
     Session,
+    Surface,
     ThreadSnapshot,
     TurnStartResult,
 )
 from paddock._state._store import Binding
 from paddock._workspaces._files import FilesRestored
 
-__all__ = ["AsyncRuntime", "AsyncRuntimeAPI"]
+__all__ = ["AsyncApprovalHook", "AsyncRuntime", "AsyncRuntimeAPI"]
 
 R = TypeVar("R")
+
+AsyncApprovalHook = Callable[[RequestOpened], Awaitable["Decision | None"]]
+"""An approval hook for :class:`AsyncRuntime`: a coroutine function run on the host's loop."""
+
+
+def _on_loop(hook: AsyncApprovalHook, loop: asyncio.AbstractEventLoop, timeout: float) -> ApprovalHook:
+    """``hook`` as the runtime calls it (on the hook's executor thread): run on ``loop`` and
+    waited for; cancelled on the loop when it overruns ``timeout`` (the runtime has then left
+    the request to a person already)."""
+    def call(request: RequestOpened) -> Decision | None:
+        future: Future[Decision | None] = asyncio.run_coroutine_threadsafe(hook(request), loop)  # type: ignore[arg-type]
+        try:
+            return future.result(timeout + 1.0)
+        except FutureTimeout:
+            future.cancel()
+            return None
+    return call
 
 
 class AsyncRuntimeAPI:
@@ -73,6 +94,7 @@ class AsyncRuntimeAPI:
         preamble: str | None = None,
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
+        approval_rules: Sequence[ApprovalRule] | None = None,
         timeout: float | None = None,
         workspace: Literal["shared", "worktree"] | None = None,
     ) -> Session:
@@ -92,7 +114,7 @@ class AsyncRuntimeAPI:
         return await self._call(ops.STEER_TURN, locals())
 
     async def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                                 timeout: float | None = None) -> None:
+                                 surface: Surface = "api", timeout: float | None = None) -> None:
         return await self._call(ops.RESPOND_TO_REQUEST, locals())
 
     async def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
@@ -165,10 +187,19 @@ class AsyncRuntime(AsyncRuntimeAPI):
         *,
         state_dir: str | os.PathLike[str] | None = None,
         max_workers: int = 32,
+        approval_hook: AsyncApprovalHook | None = None,
+        approval_hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
     ) -> AsyncRuntime:
+        """Open a runtime (as :meth:`paddock.Runtime.open`). ``approval_hook`` is a coroutine
+        function: it runs on this event loop, called with each request no rule decided, and
+        returns a decision the request offered or ``None`` (a person decides); one that takes
+        longer than ``approval_hook_timeout`` seconds is cancelled and the request waits for a
+        person."""
         executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="paddock-aio")
         loop = asyncio.get_running_loop()
-        rt = await loop.run_in_executor(executor, functools.partial(Runtime.open, config, state_dir=state_dir))
+        hook = _on_loop(approval_hook, loop, approval_hook_timeout) if approval_hook is not None else None
+        rt = await loop.run_in_executor(executor, functools.partial(
+            Runtime.open, config, state_dir=state_dir, approval_hook=hook, approval_hook_timeout=approval_hook_timeout))
         return cls(rt, executor)
 
     async def _call(self, op: Operation[R], args: Mapping[str, Any]) -> R:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from paddock._operations import _table as ops
+from paddock._operations._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook, HookRunner
 from paddock._instances._config import RuntimeConfig, load_config
 from paddock._instances._table import InstanceInfo, InstanceTable
 from paddock._operations._table import Operation
@@ -33,6 +34,7 @@ from paddock._observe._watchdog import StallWatchdog
 from paddock._workspaces._files import FilesRestored, ThreadFiles
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
+    ApprovalRule,
     Attachment,
     Decision,
     InteractionMode,
@@ -42,6 +44,7 @@ from paddock.contract import (
     PersistenceError,
     RuntimeMode,
     Session,
+    Surface,
     SessionClosedError,
     ThreadSnapshot,
     TurnStartResult,
@@ -105,6 +108,7 @@ class RuntimeAPI:
         preamble: str | None = None,
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
+        approval_rules: Sequence[ApprovalRule] | None = None,
         timeout: float | None = None,
         workspace: Literal["shared", "worktree"] | None = None,
     ) -> Session:
@@ -142,6 +146,10 @@ class RuntimeAPI:
         worktree keeps it on every resume until :meth:`delete_thread`. A folder outside a git
         repository, or a repository with no commit, with submodules or with LFS files, is
         refused with :class:`ValidationError` naming the reason.
+        ``approval_rules`` answer the thread's requests before a person: the thread's rules, then
+        the instance's, then the runtime's (``paddock.contract.decide``; the first match
+        decides); ``None`` keeps what the thread had. A malformed rule is a
+        :class:`ValidationError` naming its index.
         """
         return self._call(ops.START_SESSION, locals())
 
@@ -186,9 +194,11 @@ class RuntimeAPI:
         return self._call(ops.STEER_TURN, locals())
 
     def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                           timeout: float | None = None) -> None:
-        """Answer an open ``request.opened``. Raises :class:`ValidationError` for an unknown
-        decision and :class:`RequestError` for an unknown or already resolved request."""
+                           surface: Surface = "api", timeout: float | None = None) -> None:
+        """Answer an open ``request.opened`` as a person; ``surface`` (``cli``, ``dashboard``,
+        ``api``) says where, for the audit (its ``request.resolved`` records ``decided_by
+        = "person"`` and the surface). Raises :class:`ValidationError` for an unknown decision
+        and :class:`RequestError` for an unknown or already resolved request."""
         return self._call(ops.RESPOND_TO_REQUEST, locals())
 
     def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
@@ -308,7 +318,9 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
 
     _public_factory = "Runtime.open(...)"
 
-    def __init__(self, *, config: RuntimeConfig, state_dir: Path, owner: StateDirLock) -> None:
+    def __init__(self, *, config: RuntimeConfig, state_dir: Path, owner: StateDirLock,
+                 approval_hook: ApprovalHook | None = None, approval_hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
+                 ) -> None:
         self.state_dir = state_dir
         self._owner = owner
         self._closed = False
@@ -340,6 +352,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._watchdog = StallWatchdog(hub, after).start() if after else None
             # Turn and request spans only when the host configured an OpenTelemetry SDK.
             self._spans = TurnSpans(lambda: hub.subscribe(types=SPAN_TYPES)).start() if tracing_configured() else None
+            self._hook = HookRunner(hub, approval_hook, self._answer_as_host, timeout=approval_hook_timeout,
+                                    skip=self._threads.is_ephemeral).start() if approval_hook is not None else None
         except BaseException:
             self._hub.close()
             store.close()
@@ -353,6 +367,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         *,
         state_dir: str | os.PathLike[str] | None = None,
+        approval_hook: ApprovalHook | None = None,
+        approval_hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
     ) -> Runtime:
         """Open a runtime.
 
@@ -366,10 +382,20 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         those signals raise ``SystemExit`` there, so ``with`` blocks unwind and every open
         runtime closes in order (an interpreter exit closes them too). A host with its own
         handlers keeps them.
+
+        ``approval_hook(request)`` decides the approval requests no rule decided, before a
+        person: it gets the ``request.opened`` and returns a decision the request offered, or
+        ``None`` (a person decides). It runs on one of a few daemon workers of its own, never an
+        actor's; a call that takes longer than ``approval_hook_timeout`` seconds leaves the
+        request to a person (``runtime.warning`` ``approval.hook_timeout``) and its late answer
+        is dropped. Its answers are audited ``decided_by = "host"``.
         """
+        if approval_hook_timeout <= 0:
+            raise ValidationError("open", f"approval_hook_timeout must be positive, got {approval_hook_timeout!r}")
         cfg = load_config(config if not isinstance(config, os.PathLike) else os.fspath(config))
         folder = Path(state_dir or os.environ.get("PADDOCK_STATE_DIR") or ".paddock").resolve()
-        return cls._create(config=cfg, state_dir=folder, owner=claim_state_dir(folder))
+        return cls._create(config=cfg, state_dir=folder, owner=claim_state_dir(folder), approval_hook=approval_hook,
+                           approval_hook_timeout=approval_hook_timeout)
 
     # events -------------------------------------------------------------------------------------
 
@@ -423,6 +449,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         except PaddockError:
             pass
         self._threads.stop_tracking()
+        if self._hook is not None:
+            self._hook.close()
         self._pending.close()
         self._hub.close(timeout=max(0.25, deadline - time.monotonic()))
         for reader in (self._spans, self._watchdog):
@@ -479,6 +507,12 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.DIFF: threads.diff,
             ops.DELETE_THREAD: threads.delete_thread,
         }
+
+    def _answer_as_host(self, thread_id: str, request_id: str, decision: str) -> None:
+        """The approval hook's answer (thread: a hook worker), audited as the host's."""
+        self._check_open()
+        self._threads.respond_to_request(ops.RespondToRequestBody(
+            thread_id=thread_id, request_id=request_id, decision=decision), decided_by="host")  # type: ignore[arg-type]
 
     def _check_open(self) -> None:
         if self._closed:

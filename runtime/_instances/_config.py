@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from paddock._instances._handoff import InstanceHandoff, take_handoff
-from paddock.contract import ConfigError
+from paddock._instances._handoff import InstanceHandoff, rules_from_config, take_handoff
+from paddock.contract import ApprovalRule, ConfigError
 from paddock.drivers.ray import RayPlacement
 
 __all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
@@ -34,7 +34,8 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     everything). There is no ``raw_events``: native payloads are never attached to events (the
     key is refused with a :class:`ConfigError` saying so). ``stall_warning``: seconds a running
     turn may go without any event before a ``runtime.warning`` (``turn.stalled``) says so
-    (``false``: never).
+    (``false``: never). ``approval_rules`` (``[[runtime.approval_rules]]``): the rules every
+    instance's sessions apply after their thread's and their instance's own.
     """
 
     idle_timeout: float = 1800.0
@@ -46,6 +47,7 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     checkpoints_kept: Annotated[int, msgspec.Meta(ge=1)] = 100
     """Per-turn checkpoints kept per worktree thread; older ones are pruned (their hidden refs
     deleted) as new ones are taken."""
+    approval_rules: tuple[ApprovalRule, ...] = ()
     ray: dict[str, Any] = {}
     """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
     keys); an instance's own keys win."""
@@ -121,6 +123,7 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
     if isinstance(runtime_table, Mapping):
         _refuse_removed(path, runtime_table)
         _check_durations(path, "[runtime]", runtime_table)
+        rules_from_config(runtime_table.get("approval_rules", ()), path, "[runtime]")
     try:
         settings = msgspec.convert(runtime_table, RuntimeSettings)
     except msgspec.ValidationError as exc:

@@ -43,6 +43,8 @@ class InstanceCheck(msgspec.Struct, frozen=True, kw_only=True):
     """The configured preamble's length in characters."""
     env: list[str] = []
     """The names of the instance's configured ``env`` variables; never their values."""
+    approval_rules: int = 0
+    """How many approval rules the instance has of its own (before the runtime's)."""
 
 
 def _home(state_dir: Path, instance_id: str, configured: str | None) -> Path:
@@ -139,4 +141,4 @@ def _check_one(entry: InstanceEntry, spec: DriverSpec | None, decoded: Any, *, r
                          mcp_servers=[f"{m.name} ({getattr(m, 'transport', 'stdio')})"
                                       for m in entry.handoff.mcp_servers],
                          preamble=len(entry.handoff.preamble) if entry.handoff.preamble is not None else None,
-                         env=sorted(decoded.env))
+                         env=sorted(decoded.env), approval_rules=len(entry.handoff.approval_rules))

@@ -25,6 +25,7 @@ from paddock._instances._table import InstanceInfo
 from paddock._operations._pending import PendingRequest
 from paddock.contract import (
     MAX_PROMPT_CHARS,
+    ApprovalRule,
     Attachment,
     Decision,
     InteractionMode,
@@ -32,6 +33,7 @@ from paddock.contract import (
     ModelInfo,
     RuntimeMode,
     Session,
+    Surface,
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
@@ -108,9 +110,12 @@ class StartSessionBody(Body, frozen=True):
     preamble_reminder: str | None = None
     require: tuple[str, ...] = ()
     """Capability paths the host needs (``paddock.contract.require_capabilities``)."""
-    timeout: Seconds | None = None
     workspace: Literal["shared", "worktree"] | None = None
     """``None``: the instance's ``workspace`` (a thread that has a worktree keeps it)."""
+    approval_rules: tuple[ApprovalRule, ...] | None = None
+    """The thread's own rules, before the instance's and the runtime's; ``None``: what the
+    thread had (persisted), else none of its own."""
+    timeout: Seconds | None = None
 
 
 class GenerateTextBody(Body, frozen=True):
@@ -156,6 +161,8 @@ class RespondToRequestBody(Body, frozen=True):
     thread_id: str
     request_id: str
     decision: Decision
+    surface: Surface = "api"
+    """Where the person answered (``cli``, ``dashboard``, ``api``), for the audit."""
     timeout: Seconds | None = None
 
 

@@ -51,6 +51,7 @@ from paddock.contract import (
     Attachment,
     Capabilities,
     CapabilityUnsupportedError,
+    Decider,
     ModelInfo,
     OperationTimeout,
     PaddockError,
@@ -137,7 +138,8 @@ class ThreadDirectory:
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
             binding = self._store.get(a.thread_id)
-            handing = hand_off(a, slot, binding, transcript, moved_from=self._instances.thread_handoff)
+            handing = hand_off(a, slot, binding, transcript, moved_from=self._instances.thread_handoff,
+                               runtime_rules=self._settings.approval_rules)
             handed, warnings = handing.handed, handing.warnings
             if handing.after_transcript is not None:
                 self._after_transcript[a.thread_id] = handing.after_transcript
@@ -174,7 +176,7 @@ class ThreadDirectory:
             request = StartSessionInput(
                 thread_id=a.thread_id, cwd=run_in, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor, workspace_roots=(run_in,),
-                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2],
+                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2], approval_rules=handed[3],
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
@@ -291,9 +293,16 @@ class ThreadDirectory:
         return self.send_turn(SendTurnBody(thread_id=a.thread_id, text=a.text, attachments=a.attachments,
                                            timeout=max(0.1, deadline - time.monotonic())))
 
-    def respond_to_request(self, a: RespondToRequestBody) -> None:
+    def is_ephemeral(self, thread_id: str) -> bool:
+        """The thread is a ``generate_text`` session under way (it answers its own requests)."""
+        return thread_id in self._ephemeral
+
+    def respond_to_request(self, a: RespondToRequestBody, *, decided_by: Decider = "person") -> None:
+        """Answer an open request; ``decided_by`` (a ``person`` on ``a.surface``, or the ``host``'s
+        hook) goes into its ``request.resolved``."""
         adapter = self._live_adapter(a.thread_id)
-        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, timeout=_t(a.timeout))
+        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, decided_by=decided_by, surface=a.surface,
+                                   timeout=_t(a.timeout))
         self._last_used[a.thread_id] = time.monotonic()
 
     def respond_to_user_input(self, a: RespondToUserInputBody) -> None:
@@ -347,6 +356,7 @@ class ThreadDirectory:
             mcp_servers=had.mcp_servers if had is not None and target == source.instance_id else (),
             preamble=had.preamble if had is not None else None,
             preamble_reminder=had.preamble_reminder if had is not None else None,
+            approval_rules=had.approval_rules if had is not None else None,
             timeout=a.timeout,
         )
         self._fork_files(a)

@@ -19,7 +19,7 @@ COMMANDS: dict[str, str] = {
     for name in (
         "demo", "run", "events", "doctor", "init", "config", "sessions", "stop", "version", "bench",
         "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate", "conformance",
-        "fork", "compact",
+        "fork", "compact", "rules",
         "models", "diff",
     )
 }

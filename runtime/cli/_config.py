@@ -49,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
             rows = [("command", shlex.join(c.command) if c.command else None), ("binary", f"{c.binary or '-'}{where}"),
                     ("home", c.home or "-"), *((key, c.model.get(key)) for key in ("endpoint", "api_key", "model")),
                     ("env", ", ".join(f"{name}=***" for name in c.env)), ("mcp", ", ".join(c.mcp_servers)),
-                    ("preamble", None if c.preamble is None else f"{c.preamble} characters"), ("reason", c.reason)]
+                    ("preamble", None if c.preamble is None else f"{c.preamble} characters"),
+                    ("rules", f"{c.approval_rules} approval rules of its own (paddock rules check)" if c.approval_rules else None),
+                    ("reason", c.reason)]
             for label, value in rows:
                 if value:
                     write(f"    {label + ':':10}{value}\n")

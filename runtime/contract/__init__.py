@@ -6,7 +6,7 @@ re-exports them by name and its ``__all__`` is theirs joined."""
 
 from . import (
     _adapter, _attachments, _capabilities, _cursor, _errors, _events, _grammar, _ids, _json, _mcp, _preamble, _require,
-    _snapshot,
+    _rules, _shell, _snapshot,
 )
 from ._ids import (
     DriverKind as DriverKind,
@@ -40,6 +40,7 @@ from ._events import (
     CommandSubject as CommandSubject,
     ContentDelta as ContentDelta,
     DIFF_CHARS as DIFF_CHARS,
+    Decider as Decider,
     DeprecationNotice as DeprecationNotice,
     Event as Event,
     EventBase as EventBase,
@@ -72,6 +73,7 @@ from ._events import (
     SessionExited as SessionExited,
     SessionStarted as SessionStarted,
     SessionState as SessionState,
+    Surface as Surface,
     SessionStateChanged as SessionStateChanged,
     StreamKind as StreamKind,
     TaskCompleted as TaskCompleted,
@@ -194,6 +196,16 @@ from ._require import (
     check_runtime_mode as check_runtime_mode,
     require_capabilities as require_capabilities,
 )
+from ._rules import (
+    ApprovalRule as ApprovalRule,
+    RuleDecision as RuleDecision,
+    RuleMatch as RuleMatch,
+    RuleSubject as RuleSubject,
+    compile_glob as compile_glob,
+    decide as decide,
+    rule_text as rule_text,
+)
+from ._shell import CommandPart as CommandPart, split_command as split_command
 from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
 from ._json import (
     JsonObject as JsonObject,
@@ -206,5 +218,5 @@ from ._json import (
 __all__ = sorted(
     _ids.__all__ + _errors.__all__ + _events.__all__ + _capabilities.__all__ + _cursor.__all__
     + _adapter.__all__ + _attachments.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__ + _preamble.__all__
-    + _grammar.__all__ + _require.__all__
+    + _grammar.__all__ + _require.__all__ + _rules.__all__ + _shell.__all__
 )

@@ -9,8 +9,9 @@ import msgspec
 from ._attachments import Attachment
 from ._capabilities import Capabilities
 from ._cursor import ResumeCursor
-from ._events import Decision, ItemKind, ItemStatus, TurnState
+from ._events import Decider, Decision, ItemKind, ItemStatus, Surface, TurnState
 from ._mcp import McpServer
+from ._rules import ApprovalRule
 
 __all__ = [
     "MAX_PROMPT_CHARS",
@@ -67,6 +68,9 @@ class StartSessionInput(_Input, frozen=True):
     session incarnation, delimited; already bounded by the runtime."""
     preamble_reminder: str | None = None
     """One line put before the user's text of every later turn."""
+    approval_rules: tuple[ApprovalRule, ...] = ()
+    """The rules that answer this session's requests before a person (the thread's, then the
+    instance's, then the runtime's; :func:`paddock.contract.decide`), applied by the session base."""
 
 
 class SendTurnInput(_Input, frozen=True):
@@ -171,7 +175,8 @@ class ProviderAdapter(Protocol):
     ) -> TurnStartResult: ...
 
     def respond_to_request(
-        self, thread_id: str, request_id: str, decision: Decision, *, timeout: float | None = None
+        self, thread_id: str, request_id: str, decision: Decision, *, decided_by: Decider = "person",
+        surface: Surface | None = None, timeout: float | None = None,
     ) -> None: ...
 
     def respond_to_user_input(

@@ -23,6 +23,7 @@ __all__ = [
     "CommandSubject",
     "ContentDelta",
     "DIFF_CHARS",
+    "Decider",
     "DeprecationNotice",
     "Event",
     "EventBase",
@@ -55,6 +56,7 @@ __all__ = [
     "SessionExited",
     "SessionStarted",
     "SessionState",
+    "Surface",
     "SessionStateChanged",
     "StreamKind",
     "TaskCompleted",
@@ -113,6 +115,12 @@ ItemKind = Literal[
 ItemStatus = Literal["pending", "in_progress", "completed", "failed", "declined", "cancelled"]
 RequestKind = Literal["command", "file_change", "file_read", "permission", "tool", "other"]
 Decision = Literal["accept", "accept_for_session", "decline", "cancel"]
+Decider = Literal["person", "rule", "host", "session", "mode"]
+"""Who answered a request: a ``person`` (on a surface), a ``rule`` (approval rules), the
+``host``'s hook, the ``session`` (an earlier ``accept_for_session`` of the same subject), or the
+runtime ``mode`` (``full-access`` and the modes that take some requests by themselves)."""
+Surface = Literal["cli", "dashboard", "api"]
+"""Where a person's answer came from."""
 
 
 # Events and their parts never form reference cycles, so the cyclic GC need not track them
@@ -457,13 +465,24 @@ class RequestOpened(EventBase, frozen=True, tag="request.opened"):
 
 class RequestResolved(EventBase, frozen=True, tag="request.resolved"):
     """``resolution`` is ``answered`` (with ``decision``), ``cancelled`` (the turn ended) or
-    ``expired`` (the process died)."""
+    ``expired`` (the process died).
+
+    The audit of an answer: ``decided_by`` (``person``, ``rule``, ``host``, ``session``,
+    ``mode``; see :data:`paddock.contract.Decider`), ``surface`` where a person answered
+    (``cli``, ``dashboard``, ``api``), and for a rule its ``rule_index`` in the session's list
+    (the thread's rules, then the instance's, then the runtime's), its text (``rule``) and why
+    it matched (``reason``). All absent on events logged before the audit existed."""
 
     type: ClassVar[Literal["request.resolved"]]
 
     request_id: str
     resolution: Literal["answered", "cancelled", "expired"]
     decision: Decision | None = None
+    decided_by: Decider | None = None
+    surface: Surface | None = None
+    rule_index: int | None = None
+    rule: str | None = None
+    reason: str | None = None
 
 
 class UserInputRequested(EventBase, frozen=True, tag="user-input.requested"):

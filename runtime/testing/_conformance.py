@@ -159,6 +159,11 @@ class Dialect:
         """A prompt that runs a shell command creating a file: (prompt, relative path)."""
         return "run the command SCENARIO:conf_shell", "conformance-shell.txt"
 
+    def shell_program(self) -> tuple[str, ...]:
+        """The argument prefix of the command :meth:`shell` asks for (what scenario 03c's
+        approval rules match)."""
+        return ("python3", "-c")
+
     def http_error(self) -> tuple[str, str] | None:
         """A prompt the model answers with HTTP 400: (prompt, text the error carries)."""
         return "this fails SCENARIO:http400", "mock bad request"
@@ -233,6 +238,9 @@ class LocalDialect(Dialect):
 
     def shell(self) -> tuple[str, str]:
         return "@run touch conformance-shell.txt\nrun it", "conformance-shell.txt"
+
+    def shell_program(self) -> tuple[str, ...]:
+        return ("touch", "conformance-shell.txt")
 
     def http_error(self) -> tuple[str, str] | None:
         return None
@@ -492,6 +500,66 @@ def _approve_command(p: Probe) -> str:
     _approve(p, "command", "accept")
     _approve(p, "command", "decline")
     return "accept ran the command, decline did not"
+
+
+_PERSON_WAITS = 5.0  # seconds scenario 03c's "person" waits before answering what no rule decided
+
+
+def _ruled(p: Probe, decision: Literal["accept", "decline"] | None) -> str:
+    """One shell turn under approval rules on the dialect's command: ``decision`` ``accept`` or
+    ``decline`` (a rule decides), ``None`` (no rule matches: a person decides, after
+    :data:`_PERSON_WAITS`, with decline). Returns who decided each request of the turn."""
+    from paddock.contract import ApprovalRule, RuleMatch
+
+    prompt, path = p.dialect.shell()
+    target = p.workspace / path
+    target.unlink(missing_ok=True)
+    program = p.dialect.shell_program() if decision is not None else ("no-such-program",)
+    rules = [ApprovalRule(match=RuleMatch(program=program), decision=decision or "accept")]
+    thread_id = p.thread("approval-required", approval_rules=rules)
+    asked: list[str] = []
+    timers: list[threading.Timer] = []
+
+    def person(request_id: str) -> None:
+        # Answers only what is still open then: a request a rule decided is resolved already.
+        try:
+            if any(r.request_id == request_id for r in p.rt.pending_requests(thread_id)):
+                asked.append(request_id)
+                p.rt.respond_to_request(thread_id, request_id, "decline")
+        except PaddockError:
+            pass  # resolved meanwhile
+
+    def on_event(event: EventBase, turn_id: str) -> None:
+        if event.type == "request.opened":
+            timer = threading.Timer(_PERSON_WAITS, person, (event.request_id or "",))
+            timer.daemon = True
+            timers.append(timer)
+            timer.start()
+
+    try:
+        events = p.turn(thread_id, prompt, on_event=on_event)
+    finally:
+        for timer in timers:
+            timer.cancel()
+    resolved = [e for e in events if e.type == "request.resolved"]
+    assert resolved, "no approval was asked for the command"
+    first: Any = resolved[0]
+    if decision is None:
+        assert asked and (first.decided_by, first.decision) == ("person", "decline"), (asked, first)
+        assert not target.exists(), f"{path} exists after a person declined"
+    else:
+        assert not asked, f"a person was asked although a rule {decision}s the command: {first}"
+        assert (first.decided_by, first.decision, first.rule_index) == ("rule", decision, 0), first
+        assert target.exists() == (decision == "accept"), f"{path} exists: {target.exists()} after rule {decision}"
+    p.rt.stop_session(thread_id)
+    return f"{first.decided_by} {first.decision}"
+
+
+@scenario("03c-approval-rules", "approval rules accept, decline, or leave a command to a person, on disk",
+          needs=("approvals.commands", "runtime_policy.modes.approval-required"))
+def _approval_rules(p: Probe) -> str:
+    said = [_ruled(p, "accept"), _ruled(p, "decline"), _ruled(p, None)]
+    return "; ".join(said) + " (the rule accepted, declined; unmatched asked a person)"
 
 
 _ASKS = {  # runtime mode -> (asks before an edit, asks before a command)

@@ -83,7 +83,7 @@ def test_dashboard_streams_a_turn_approves_by_click_and_interrupts(make_server, 
                              f"requests {page.text_content('#requests')!r}, turns {turns}") from None
     page.click("#requests button.accept")
     assert _wait_for_file(ws / "from-browser.txt") == "clicked in chromium"
-    page.wait_for_selector("#transcript >> text=approval answered: accept")
+    page.wait_for_selector("#transcript >> text=approval answered: accept by person (dashboard)")
     page.wait_for_function("() => document.querySelectorAll('#transcript .note').length > 0 && "
                            "[...document.querySelectorAll('#transcript div')].filter(d => d.textContent === '· turn completed').length === 3")
     page.wait_for_selector("#requests >> text=none")
