@@ -250,7 +250,7 @@ def test_rules_check_says_which_rule_decides_and_why(tmp_path, capsys):
         return capsys.readouterr().out
 
     assert main(["config", "check", "--config", str(config), "--state-dir", str(tmp_path / "s")]) == 0
-    assert "rules:   2 approval rules of its own" in capsys.readouterr().out
+    assert "rules:    2 approval rules of its own" in capsys.readouterr().out
     out = check("git status && rm -rf ~")
     assert "decides: decline, by rule #0 ([instances.a] approval_rules[0])" in out and "why: part" in out
     out = check("git status --short")
