@@ -62,7 +62,7 @@ def _on_loop(hook: AsyncApprovalHook, loop: asyncio.AbstractEventLoop, timeout: 
 
 
 class AsyncRuntimeAPI:
-    """The operations of :class:`paddock._runtime.RuntimeAPI` as coroutines, for a runtime in
+    """The operations of :class:`paddock._api.RuntimeAPI` as coroutines, for a runtime in
     this process (:class:`AsyncRuntime`) or behind ``paddock serve``
     (:class:`paddock.client.AsyncRemoteRuntime`). Arguments, results and errors as
     :class:`paddock.Runtime`'s."""

@@ -35,7 +35,7 @@ import msgspec
 
 from paddock._aio_runtime import AsyncRuntimeAPI
 from paddock._operations._table import Operation, SubscribeBody, plain_arguments, subscribe_arguments
-from paddock._runtime import RuntimeAPI
+from paddock._api import RuntimeAPI
 from paddock._operations._wire import (
     API_PREFIX,
     Endpoint,
