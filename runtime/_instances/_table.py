@@ -312,6 +312,9 @@ class InstanceTable:
         for inst in self._by_id.values():
             caps = None
             models = None
+            if inst.adapter is None and inst.placement != "local" and not inst.reason:
+                with contextlib.suppress(PaddockError):  # a placed one's proxy places nothing
+                    self.adapter(inst.id)
             if inst.adapter is not None:
                 caps = inst.adapter.capabilities()
                 catalog = getattr(inst.adapter, "models", None)  # optional adapter hook
@@ -319,9 +322,10 @@ class InstanceTable:
             elif inst.spec is not None and inst.reason is None:
                 caps = inst.spec.capabilities
             placed = _placement_info(inst)
+            reason = inst.reason or placed.get("reason")  # a placed instance: its cluster answers?
             out.append(InstanceInfo(
-                id=inst.id, driver=inst.driver, status="unavailable" if inst.reason else "available",
-                reason=inst.reason, capabilities=caps,
+                id=inst.id, driver=inst.driver, status="unavailable" if reason else "available",
+                reason=reason, capabilities=caps,
                 home=placed.get("home") or (str(inst.home) if inst.home else None),
                 binary=getattr(inst.config, "binary", None), models=models,
                 placement=inst.placement, node=placed.get("node"), ray=placed.get("ray"),
