@@ -31,6 +31,7 @@ from paddock._state._recovery import claim_state_dir, end_turns_left_open
 from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
+from paddock._observe._endpoint_watch import ENDPOINT_UNREACHABLE, EndpointWatch
 from paddock._observe._watchdog import StallWatchdog
 from paddock._workspaces._files import ThreadFiles
 from paddock.actors import EventHub, Subscription
@@ -90,7 +91,14 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._threads.start()
             hub = self._hub
             after = config.settings.stall_warning
-            self._watchdog = StallWatchdog(hub, after).start() if after else None
+            table = self._instances
+            endpoints = None
+            if any(table.endpoint_of(entry.instance_id) is not None for entry in config.instances):
+                threads = self._threads
+                endpoints = EndpointWatch(table.endpoint_of, lambda thread_id, turn_id, message, detail: threads.fail_turn(
+                    thread_id, turn_id, ENDPOINT_UNREACHABLE, message, detail))
+            self._watchdog = (StallWatchdog(hub, after or None, endpoints=endpoints).start()
+                              if after or endpoints is not None else None)
             # Turn and request spans only when the host configured an OpenTelemetry SDK.
             self._spans = TurnSpans(lambda: hub.subscribe(types=SPAN_TYPES)).start() if tracing_configured() else None
             self._hook = HookRunner(hub, approval_hook, self._answer_as_host, timeout=approval_hook_timeout,

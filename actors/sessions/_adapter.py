@@ -53,7 +53,7 @@ from paddock.contract import (
 from paddock.supervisors import Scope, map_exceptions
 
 from ..events import HubHandle
-from ._control import AnswerUserInput, Compact, Fork, Interrupt, Open, Respond, Rollback, SendTurn, Steer
+from ._control import AnswerUserInput, Compact, FailTurn, Fork, Interrupt, Open, Respond, Rollback, SendTurn, Steer
 from ._idle import IdleStopper
 from ._session import SessionRecord
 
@@ -358,6 +358,14 @@ class SessionAdapter(Generic[S]):
         """Interrupt the running turn; returns once the interrupt is under way, the turn then
         ends ``interrupted``. A no-op when no turn (or not ``turn_id``) is running."""
         self._forward(thread_id, Interrupt(turn_id), "interrupt_turn", timeout)
+
+    def fail_turn(self, thread_id: str, turn_id: str, code: str, message: str, *,
+                  detail: dict[str, Any] | None = None, timeout: float | None = None) -> None:
+        """End the running turn ``turn_id`` ``failed`` with ``message``, for a cause the runtime
+        found outside the agent: one ``runtime.error`` ``code``, then the agent is asked to stop
+        (:class:`~._control.FailTurn`). Returns once that is under way; a no-op when the turn
+        is not running."""
+        self._forward(thread_id, FailTurn(turn_id, code, message, detail), "fail_turn", timeout)
 
     def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         """Add ``input`` to the running turn (``turns.steer``); returns that turn's id."""

@@ -44,7 +44,7 @@ from ._sink import NodeSink, Pulled, encode_pulled
 __all__ = ["CONTROL_METHODS", "NodeActor", "NodeRecipe", "NodeReport", "Prepared"]
 
 CONTROL_METHODS = frozenset({
-    "start_session", "send_turn", "interrupt_turn", "steer_turn", "respond_to_request",
+    "start_session", "send_turn", "interrupt_turn", "fail_turn", "steer_turn", "respond_to_request",
     "respond_to_user_input", "stop_session", "stop_all", "read_thread", "rollback_thread",
     "fork_thread", "fork_native", "compact_thread", "models",
 })

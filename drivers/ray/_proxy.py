@@ -436,6 +436,12 @@ class RayAdapter:
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         self._call("interrupt_turn", (thread_id, turn_id), {"timeout": timeout}, self._limit(timeout), thread_id)
 
+    def fail_turn(self, thread_id: str, turn_id: str, code: str, message: str, *,
+                  detail: dict[str, Any] | None = None, timeout: float | None = None) -> None:
+        """The node adapter's ``fail_turn`` (the runtime found the turn's model endpoint dead)."""
+        self._call("fail_turn", (thread_id, turn_id, code, message), {"detail": detail, "timeout": timeout},
+                   self._limit(timeout), thread_id)
+
     def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         result: TurnStartResult = self._call("steer_turn", (thread_id, input), {"timeout": timeout},
                                              self._limit(timeout), thread_id)

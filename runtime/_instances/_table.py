@@ -297,6 +297,15 @@ class InstanceTable:
         inst = self._by_id.get(instance_id)
         return inst.adapter if inst is not None else None
 
+    def endpoint_of(self, instance_id: str) -> tuple[str, float] | None:
+        """``(endpoint, endpoint_timeout)`` of an instance running on this host with a model
+        endpoint (the endpoint watch checks it from here), else ``None`` (thread: any)."""
+        inst = self._by_id.get(instance_id)
+        endpoint = getattr(inst.config, "endpoint", None) if inst is not None else None
+        if inst is None or endpoint is None or inst.placement != "local":
+            return None
+        return endpoint, float(getattr(inst.config, "endpoint_timeout", 30.0))
+
     def adapters(self) -> list[ProviderAdapter]:
         """Every adapter created so far."""
         return [inst.adapter for inst in self._by_id.values() if inst.adapter is not None]
@@ -356,7 +365,7 @@ class InstanceTable:
         if info.placement != "local":
             # Its binary and version are the node's (the node's probe checks them at
             # placement); before that, the hook says whether the cluster can place it.
-            if hook is not None and info.status == "available" and inst.adapter is None:
+            if hook is not None and info.status == "available" and info.ray == "not placed":
                 report.update(hook(self._context(inst)))
             report["problems"] = []
             return report

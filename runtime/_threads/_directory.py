@@ -58,6 +58,7 @@ from paddock.contract import (
     PersistenceError,
     ProviderAdapter,
     ResumeCursor,
+    RuntimeErrorEvent,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
@@ -266,6 +267,26 @@ class ThreadDirectory:
             raise CapabilityUnsupportedError("turns.interrupt", "interrupting a turn", thread_id=a.thread_id)
         adapter.interrupt_turn(a.thread_id, a.turn_id, timeout=_t(a.timeout))
         self._last_used[a.thread_id] = time.monotonic()
+
+    def fail_turn(self, thread_id: str, turn_id: str, code: str, message: str, detail: dict[str, object]) -> None:
+        """End the running turn ``turn_id`` failed for a cause the runtime found (the endpoint
+        watch): the adapter's ``fail_turn`` (one ``runtime.error``, the agent asked to stop, the
+        turn completed ``failed``); an adapter without it gets the ``runtime.error`` emitted here
+        and an interrupt. Never raises: the thread may have ended meanwhile (thread: any)."""
+        adapter = self._live_on(thread_id)
+        if adapter is None:
+            return
+        fail = getattr(adapter, "fail_turn", None)  # optional adapter hook
+        try:
+            if callable(fail):
+                fail(thread_id, turn_id, code, message, detail=detail, timeout=10.0)
+                return
+            self._hub.emitter(adapter.driver, adapter.instance_id, thread_id).emit(
+                [RuntimeErrorEvent(driver=adapter.driver, instance_id=adapter.instance_id, thread_id=thread_id,
+                                   turn_id=turn_id, code=code, message=message, detail=detail)])
+            adapter.interrupt_turn(thread_id, turn_id, timeout=10.0)
+        except PaddockError:
+            pass
 
     def steer_turn(self, a: SteerTurnBody) -> TurnStartResult:
         """Steer when the agent can (``decide_steering``), else interrupt the running turn, wait
