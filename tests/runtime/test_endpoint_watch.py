@@ -15,7 +15,6 @@ import time
 import pytest
 
 from paddock import Runtime
-from paddock.contract import ConfigError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,9 +70,3 @@ def test_a_turn_on_a_dead_endpoint_fails_once_within_endpoint_timeout_naming_it_
             events, took = _turn(rt, "u", "@chunks 2\n@delay 4\n@reply quiet but fine", timeout=30)
             assert events[-1].type == "turn.completed" and events[-1].state == "completed", events[-1]
             assert not [e for e in events if e.type == "runtime.error"] and took >= 4
-
-
-def test_endpoint_timeout_must_be_positive(tmp_path):
-    config = {"instances": {"agent": {"driver": "local", "endpoint": "http://127.0.0.1:9", "endpoint_timeout": 0}}}
-    with pytest.raises(ConfigError, match="key 'endpoint_timeout': must be a positive number"):
-        Runtime.open(config, state_dir=tmp_path / "state")
