@@ -274,15 +274,17 @@ class ThreadDirectory:
         turn completed ``failed``); an adapter without it gets the ``runtime.error`` emitted here
         and an interrupt. Never raises: the thread may have ended meanwhile (thread: any)."""
         adapter = self._live_on(thread_id)
-        if adapter is None:
+        instance_id = self._live.get(thread_id)
+        if adapter is None or instance_id is None:
             return
         fail = getattr(adapter, "fail_turn", None)  # optional adapter hook
         try:
             if callable(fail):
                 fail(thread_id, turn_id, code, message, detail=detail, timeout=10.0)
                 return
-            self._hub.emitter(adapter.driver, adapter.instance_id, thread_id).emit(
-                [RuntimeErrorEvent(driver=adapter.driver, instance_id=adapter.instance_id, thread_id=thread_id,
+            driver = self._instances.driver(instance_id)
+            self._hub.emitter(driver, instance_id, thread_id).emit(
+                [RuntimeErrorEvent(driver=driver, instance_id=instance_id, thread_id=thread_id,
                                    turn_id=turn_id, code=code, message=message, detail=detail)])
             adapter.interrupt_turn(thread_id, turn_id, timeout=10.0)
         except PaddockError:
