@@ -24,6 +24,7 @@ from paddock._api import RuntimeAPI
 from paddock._operations import _table as ops
 from paddock._operations._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook, HookRunner
 from paddock._instances._config import RuntimeConfig, load_config
+from paddock._instances._probes import tcp_unreachable
 from paddock._instances._table import InstanceInfo, InstanceTable
 from paddock._operations._table import Operation
 from paddock._operations._pending import PendingRequests
@@ -95,8 +96,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             endpoints = None
             if any(table.endpoint_of(entry.instance_id) is not None for entry in config.instances):
                 threads = self._threads
-                endpoints = EndpointWatch(table.endpoint_of, lambda thread_id, turn_id, message, detail: threads.fail_turn(
-                    thread_id, turn_id, ENDPOINT_UNREACHABLE, message, detail))
+                endpoints = EndpointWatch(table.endpoint_of, tcp_unreachable, lambda thread_id, turn_id, message, detail:
+                                          threads.fail_turn(thread_id, turn_id, ENDPOINT_UNREACHABLE, message, detail))
             self._watchdog = (StallWatchdog(hub, after or None, endpoints=endpoints).start()
                               if after or endpoints is not None else None)
             # Turn and request spans only when the host configured an OpenTelemetry SDK.

@@ -17,8 +17,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from paddock._instances._probes import tcp_unreachable
-
 __all__ = ["ENDPOINT_UNREACHABLE", "EndpointWatch", "FailTurn"]
 
 ENDPOINT_UNREACHABLE = "endpoint.unreachable"
@@ -32,6 +30,9 @@ _PROBE_TIMEOUT = 1.0
 
 FailTurn = Callable[[str, str, str, dict[str, object]], None]
 """``fail(thread_id, turn_id, message, detail)``: end the turn failed (thread: its own)."""
+Probe = Callable[[str, float], str | None]
+"""``probe(url, timeout)``: why the endpoint takes no TCP connection, or ``None``
+(``paddock._instances._probes.tcp_unreachable``)."""
 
 
 class _Endpoint:
@@ -47,11 +48,13 @@ class _Endpoint:
 class EndpointWatch:
     """Per model endpoint: when it was last checked and since when it has been dead.
     ``endpoint_of(instance_id)`` is ``(url, endpoint_timeout)`` for an instance whose endpoint
-    the runtime can check from here, else ``None``. Used on one thread (the watchdog's)."""
+    the runtime can check from here, else ``None``; ``probe`` checks one. Used on one thread
+    (the watchdog's)."""
 
-    def __init__(self, endpoint_of: Callable[[str], tuple[str, float] | None], fail: FailTurn,
+    def __init__(self, endpoint_of: Callable[[str], tuple[str, float] | None], probe: Probe, fail: FailTurn,
                  *, clock: Callable[[], float] = time.monotonic) -> None:
         self._endpoint_of = endpoint_of
+        self._probe = probe
         self._fail = fail
         self._clock = clock
         self._endpoints: dict[str, _Endpoint] = {}
@@ -76,7 +79,7 @@ class EndpointWatch:
             if now - ep.probed > 2 * _PROBE_EVERY + _PROBE_TIMEOUT:
                 ep.dead_since = None  # not watched meanwhile: it may have been back
             ep.probed = now
-            why = tcp_unreachable(url, _PROBE_TIMEOUT)
+            why = self._probe(url, _PROBE_TIMEOUT)
             now = self._clock()
             if why is None:
                 ep.dead_since = None
