@@ -14,17 +14,19 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Runtime": "paddock._runtime",
+    "CloseReport": "paddock._runtime",
     "InstanceInfo": "paddock._instances._table",
     "Subscription": "paddock.actors",
     "StateReader": "paddock._state._reader",
     "LogFollower": "paddock._state._reader",
 }
 
-__all__ = ["InstanceInfo", "LogFollower", "Runtime", "StateReader", "Subscription", "__version__"]
+__all__ = ["CloseReport", "InstanceInfo", "LogFollower", "Runtime", "StateReader", "Subscription", "__version__"]
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription as Subscription
     from paddock._instances._table import InstanceInfo as InstanceInfo
+    from paddock._runtime import CloseReport as CloseReport
     from paddock._runtime import Runtime as Runtime
     from paddock._state._reader import LogFollower as LogFollower
     from paddock._state._reader import StateReader as StateReader
