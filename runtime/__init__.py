@@ -8,9 +8,14 @@ layers can import ``paddock.contract`` without importing the facade.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# A library leaves its log output to the host: with no handler configured, Python's last-resort
+# handler would print every warning of a ``paddock.*`` logger on stderr.
+logging.getLogger("paddock").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Runtime": "paddock._runtime",
