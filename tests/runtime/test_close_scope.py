@@ -101,3 +101,9 @@ def test_close_of_many_instances_mid_turn_with_stubborn_grandchildren_leaves_not
     assert took <= timeout + 1.0, f"close(timeout={timeout:g}) took {took:.2f} s for {count} instances"
     assert not left, f"{len(left)} processes alive after close() returned: {[p.pid for p in left[:10]]}"
     assert report.survivors == ()
+    # and nothing starts afterwards (a supervisor restarting an agent the last-resort kill ended)
+    watch = time.monotonic() + 2.0
+    while time.monotonic() < watch:
+        late = _descendants()
+        assert not late, f"{len(late)} processes started after close() returned: {[p.cmdline()[-1:] for p in late[:5]]}"
+        time.sleep(0.05)
