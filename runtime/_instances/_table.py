@@ -400,8 +400,7 @@ class InstanceTable:
         at once. That kill always runs, as the final check: it waits (until ``until``) for every
         one to be gone, killing again what was spawned meanwhile. The closers then get until
         ``until`` to finish their bookkeeping (``session.exited``)."""
-        adapters = list(reversed(self.adapters()))
-        todo = list(adapters)
+        todo = list(reversed(self.adapters()))
 
         def worker() -> None:
             while True:
@@ -425,7 +424,7 @@ class InstanceTable:
         for t in threads:
             t.join(max(0.0, kill_at - time.monotonic()))
         if any(t.is_alive() for t in threads):
-            for adapter in adapters:
+            for adapter in self.adapters():  # again: one a start in flight created meanwhile too
                 if isinstance(adapter, SessionAdapter):
                     adapter.request_close(kill_at)  # restart nothing the kill ends
         survivors = leases.kill_all(until=until)
