@@ -116,6 +116,8 @@ def run_one(instances: int, timeout: float, spawn: float, stop: bool) -> dict:
         "survivors": len(survivors),
         "events_given_up": getattr(report, "events_given_up", None),
         "reported_survivors": len(getattr(report, "survivors", ())),
+        "close_instances_seconds": round(getattr(report, "instances_seconds", 0.0), 3),
+        "close_log_seconds": round(getattr(report, "log_seconds", 0.0), 3),
         "survivor_commands": [" ".join(p.cmdline())[:80] for p in survivors[:5] if _alive(p)],
         "errors": errors[:5],
         "error_count": len(errors),

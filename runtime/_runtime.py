@@ -49,7 +49,7 @@ __all__ = ["CloseReport", "InstanceInfo", "Runtime", "RuntimeAPI"]
 
 
 R = TypeVar("R")
-_CLOSE_RESERVE = 3.0  # at most these seconds of close()'s budget follow the last-resort kill
+_CLOSE_RESERVE = 3.5  # at most these seconds of close()'s budget follow the last-resort kill
 _CLOSE_TAIL = 0.5  # seconds of close()'s budget kept for the stores once the log is closed
 
 
@@ -58,11 +58,15 @@ class CloseReport(msgspec.Struct, frozen=True, kw_only=True):
     events neither logged nor delivered (the disk refused them, or the log could not take them
     in time), 0 when every event was logged; ``survivors``: pids of processes the runtime
     started that were still alive when it returned (empty unless one could not be killed,
-    e.g. in uninterruptible sleep)."""
+    e.g. in uninterruptible sleep). ``instances_seconds``: how long closing the instances took
+    (the graceful close, then the last-resort kill and its check); ``log_seconds``: then the
+    bindings and the event log (flush and close)."""
 
     seconds: float
     events_given_up: int = 0
     survivors: tuple[int, ...] = ()
+    instances_seconds: float = 0.0
+    log_seconds: float = 0.0
 
 
 class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
@@ -205,9 +209,10 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         # once and that is confirmed by confirm_until; the log and the stores get the rest. The
         # kill starts at a point fixed by the deadline, not after the graceful steps used it up
         # (at 200 instances under load the kill and its check took up to 1.5 s).
-        reserve = min(_CLOSE_RESERVE, timeout * 0.3)
+        reserve = min(_CLOSE_RESERVE, timeout * 0.35)
         kill_at = deadline - reserve
-        confirm_until = kill_at + reserve / 2
+        confirm_until = kill_at + reserve * 0.4
+        instances_done = log_done = started
         survivors: tuple[int, ...] = ()
         given_up = 0
         try:
@@ -215,6 +220,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             try:
                 survivors = self._instances.close_all(kill_at, confirm_until)
             finally:
+                instances_done = time.monotonic()
                 self._threads.mark_closed(live)
             if self._hub.refused is None and self._hub.failure is None:
                 try:  # a disk that refuses the log would only make this wait
@@ -228,6 +234,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         finally:
             try:
                 given_up = self._hub.close(timeout=max(0.05, deadline - _CLOSE_TAIL - time.monotonic()))
+                log_done = time.monotonic()
                 for reader in (self._spans, self._watchdog):
                     if reader is not None:
                         reader.close(timeout=max(0.05, deadline - time.monotonic()))
@@ -235,7 +242,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             finally:
                 self._owner.release()  # last: the next owner finds the log and bindings complete
                 _open_runtimes.discard(self)
-        return CloseReport(seconds=time.monotonic() - started, events_given_up=given_up, survivors=survivors)
+        return CloseReport(seconds=time.monotonic() - started, events_given_up=given_up, survivors=survivors,
+                           instances_seconds=instances_done - started, log_seconds=log_done - instances_done)
 
     def __enter__(self) -> Runtime:
         return self

@@ -169,11 +169,14 @@ class LeaseStore:
         process table's) and what each shim recorded in its tree file (adopted processes that
         were re-parented away). Linux; elsewhere the leased processes and their psutil
         descendants. Thread: any."""
+        return self._recorded(self._alive())
+
+    def _recorded(self, alive: list[Lease]) -> dict[int, _Proc]:
         from ._shim import LINUX, tree_of
         from ._teardown import _Proc, _snapshot
 
         found: dict[int, _Proc] = {}
-        for lease in self._alive():
+        for lease in alive:
             if not LINUX:
                 found.update(_snapshot(lease.pid, 0.25))
                 continue
@@ -194,47 +197,42 @@ class LeaseStore:
         identity check: the last resort of a closing runtime (thread: any).
 
         With ``until`` (a ``time.monotonic()`` value) it then confirms: it waits until every one
-        is gone (zombies count as gone; the ones re-parented to this host are reaped), scanning
+        is gone (a zombie counts as gone), scanning
         the leases again for processes spawned meanwhile and killing those too, and returns by
         ``until`` the pids still alive (empty: nothing survived). Without it, it returns at once
         after the signals with the pids it signalled."""
-        from ._teardown import _Proc
-
-        procs: dict[int, _Proc] = {pid: p for pid, p in self._remembered.items() if not p.gone()}
-        me = os.getpid()
+        procs = list(self._remembered.values())
         while True:
-            groups = [lease.pgid for lease in self._alive()]  # verified alive: the groups are ours
-            found = self.recorded()
-            for pid, proc in found.items():
-                procs.setdefault(pid, proc)
-            for pgid in groups:
+            alive = self._alive()
+            for pid, proc in self._recorded(alive).items():
+                if pid not in self._remembered:
+                    self._remembered[pid] = proc
+                    procs.append(proc)
+            for lease in alive:  # verified alive: the group is ours
                 try:
-                    os.killpg(pgid, signal.SIGKILL)
+                    os.killpg(lease.pgid, signal.SIGKILL)
                 except OSError:
                     pass
-            for proc in procs.values():
+            for proc in procs:
                 proc.signal(signal.SIGKILL)  # re-checks the identity first
             if until is None:
-                return tuple(procs)
+                return tuple(p.pid for p in procs)
+            # Wait until they are gone; each pass reads only until the first one still alive
+            # (under load every /proc read may wait for the GIL).
             settle = min(until, time.monotonic() + 0.5)
-            delay = 0.002
-            while True:
-                for proc in procs.values():
-                    if proc.zombie_child_of(me):
-                        try:
-                            os.waitpid(proc.pid, os.WNOHANG)
-                        except ChildProcessError:
-                            pass
-                procs = {pid: p for pid, p in procs.items() if not p.gone()}
+            time.sleep(0.005)
+            while procs:
+                if procs[-1].gone():  # a zombie is gone: its parent reaps it
+                    procs.pop()
+                    continue
                 now = time.monotonic()
-                if not procs or now >= settle:
+                if now >= settle:
                     break
-                time.sleep(min(delay, settle - now))
-                delay = min(2 * delay, 0.02)
+                time.sleep(min(0.01, settle - now))
+            if time.monotonic() >= until:
+                return tuple(sorted(p.pid for p in procs if not p.gone()))
             if not procs and not self._alive():
                 return ()
-            if time.monotonic() >= until:
-                return tuple(sorted(procs))
 
     def release(self, pid: int) -> None:
         """Forget the lease of ``pid`` and its tree file (after it has been reaped)."""
