@@ -101,6 +101,8 @@ class SessionAdapter(Generic[S]):
     """Capability -> why this driver lacks it (the protocol fact), for the refusal's message."""
     _await_restart: ClassVar[bool] = False
     """A dead session actor restarts with its process (wait for it) instead of being closed."""
+    _scope: Scope | None = None
+    """The root of the instance's supervision tree while it runs (set by the process model)."""
     _process_name: ClassVar[str | None] = None
     """When set, a :class:`ProcessError` while starting a session becomes
     ``DriverError("could not start <name>: ...")``."""
@@ -466,6 +468,17 @@ class SessionAdapter(Generic[S]):
         if thread_id in self._stopped:
             return self._stopped[thread_id]
         raise SessionNotFoundError(thread_id, **self._where)
+
+    def request_close(self, deadline: float) -> None:
+        """Start closing and return at once (thread: any): no session starts from now on, and the
+        instance's supervisors restart nothing and stop their children by ``deadline`` (a
+        ``time.monotonic()`` value; one already passed kills them at once). :meth:`close` does
+        the rest: the sessions' ``session.exited`` and the wait."""
+        with self._lock:
+            self._closed = True
+            scope = self._scope
+        if scope is not None:
+            scope.request_close(deadline)
 
     def close(self, *, timeout: float = 10.0) -> None:
         """Stop every session (each emits ``session.exited``), then every process of the

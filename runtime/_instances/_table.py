@@ -22,8 +22,7 @@ from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
 from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._instances._isolation import build_env, instance_home, secret_values
 from paddock._instances._probes import credentials_present, endpoint_reachable
-from paddock._state._recovery import kill_leased_processes
-from paddock.actors import HubHandle, Redactor
+from paddock.actors import HubHandle, Redactor, SessionAdapter
 from paddock.contract import (
     Capabilities,
     ConfigError,
@@ -36,7 +35,7 @@ from paddock.contract import (
 )
 from paddock.drivers import BUILT_IN_DRIVERS, DriverConfig, DriverSpec, InstanceContext, ModelAccess, model_access
 from paddock.drivers.ray import Prepared, placed_spec
-from paddock.supervisors import run_command
+from paddock.supervisors import LeaseStore, run_command
 
 __all__ = ["InstanceInfo", "InstanceSlot", "InstanceTable", "mask_error"]
 
@@ -401,15 +400,20 @@ class InstanceTable:
                 problems.append("no credentials and the agent is not logged in")
         report["problems"] = problems
 
-    def close_all(self, deadline: float) -> None:
-        """Close every created adapter at once, all under the one ``deadline`` (thread: the
-        closer, plus up to 32 short-lived closer threads taking adapters in turn). Each teardown
-        waits out its own graces (the shim gives leftovers 1 s); done one after another they would
-        add up past any timeout. If closers are still running at the deadline (hundreds of
-        teardowns at once lag under load), every process this host holds a lease for is SIGKILLed
-        at once; the closers then get 0.5 s more to finish their bookkeeping."""
+    def close_all(self, kill_at: float, until: float) -> tuple[int, ...]:
+        """Close every created adapter at once and confirm that no process is left; returns the
+        pids still alive at ``until`` (empty: none). Thread: the closer, plus up to 32 short-lived
+        closer threads taking adapters in turn.
+
+        Each teardown waits out its own graces (the shim gives leftovers 1 s); done one after
+        another they would add up past any timeout, and hundreds at once lag under load. So the
+        graceful close has until ``kill_at`` (deadline-driven, not what is left after it): then
+        every instance is told to restart nothing (its supervisors stop their children at once),
+        and every process this host's leases cover, or covered when the close began, is SIGKILLed
+        at once. That kill always runs, as the final check: it waits (until ``until``) for every
+        one to be gone, killing again what was spawned meanwhile. The closers then get until
+        ``until`` to finish their bookkeeping (``session.exited``)."""
         todo = list(reversed(self.adapters()))
-        count = len(todo)
 
         def worker() -> None:
             while True:
@@ -418,22 +422,28 @@ class InstanceTable:
                 except IndexError:
                     return
                 try:
-                    adapter.close(timeout=max(0.0, deadline - time.monotonic()))
+                    adapter.close(timeout=max(0.0, kill_at - time.monotonic()))
                 except Exception:  # a driver bug must not stop the others from closing
                     pass
 
         # A bounded pool: hundreds of teardowns polling at once would starve each other (and
-        # this thread) of the GIL; past the deadline the rest close at once (SIGKILL) anyway.
+        # this thread) of the GIL; past kill_at the rest go at once (SIGKILL) anyway.
         threads = [threading.Thread(target=worker, name="paddock-close", daemon=True)
-                   for _ in range(min(count, _CLOSERS))]
+                   for _ in range(min(len(todo), _CLOSERS))]
         for t in threads:
             t.start()
+        leases = LeaseStore(self._state_dir)
+        leases.remember()  # the trees as they are now: a process re-parented away is still found
         for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+            t.join(max(0.0, kill_at - time.monotonic()))
         if any(t.is_alive() for t in threads):
-            kill_leased_processes(self._state_dir)
-            for t in threads:
-                t.join(max(0.0, deadline + 0.5 - time.monotonic()))
+            for adapter in self.adapters():  # again: one a start in flight created meanwhile too
+                if isinstance(adapter, SessionAdapter):
+                    adapter.request_close(kill_at)  # restart nothing the kill ends
+        survivors = leases.kill_all(until=until)
+        for t in threads:
+            t.join(max(0.0, until - time.monotonic()))
+        return survivors
 
 
 def prepare_instance(instance_id: str, config: DriverConfig, state_dir: str) -> Prepared:

@@ -502,11 +502,13 @@ class ThreadDirectory:
         self._tracker.close()
         self._files.close(timeout=1.0)  # checkpoints under way publish their diff before the hub closes
 
-    def close(self) -> None:
-        """Join the tracker and the reaper, then close the binding store."""
+    def close(self, timeout: float = 2.0) -> None:
+        """Join the tracker and the reaper, then close the binding store, all within
+        ``timeout`` seconds (the store's database is closed then whatever its writer does)."""
+        deadline = time.monotonic() + timeout
         for t in self._threads:
-            t.join(timeout=1.0)
-        self._store.close()
+            t.join(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+        self._store.close(timeout=max(0.0, deadline - time.monotonic()))
 
     # live sessions ------------------------------------------------------------------------------
 
