@@ -22,6 +22,7 @@ from paddock._operations._pending import PendingRequest
 from paddock._runtime import Runtime
 from paddock.contract import (
     Attachment,
+    Budget,
     Decision,
     Event,
     InteractionMode,
@@ -29,6 +30,7 @@ from paddock.contract import (
     ModelInfo,
     RuntimeMode,
     Session,
+    UsageReport,
     ThreadSnapshot,
     TurnStartResult,
 )
@@ -72,6 +74,7 @@ class AsyncRuntimeAPI:
         preamble: str | None = None,
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
+        budget: Budget | None = None,
         timeout: float | None = None,
     ) -> Session:
         return await self._call(ops.START_SESSION, locals())
@@ -135,6 +138,14 @@ class AsyncRuntimeAPI:
 
     async def compact_events(self, before_seq: int) -> int:
         return await self._call(ops.COMPACT_EVENTS, locals())
+
+    async def usage(self, thread_id: str | None = None, instance: str | None = None, since: float | None = None, *,
+                    timeout: float = 5.0) -> UsageReport:
+        return await self._call(ops.USAGE, locals())
+
+    async def set_budget(self, budget: Budget | None, thread_id: str | None = None,
+                         instance: str | None = None) -> None:
+        return await self._call(ops.SET_BUDGET, locals())
 
 
 class AsyncRuntime(AsyncRuntimeAPI):

@@ -30,9 +30,13 @@ from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._observe._watchdog import StallWatchdog
+from paddock._observe._event_reader import EventReader
+from paddock._state._budgets import Budgets
+from paddock._state._usage import LEDGER_TYPES, UsageLedger
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
     Attachment,
+    Budget,
     Decision,
     InteractionMode,
     McpServer,
@@ -44,6 +48,7 @@ from paddock.contract import (
     SessionClosedError,
     ThreadSnapshot,
     TurnStartResult,
+    UsageReport,
     ValidationError,
 )
 from paddock.contract._construct import NoPublicConstructor
@@ -104,6 +109,7 @@ class RuntimeAPI:
         preamble: str | None = None,
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
+        budget: Budget | None = None,
         timeout: float | None = None,
     ) -> Session:
         """Bind ``thread_id`` to ``instance`` and start its session.
@@ -128,8 +134,10 @@ class RuntimeAPI:
         rides the first turn of each live session incarnation as a delimited prefix of the
         user's text; ``preamble_reminder`` (one line) rides every later turn. A preamble over
         the instance's ``preamble_max_chars`` (default 70,000) is omitted with a
-        ``runtime.warning``, never cut. Raises :class:`ValidationError` for a bad server (a name
-        given twice, an empty command, a non-HTTP url) or a reminder of more than one line.
+        ``runtime.warning``, never cut. ``budget`` bounds what the thread spends (see
+        :meth:`set_budget`); ``None`` keeps the one it had. Raises :class:`ValidationError` for a
+        bad server (a name given twice, an empty command, a non-HTTP url) or a reminder of more
+        than one line; :class:`BudgetExceededError` never (``send_turn`` does).
         """
         return self._call(ops.START_SESSION, locals())
 
@@ -158,7 +166,9 @@ class RuntimeAPI:
         reaped or closed (or whose host died) resumes transparently. Raises
         :class:`ValidationError` for an empty or oversized prompt, an invalid mode, or a turn
         sent while another runs; :class:`SessionNotFoundError` for an unknown thread;
-        :class:`SessionClosedError` for a thread stopped with ``stop_session``.
+        :class:`SessionClosedError` for a thread stopped with ``stop_session``;
+        :class:`BudgetExceededError` while a budget over the thread (its own, its instance's, the
+        runtime's) is spent.
         """
         return self._call(ops.SEND_TURN, locals())
 
@@ -264,6 +274,23 @@ class RuntimeAPI:
         """Delete logged events with ``seq < before_seq``; returns how many were removed."""
         return self._call(ops.COMPACT_EVENTS, locals())
 
+    # spend --------------------------------------------------------------------------------------
+
+    def usage(self, thread_id: str | None = None, instance: str | None = None, since: float | None = None, *,
+              timeout: float = 5.0) -> UsageReport:
+        """What the turns started at or after ``since`` (Unix time; all when ``None``) spent, from
+        the usage ledger: tokens by kind, cost and its source, turns and their wall time, in total,
+        per instance and per thread, and per turn when ``thread_id`` is given. It includes every
+        event published before the call (it waits up to ``timeout`` seconds for the ledger to
+        fold them). The ledger lives in the state directory and survives restarts."""
+        return self._call(ops.USAGE, locals())
+
+    def set_budget(self, budget: Budget | None, thread_id: str | None = None, instance: str | None = None) -> None:
+        """Set the budget of a thread, of an instance, or (neither given) of the runtime; ``None``
+        removes it (the config's applies again). Persisted. Raising a spent budget lets
+        ``send_turn`` through again."""
+        return self._call(ops.SET_BUDGET, locals())
+
 
 class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
     """Run agent sessions and publish what they do as one canonical event stream.
@@ -285,10 +312,17 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             owner.release()
             raise
         try:
+            self._ledger = UsageLedger(state_dir / "paddock.db", config.pricing)
+        except BaseException:
+            store.close()
+            owner.release()
+            raise
+        try:
             log_path = private_file(state_dir / "events.db") if config.settings.event_log else None
             self._hub = EventHub.start(log_path=str(log_path) if log_path is not None else None,
                                        max_bytes=config.settings.event_log_max_bytes)
         except BaseException:
+            self._ledger.close()
             store.close()
             owner.release()
             raise
@@ -297,15 +331,29 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._instances = InstanceTable(config, state_dir=state_dir, hub=self._hub)
             self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings)
             self._pending = PendingRequests(self._hub)
+            hub = self._hub
+            self._budgets = Budgets(
+                self._ledger, runtime=config.settings.budgets,
+                instances={e.instance_id: e.budget for e in config.instances if e.budget is not None},
+                emit=lambda evs: hub.emitter(evs[0].driver, evs[0].instance_id, evs[0].thread_id).emit(evs),
+                interrupt=self._stop_for_budget,
+                instance_of=lambda t: (b := store.get(t)) and b.instance_id)
+            # The ledger's reader: it resumes the log after what the ledger folded (all of it
+            # when the ledger is missing), so the ledger is rebuilt from the events.
+            folded = self._ledger.folded_seq
+            self._usage_reader = EventReader(
+                lambda: hub.subscribe(types=LEDGER_TYPES, from_seq=folded + 1 if log_path is not None else None),
+                "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick)
+            self._usage_reader.start()
             self._handlers = self._bind_handlers()
             self._threads.start()
-            hub = self._hub
             after = config.settings.stall_warning
             self._watchdog = StallWatchdog(hub, after).start() if after else None
             # Turn and request spans only when the host configured an OpenTelemetry SDK.
             self._spans = TurnSpans(lambda: hub.subscribe(types=SPAN_TYPES)).start() if tracing_configured() else None
         except BaseException:
             self._hub.close()
+            self._ledger.close()
             store.close()
             owner.release()
             raise
@@ -393,9 +441,11 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         self._threads.stop_tracking()
         self._pending.close()
         self._hub.close(timeout=max(0.25, deadline - time.monotonic()))
-        for reader in (self._spans, self._watchdog):
+        for reader in (self._spans, self._watchdog, self._usage_reader):
             if reader is not None:
                 reader.close(timeout=max(0.25, deadline - time.monotonic()))
+        self._budgets.close()
+        self._ledger.close()
         self._threads.close()
         self._owner.release()  # last: the next owner finds the log and bindings complete
         _open_runtimes.discard(self)
@@ -423,8 +473,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         return {
             ops.INSTANCES: lambda a: instances.infos(),
             ops.DIAGNOSE: lambda a: instances.diagnose(a.timeout),
-            ops.START_SESSION: threads.start_session,
-            ops.SEND_TURN: threads.send_turn,
+            ops.START_SESSION: self._start_session,
+            ops.SEND_TURN: self._send_turn,
             ops.INTERRUPT_TURN: threads.interrupt_turn,
             ops.STEER_TURN: threads.steer_turn,
             ops.RESPOND_TO_REQUEST: threads.respond_to_request,
@@ -443,7 +493,49 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.GENERATE_TEXT: threads.generate_text,
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
             ops.MODELS: threads.models,
+            ops.USAGE: self._usage,
+            ops.SET_BUDGET: lambda a: self._budgets.set(a.budget, thread_id=a.thread_id, instance=a.instance),
         }
+
+    def _fold_usage(self, batch: list[Any]) -> None:
+        """The ledger's reader thread: fold a batch, then judge the budgets it touched."""
+        touched = self._ledger.fold(batch)
+        if touched and self._budgets.any:
+            like = {e.thread_id: (e.driver, e.instance_id, e.thread_id, e.turn_id) for e in batch}
+            self._budgets.after(touched, like)
+
+    def _budget_tick(self) -> None:
+        now = time.monotonic()
+        if self._budgets.any and now - self._budget_ticked >= 0.5:
+            self._budget_ticked = now
+            self._budgets.tick()
+
+    _budget_ticked = 0.0
+
+    def _stop_for_budget(self, thread_id: str, turn_id: str) -> None:
+        """Interrupt a turn whose budget is spent (a thread of its own: it may wait on the agent)."""
+        try:
+            self._threads.interrupt_turn(ops.InterruptTurnBody(thread_id=thread_id, turn_id=turn_id or None))
+        except PaddockError:
+            pass  # the turn ended, or the session went away: nothing left to stop
+
+    def _usage(self, a: ops.UsageBody) -> UsageReport:
+        try:
+            self._hub.flush(timeout=a.timeout)
+        except PaddockError:
+            pass  # a closing hub: what was folded so far
+        else:
+            self._usage_reader.sync(a.timeout)
+        return self._ledger.report(a.thread_id, a.instance, a.since)
+
+    def _start_session(self, a: ops.StartSessionBody) -> Session:
+        if a.budget is not None:
+            self._budgets.set(a.budget, thread_id=a.thread_id)
+        return self._threads.start_session(a)
+
+    def _send_turn(self, a: ops.SendTurnBody) -> TurnStartResult:
+        self._budgets.check(a.thread_id)
+        return self._threads.send_turn(a)
 
     def _check_open(self) -> None:
         if self._closed:

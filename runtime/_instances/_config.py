@@ -16,7 +16,8 @@ from typing import Any, Literal
 import msgspec
 
 from paddock._instances._handoff import InstanceHandoff, take_handoff
-from paddock.contract import ConfigError
+from paddock._state._usage import Pricing
+from paddock.contract import Budget, ConfigError
 from paddock.drivers.ray import RayPlacement
 
 __all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
@@ -43,6 +44,8 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
     stall_warning: float | Literal[False] = 120.0
+    budgets: Budget | None = None
+    """The runtime's budget (``paddock.contract.Budget``'s keys); ``set_budget`` overrides it."""
     ray: dict[str, Any] = {}
     """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
     keys); an instance's own keys win."""
@@ -59,12 +62,16 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     """The MCP servers and preamble keys, taken out of ``table`` (``paddock._instances._handoff``)."""
     placement: RayPlacement | None = None
     """``None``: ``placement = "local"`` (the default), in this process."""
+    budget: Budget | None = None
+    """The instance's ``budgets = {...}``; ``set_budget(instance=...)`` overrides it."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
     path: str | None
     settings: RuntimeSettings
     instances: tuple[InstanceEntry, ...]
+    pricing: dict[str, Pricing] = {}
+    """The ``[pricing."<model>"]`` tables: USD per million tokens, for agents that report no cost."""
 
 
 DEFAULT_CONFIG: dict[str, Any] = {"instances": {"local": {"driver": "local"}}}
@@ -108,7 +115,7 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
     else:
         raise ConfigError(None, f"expected a path, a mapping or None, got {type(config).__name__}")
 
-    unknown = set(data) - {"runtime", "instances"}
+    unknown = set(data) - {"runtime", "instances", "pricing"}
     if unknown:
         raise ConfigError(path, f"unknown top-level table(s): {', '.join(sorted(unknown))}")
     runtime_table = data.get("runtime", {})
@@ -139,9 +146,17 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         table = dict(table)
         placement = _placement(path, where, table.pop("placement", "local"), settings.ray)
         table, handoff = take_handoff(table, path=path, instance_id=str(instance_id))
+        try:
+            budget = msgspec.convert(table.pop("budgets"), Budget) if "budgets" in table else None
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, _issue(exc, f"{where} budgets")) from None
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
-                                     placement=placement))
-    return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
+                                     placement=placement, budget=budget))
+    try:
+        pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
+    except msgspec.ValidationError as exc:
+        raise ConfigError(path, _issue(exc, "[pricing]")) from None
+    return RuntimeConfig(path=path, settings=settings, instances=tuple(entries), pricing=pricing)
 
 
 REMOVED_RUNTIME_KEYS: dict[str, str] = {

@@ -19,6 +19,7 @@ __all__ = [
     "AccountRateLimitsUpdated",
     "AccountUpdated",
     "AuthStatus",
+    "BudgetWarning",
     "ConfigWarning",
     "CommandSubject",
     "ContentDelta",
@@ -598,6 +599,26 @@ class RuntimeErrorEvent(EventBase, frozen=True, tag="runtime.error"):
     detail: dict[str, Any] | None = None
 
 
+class BudgetWarning(EventBase, frozen=True, tag="budget.warning"):
+    """A budget over the thread reached its warning fraction (``exceeded`` false), or its limit
+    (``exceeded`` true: the running turn is interrupted for it and ``send_turn`` raises
+    :class:`BudgetExceededError` until the budget is raised or its period rolls over).
+
+    ``budget`` names the bound (``tokens``, ``cost``, ``turns``, ``turn_seconds``), ``scope``
+    whose it is (``thread``, ``instance``, ``runtime``; ``scope_id`` the thread or instance id,
+    ``""`` for the runtime), ``figure`` what was spent in the period and ``limit`` the bound."""
+
+    type: ClassVar[Literal["budget.warning"]]
+
+    budget: str
+    scope: str
+    scope_id: str
+    figure: float
+    limit: float
+    exceeded: bool = False
+    period: str | None = None
+
+
 Event = Union[
     SessionStarted,
     SessionConfigured,
@@ -641,6 +662,7 @@ Event = Union[
     FilesPersisted,
     RuntimeWarningEvent,
     RuntimeErrorEvent,
+    BudgetWarning,
 ]
 """Any canonical event; ``event.type`` names which."""
 

@@ -121,7 +121,7 @@ class _TurnState:
 
 
 class _Session:
-    __slots__ = ("id", "cwd", "history", "mode", "config", "last_done", "turns", "chunk_prefix", "usage_total", "mcp")
+    __slots__ = ("id", "cwd", "history", "mode", "config", "last_done", "turns", "chunk_prefix", "usage_total", "cost_total", "mcp")
 
     def __init__(self, session_id: str, cwd: str, history: list[Turn], prefix: bytes) -> None:
         self.id = session_id
@@ -136,6 +136,7 @@ class _Session:
         self.turns: set[_TurnState] = set()
         self.chunk_prefix = prefix
         self.usage_total = sum(a + b for t in history if t.usage for a, b in (t.usage,))
+        self.cost_total = 0.0
         self.mcp: dict[str, McpClient] = {}
 
 
@@ -616,6 +617,10 @@ class Agent:
         else:
             answer = f"You said: {d.prompt}"
 
+        if d.cost is not None:
+            session.cost_total += d.cost
+            self._update(session, {"sessionUpdate": "usage_update", "used": session.usage_total, "size": CONTEXT_SIZE,
+                                   "cost": {"amount": round(session.cost_total, 9), "currency": "USD"}})
         pieces = split_answer(answer, d.chunks if d.chunks is not None else min(3, len(answer)))
         prefix = session.chunk_prefix
         suffix = b"}}}}\n"
