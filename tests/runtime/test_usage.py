@@ -5,6 +5,7 @@ its fraction, stops the running turn at its limit (within one usage report) and 
 
 from __future__ import annotations
 
+import pickle
 import sqlite3
 import time
 
@@ -89,6 +90,8 @@ def test_a_token_budget_warns_then_refuses_the_next_turn_until_raised(tmp_path, 
         with pytest.raises(BudgetExceededError) as err:
             rt.send_turn("t", "one more")
         assert (err.value.budget, err.value.scope, err.value.figure, err.value.limit) == ("tokens", "thread", 600, 500)
+        again = pickle.loads(pickle.dumps(err.value))
+        assert str(again) == str(err.value) and again.limit == 500
         assert rt.usage("t").total.total_tokens - 500 <= 200  # the overshoot: at most one report
         rt.start_session("other", instance="local-a", cwd=workspace)
         _turns(rt, "other", [(1, 1)])  # another thread is not bound by it
