@@ -33,6 +33,7 @@ from paddock._observe._watchdog import StallWatchdog
 from paddock._observe._event_reader import EventReader
 from paddock._state._budgets import Budgets
 from paddock._state._usage import LEDGER_TYPES, UsageLedger
+from paddock._threads._waits import UsageLimitWaits
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
     Attachment,
@@ -346,6 +347,11 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
                 "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick)
             self._usage_reader.start()
             self._handlers = self._bind_handlers()
+            policies = {e.instance_id: e.on_usage_limit for e in config.instances if e.on_usage_limit is not None}
+            default_policy = config.settings.on_usage_limit
+            self._waits = UsageLimitWaits(
+                hub, state_dir / "paddock.db", policy=lambda i: policies.get(i, default_policy),
+                send=lambda thread_id, text: self.send_turn(thread_id, text)).start()
             self._threads.start()
             after = config.settings.stall_warning
             self._watchdog = StallWatchdog(hub, after).start() if after else None
@@ -427,6 +433,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
                 return
             self._closed = True
         deadline = time.monotonic() + timeout
+        self._waits.close(timeout=max(0.25, timeout / 4))  # no turn goes again while closing
         live = self._threads.halt()
         # The instances close under the budget less a reserve: at its end every leased process
         # still alive is SIGKILLed (the last resort), and that kill, the instances' bookkeeping

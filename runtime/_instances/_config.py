@@ -44,6 +44,10 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
     stall_warning: float | Literal[False] = 120.0
+    on_usage_limit: Literal["fail", "wait"] = "fail"
+    """A turn that hits a model's usage limit: ``"fail"`` ends it failed (with a ``runtime.error``
+    of ``error_class = "usage_limit"``); ``"wait"`` also parks the thread and sends the turn again
+    when the limit resets. An instance's own ``on_usage_limit`` wins."""
     budgets: Budget | None = None
     """The runtime's budget (``paddock.contract.Budget``'s keys); ``set_budget`` overrides it."""
     ray: dict[str, Any] = {}
@@ -64,6 +68,8 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     """``None``: ``placement = "local"`` (the default), in this process."""
     budget: Budget | None = None
     """The instance's ``budgets = {...}``; ``set_budget(instance=...)`` overrides it."""
+    on_usage_limit: Literal["fail", "wait"] | None = None
+    """The instance's own ``on_usage_limit``; ``None``: the runtime's."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -150,8 +156,11 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
             budget = msgspec.convert(table.pop("budgets"), Budget) if "budgets" in table else None
         except msgspec.ValidationError as exc:
             raise ConfigError(path, _issue(exc, f"{where} budgets")) from None
+        on_limit = table.pop("on_usage_limit", None)
+        if on_limit not in (None, "fail", "wait"):
+            raise ConfigError(path, f"{where} key 'on_usage_limit': expected \"fail\" or \"wait\", got {on_limit!r}")
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
-                                     placement=placement, budget=budget))
+                                     placement=placement, budget=budget, on_usage_limit=on_limit))
     try:
         pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
     except msgspec.ValidationError as exc:

@@ -6,7 +6,7 @@ re-exports them by name and its ``__all__`` is theirs joined."""
 
 from . import (
     _adapter, _attachments, _capabilities, _cursor, _errors, _events, _grammar, _ids, _json, _mcp, _preamble, _require,
-    _snapshot, _usage,
+    _snapshot, _usage, _limits,
 )
 from ._ids import (
     DriverKind as DriverKind,
@@ -195,6 +195,7 @@ from ._require import (
     require_capabilities as require_capabilities,
 )
 from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
+from ._limits import USAGE_LIMIT as USAGE_LIMIT, usage_limit_of as usage_limit_of
 from ._usage import (
     BUDGET_KINDS as BUDGET_KINDS,
     Budget as Budget,
@@ -217,5 +218,5 @@ from ._json import (
 __all__ = sorted(
     _ids.__all__ + _errors.__all__ + _events.__all__ + _capabilities.__all__ + _cursor.__all__
     + _adapter.__all__ + _attachments.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__ + _preamble.__all__
-    + _grammar.__all__ + _require.__all__ + _usage.__all__
+    + _grammar.__all__ + _require.__all__ + _usage.__all__ + _limits.__all__
 )

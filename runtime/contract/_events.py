@@ -271,8 +271,12 @@ class ThreadStarted(EventBase, frozen=True, tag="thread.started"):
 
 
 class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
+    """``waiting``: the thread is parked on a usage limit (``on_usage_limit = "wait"``); Paddock
+    sends its turn again at ``resets_at`` (Unix time; else after a capped backoff) by itself."""
+
     type: ClassVar[Literal["thread.state.changed"]]
-    state: Literal["active", "idle", "archived", "closed"]
+    state: Literal["active", "idle", "archived", "closed", "waiting"]
+    resets_at: float | None = None
 
 
 class ThreadMetadataUpdated(EventBase, frozen=True, tag="thread.metadata.updated"):
@@ -597,6 +601,10 @@ class RuntimeErrorEvent(EventBase, frozen=True, tag="runtime.error"):
     code: str
     message: str
     detail: dict[str, Any] | None = None
+    error_class: str | None = None
+    """``usage_limit``: a model's rate or usage limit (``paddock.contract.usage_limit_of``)."""
+    resets_at: float | None = None
+    """When a usage limit resets (Unix time), where the agent said."""
 
 
 class BudgetWarning(EventBase, frozen=True, tag="budget.warning"):

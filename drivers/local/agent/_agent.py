@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,7 @@ _BATCH_BYTES = 16 * 1024
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+RATE_LIMITED = 429  # not a JSON-RPC code: what agents put there for a model's HTTP 429
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 
@@ -544,6 +546,12 @@ class Agent:
             previous.wait()
         try:
             sent: list[str] = []
+            if d.limit_until is not None and time.time() < d.limit_until:
+                # What a model's usage limit looks like from an ACP agent: an error with its text.
+                self._error(req_id, RATE_LIMITED, f"usage limit reached; resets at {d.limit_until:.3f}",
+                            {"resetsAt": d.limit_until}, throttle=True)
+                session.turns.discard(turn)
+                return
             try:
                 if received and not turn.cancelled:
                     # Echo what the prompt carried besides text, for tests of attachments.

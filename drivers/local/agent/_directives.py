@@ -52,6 +52,7 @@ class Directives(msgspec.Struct, frozen=True, kw_only=True):
     plan: tuple[str, ...] = ()
     usage: tuple[int, int] | None = None
     cost: float | None = None
+    limit_until: float | None = None
     actions: tuple[Action, ...] = ()
     env: str | None = None
     crash: int | None = None
@@ -125,6 +126,11 @@ def parse_prompt(text: str) -> Directives:
             if len(parts) != 2:
                 raise DirectiveError(f"@usage needs two integers IN OUT, got {arg!r}")
             found["usage"] = (_int(name, parts[0], minimum=0), _int(name, parts[1], minimum=0))
+        elif name == "limit-until":
+            try:
+                found["limit_until"] = float(arg)
+            except ValueError:
+                raise DirectiveError(f"@limit-until needs a Unix time, got {arg!r}") from None
         elif name == "cost":
             try:
                 found["cost"] = float(arg)
