@@ -121,6 +121,8 @@ from ._capabilities import (
     ThreadsCaps as ThreadsCaps,
     ToolsCaps as ToolsCaps,
     TurnsCaps as TurnsCaps,
+    UsageCaps as UsageCaps,
+    UsageSource as UsageSource,
     decide_steering as decide_steering,
 )
 from ._cursor import (

@@ -164,6 +164,10 @@ class Dialect:
     def usage(self) -> str:
         return "say hi SCENARIO:text"
 
+    def usage_limit(self) -> str | None:
+        """A prompt the model answers with a usage limit that resets 3 s after its first call."""
+        return "limited SCENARIO:usage_limit"
+
     def mcp_call(self) -> str | None:
         """A prompt that calls the ``echo`` tool of the MCP server ``tools`` with
         :data:`MCP_ARGUMENTS`."""
@@ -238,6 +242,9 @@ class LocalDialect(Dialect):
     def usage(self) -> str:
         return "@usage 10 5\n@reply counted\ncount"
 
+    def usage_limit(self) -> str | None:
+        return f"@limit-until {time.time() + 3:.3f}\n@reply Back after the reset\nlimited"
+
     def mcp_call(self) -> str | None:
         return f"@mcp tools echo {json.dumps(MCP_ARGUMENTS)}\nuse the tool"
 
@@ -266,7 +273,8 @@ class PlainDialect(Dialect):
     checked loosely."""
 
     why_not = {"http_error": "a real model cannot be told to answer with an HTTP error",
-               "context": "what a real model received cannot be read back"}
+               "context": "what a real model received cannot be read back",
+               "usage_limit": "a real model cannot be told to answer with a usage limit"}
 
     def text(self) -> tuple[str, str]:
         return "Reply with exactly these words and nothing else: Hello from Paddock", "Hello from Paddock"
@@ -289,6 +297,9 @@ class PlainDialect(Dialect):
 
     def usage(self) -> str:
         return self.text()[0]
+
+    def usage_limit(self) -> str | None:
+        return None
 
     def mcp_call(self) -> str | None:
         return (f"Call the tool echo of the MCP server named tools with the argument text set to "
@@ -1008,6 +1019,8 @@ def _usage(p: Probe) -> str:
     assert usage or end.usage is not None, "no usage in the turn"
     return "usage reported"
 
+
+from . import _conformance_limits as _conformance_limits  # noqa: E402  (registers its scenario here, in order)
 
 # running -----------------------------------------------------------------------------------------
 
