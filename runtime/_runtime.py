@@ -32,6 +32,7 @@ from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._observe._watchdog import StallWatchdog
 from paddock._observe._event_reader import EventReader
 from paddock._state._budgets import Budgets
+from paddock._state._processes import ProcessMeter
 from paddock._state._usage import LEDGER_TYPES, UsageLedger
 from paddock._threads._waits import UsageLimitWaits
 from paddock.actors import EventHub, Subscription
@@ -58,6 +59,7 @@ from paddock._state._store import Binding, BindingStore
 __all__ = ["InstanceInfo", "Runtime", "RuntimeAPI"]
 
 R = TypeVar("R")
+_METER_EVERY = 2.0  # seconds between samples of the agent processes' CPU and RSS
 _CLOSE_RESERVE = 1.5  # seconds of close()'s budget kept for the last-resort kill and the log
 
 
@@ -333,6 +335,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings)
             self._pending = PendingRequests(self._hub)
             hub = self._hub
+            self._meter = ProcessMeter(state_dir)
             self._budgets = Budgets(
                 self._ledger, runtime=config.settings.budgets,
                 instances={e.instance_id: e.budget for e in config.instances if e.budget is not None},
@@ -512,12 +515,18 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._budgets.after(touched, like)
 
     def _budget_tick(self) -> None:
+        """The ledger's reader thread, after each wake: judge time budgets (every 0.5 s) and
+        sample the agent processes (every 2 s)."""
         now = time.monotonic()
         if self._budgets.any and now - self._budget_ticked >= 0.5:
             self._budget_ticked = now
             self._budgets.tick()
+        if now - self._metered >= _METER_EVERY:
+            self._metered = now
+            self._ledger.note_processes(self._meter.sample())
 
     _budget_ticked = 0.0
+    _metered = 0.0
 
     def _stop_for_budget(self, thread_id: str, turn_id: str) -> None:
         """Interrupt a turn whose budget is spent (a thread of its own: it may wait on the agent)."""
@@ -532,6 +541,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         except PaddockError:
             pass  # a closing hub: what was folded so far
         else:
+            self._metered = 0.0  # the reader samples the processes at its next wake
             self._usage_reader.sync(a.timeout)
         return self._ledger.report(a.thread_id, a.instance, a.since)
 

@@ -8,7 +8,9 @@ ledger books the difference to the previous report on the running turn (else the
 turn). A count lower than the previous one is a new count from zero (an agent process that
 restarted without restoring its total): the whole new count is booked. Cost is the provider's
 where the agent reports one (``cost_source = "provider"``), else computed from the host's
-``[pricing]`` table for the turn's model (``"pricing"``), else unknown.
+``[pricing]`` table for the turn's model (``"pricing"``), else unknown. CPU seconds and peak RSS of the agent processes are
+kept per instance (:meth:`UsageLedger.note_processes`, from ``_processes.ProcessMeter``): an agent
+process may serve many threads, so threads and turns have none.
 
 Threads: :meth:`UsageLedger.fold` runs on one reader thread (the runtime's ``paddock-usage``),
 which also writes the rows it changed, one transaction per batch, with the ``seq`` it folded up
@@ -103,6 +105,8 @@ CREATE TABLE IF NOT EXISTS usage_threads (
     thread_id TEXT PRIMARY KEY, instance_id TEXT NOT NULL, driver TEXT NOT NULL, model TEXT,
     last TEXT NOT NULL, last_cost REAL NOT NULL, turn_id TEXT);
 CREATE TABLE IF NOT EXISTS usage_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS usage_processes (
+    instance_id TEXT PRIMARY KEY, cpu_seconds REAL NOT NULL, peak_rss_bytes INTEGER NOT NULL);
 """
 
 
@@ -120,6 +124,7 @@ class UsageLedger:
         self._threads: dict[str, _Thread] = {}
         self._dirty_turns: set[tuple[str, str]] = set()
         self._dirty_threads: set[str] = set()
+        self._processes: dict[str, list] = {}  # instance -> [cpu seconds, peak RSS bytes]
         self.folded_seq = 0
         try:
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
@@ -214,6 +219,23 @@ class UsageLedger:
         self._dirty_turns.add((turn.thread_id, turn.turn_id))
         self._dirty_threads.add(ev.thread_id)
 
+    def note_processes(self, sampled: Mapping[str, tuple[float, int]]) -> None:
+        """Add a :class:`~paddock._state._processes.ProcessMeter` sample (per instance: CPU
+        seconds since the last one, RSS now) and write it (the reader thread)."""
+        if not sampled:
+            return
+        with self._lock:
+            rows = []
+            for instance, (cpu, rss) in sampled.items():
+                figures = self._processes.setdefault(instance, [0.0, 0])
+                figures[0] += cpu
+                figures[1] = max(figures[1], rss)
+                rows.append((instance, figures[0], figures[1]))
+        try:
+            self._db.executemany("INSERT OR REPLACE INTO usage_processes VALUES (?, ?, ?)", rows)
+        except sqlite3.Error:
+            pass  # kept in memory
+
     # reading (any thread) -----------------------------------------------------------------------
 
     def _cost(self, turn: _Turn) -> tuple[float | None, str]:
@@ -284,8 +306,11 @@ class UsageLedger:
                 by_thread.setdefault(t.thread_id, []).append(t)
                 by_instance.setdefault(t.instance_id, []).append(t)
             total = UsageFigures(**self._figures(turns, now))  # type: ignore[arg-type]
-            instances = tuple(InstanceUsage(instance_id=i, driver=ts[-1].driver, **self._figures(ts, now))  # type: ignore[arg-type]
+            instances = tuple(InstanceUsage(instance_id=i, driver=ts[-1].driver, **self._figures(ts, now),  # type: ignore[arg-type]
+                                            **self._process_figures(i if thread_id is None else None))
                               for i, ts in sorted(by_instance.items()))
+            if thread_id is None and instance is None:
+                total = msgspec.structs.replace(total, **self._process_figures(None, every=True))
             threads = tuple(ThreadUsage(thread_id=k, instance_id=ts[-1].instance_id, driver=ts[-1].driver,
                                         **self._figures(ts, now))  # type: ignore[arg-type]
                             for k, ts in sorted(by_thread.items()))
@@ -296,6 +321,16 @@ class UsageLedger:
                                          ended_at=t.ended_at, **self._figures([t], now))  # type: ignore[arg-type]
                                for t in sorted(turns, key=lambda t: t.started_at))
         return UsageReport(total=total, instances=instances, threads=threads, turns=listed, since=since)
+
+    def _process_figures(self, instance: str | None, *, every: bool = False) -> dict[str, object]:
+        """``cpu_seconds`` and ``peak_rss_bytes`` of an instance's processes (of all of them with
+        ``every``: CPU summed, RSS the highest instance's); none for a thread (its agent process
+        may serve other threads too)."""
+        rows = list(self._processes.values()) if every else (
+            [self._processes[instance]] if instance is not None and instance in self._processes else [])
+        if not rows:
+            return {}
+        return {"cpu_seconds": round(sum(r[0] for r in rows), 3), "peak_rss_bytes": max(r[1] for r in rows)}
 
     # the store ----------------------------------------------------------------------------------
 
@@ -340,6 +375,8 @@ class UsageLedger:
             t = _Turn(r[0], r[1], r[2], r[3], r[4], r[6])
             t.state, t.ended_at, t.counts, t.provider_cost = r[5], r[7], [r[8], r[9], r[10], r[11]], r[12]
             self._turns[(t.thread_id, t.turn_id)] = t
+        for instance, cpu, rss in db.execute("SELECT * FROM usage_processes"):
+            self._processes[instance] = [cpu, rss]
         for r in db.execute("SELECT * FROM usage_threads"):
             th = _Thread(r[1], r[2])
             th.model, th.last, th.last_cost = r[3], list(msgspec.json.decode(r[4])), r[5]

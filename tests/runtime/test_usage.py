@@ -9,6 +9,7 @@ import pickle
 import sqlite3
 import time
 
+import msgspec
 import pytest
 
 from paddock import Runtime
@@ -46,9 +47,17 @@ def test_the_ledger_totals_equal_the_sum_of_the_turns_and_survive_a_restart(tmp_
         assert {i.instance_id: i.total_tokens for i in everything.instances} == {"local-a": 420, "local-b": 1001}
         assert rt.usage(instance="local-b").total.turns == 1
         assert rt.usage(since=time.time() + 60).total.turns == 0
-        before = everything
+        # the agent processes of each instance: CPU seconds and peak RSS (none per thread)
+        assert all(i.cpu_seconds is not None and i.cpu_seconds > 0 and i.peak_rss_bytes > 1_000_000
+                   for i in everything.instances), everything.instances
+        assert everything.total.cpu_seconds >= max(i.cpu_seconds for i in everything.instances)
+        assert report.threads[0].cpu_seconds is None and report.turns[0].peak_rss_bytes is None
+        before = rt.usage()
     with Runtime.open(TWO_LOCAL, state_dir=state) as rt:
-        assert rt.usage() == before  # kept in paddock.db
+        kept = rt.usage()  # kept in paddock.db (the processes' figures only grow)
+        assert msgspec.structs.replace(kept.total, cpu_seconds=None, peak_rss_bytes=None) == msgspec.structs.replace(
+            before.total, cpu_seconds=None, peak_rss_bytes=None)
+        assert kept.total.cpu_seconds >= before.total.cpu_seconds
         _turns(rt, "a", [(1, 1)])  # a resumed thread keeps counting from its cumulative total
         assert rt.usage("a").total.total_tokens == 422
     db = sqlite3.connect(state / "paddock.db")
