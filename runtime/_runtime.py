@@ -341,7 +341,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
                 instances={e.instance_id: e.budget for e in config.instances if e.budget is not None},
                 emit=lambda evs: hub.emitter(evs[0].driver, evs[0].instance_id, evs[0].thread_id).emit(evs),
                 interrupt=self._stop_for_budget,
-                instance_of=lambda t: (b := store.get(t)) and b.instance_id)
+                instance_of=lambda t: b.instance_id if (b := store.get(t)) is not None else None)
             # The ledger's reader: it resumes the log after what the ledger folded (all of it
             # when the ledger is missing), so the ledger is rebuilt from the events.
             folded = self._ledger.folded_seq
@@ -504,7 +504,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
             ops.MODELS: threads.models,
             ops.USAGE: self._usage,
-            ops.SET_BUDGET: lambda a: self._budgets.set(a.budget, thread_id=a.thread_id, instance=a.instance),
+            ops.SET_BUDGET: lambda a: self._budgets.put(a.budget, thread_id=a.thread_id, instance=a.instance),
         }
 
     def _fold_usage(self, batch: list[Any]) -> None:
@@ -547,7 +547,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
 
     def _start_session(self, a: ops.StartSessionBody) -> Session:
         if a.budget is not None:
-            self._budgets.set(a.budget, thread_id=a.thread_id)
+            self._budgets.put(a.budget, thread_id=a.thread_id)
         return self._threads.start_session(a)
 
     def _send_turn(self, a: ops.SendTurnBody) -> TurnStartResult:

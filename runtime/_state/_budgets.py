@@ -8,7 +8,7 @@ for the threads whose figures changed: a figure at ``warn_at`` of its limit give
 ``budget.warning`` per budget and period; one at the limit gives a ``budget.warning`` with
 ``exceeded`` set, marks the budget spent and has the scope's running turns interrupted (on a
 thread of their own: the reader never blocks). :meth:`Budgets.check` (the caller of ``send_turn``)
-then raises :class:`BudgetExceededError` until :meth:`Budgets.set` raises the budget or the
+then raises :class:`BudgetExceededError` until :meth:`Budgets.put` raises the budget or the
 period rolls over. Enforcement therefore lags by at most one usage report.
 
 Set budgets are kept in ``paddock.db`` (table ``budgets``) and survive restarts.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import msgspec
 
@@ -95,7 +95,7 @@ class Budgets:
         merged.update(self._set)
         return merged
 
-    def set(self, budget: Budget | None, *, thread_id: str | None = None, instance: str | None = None) -> None:
+    def put(self, budget: Budget | None, *, thread_id: str | None = None, instance: str | None = None) -> None:
         """Set (``None``: remove) a scope's budget, persist it and judge the scope again at once."""
         key: _Scope = ("thread", thread_id) if thread_id else ("instance", instance) if instance else ("runtime", "")
         with self._lock:
@@ -133,7 +133,7 @@ class Budgets:
             raise BudgetExceededError(kind, key[0], figure, limit, thread_id=thread_id,
                                       instance_id=key[1] if key[0] == "instance" else None)
 
-    def after(self, touched: set[str], like: Mapping[str, _Identity]) -> None:
+    def after(self, touched: Collection[str], like: Mapping[str, _Identity]) -> None:
         """Judge the scopes of the threads whose figures changed (the reader thread); ``like``
         holds an event of each thread, whose identity budget events take."""
         if not self.any:

@@ -276,11 +276,14 @@ class UsageLedger:
         """The figures of the turns started at or after ``since`` (of a thread or an instance)."""
         now = self._clock()
         with self._lock:
-            turns = [t for t in self._turns.values()
-                     if (since is None or t.started_at >= since)
-                     and (thread_id is None or t.thread_id == thread_id)
-                     and (instance is None or t.instance_id == instance)]
-            return UsageFigures(**self._figures(turns, now))  # type: ignore[arg-type]
+            return UsageFigures(**self._figures(self._select(since, thread_id, instance), now))  # type: ignore[arg-type]
+
+    def _select(self, since: float | None, thread_id: str | None, instance: str | None) -> list[_Turn]:
+        """The turns started at or after ``since`` (of a thread, of an instance); under the lock."""
+        return [t for t in self._turns.values()
+                if (since is None or t.started_at >= since)
+                and (thread_id is None or t.thread_id == thread_id)
+                and (instance is None or t.instance_id == instance)]
 
     def running(self, *, thread_id: str | None = None,
                 instance: str | None = None) -> list[tuple[str, str, str, str | None]]:
@@ -296,10 +299,7 @@ class UsageLedger:
         """See :meth:`paddock.Runtime.usage`."""
         now = self._clock()
         with self._lock:
-            turns = [t for t in self._turns.values()
-                     if (since is None or t.started_at >= since)
-                     and (thread_id is None or t.thread_id == thread_id)
-                     and (instance is None or t.instance_id == instance)]
+            turns = self._select(since, thread_id, instance)
             by_thread: dict[str, list[_Turn]] = {}
             by_instance: dict[str, list[_Turn]] = {}
             for t in turns:
@@ -307,14 +307,14 @@ class UsageLedger:
                 by_instance.setdefault(t.instance_id, []).append(t)
             total = UsageFigures(**self._figures(turns, now))  # type: ignore[arg-type]
             instances = tuple(InstanceUsage(instance_id=i, driver=ts[-1].driver, **self._figures(ts, now),  # type: ignore[arg-type]
-                                            **self._process_figures(i if thread_id is None else None))
+                                            **self._process_figures(i if thread_id is None else None))  # type: ignore[arg-type]
                               for i, ts in sorted(by_instance.items()))
             if thread_id is None and instance is None:
-                total = msgspec.structs.replace(total, **self._process_figures(None, every=True))
+                total = msgspec.structs.replace(total, **self._process_figures(None, every=True))  # type: ignore[arg-type]
             threads = tuple(ThreadUsage(thread_id=k, instance_id=ts[-1].instance_id, driver=ts[-1].driver,
                                         **self._figures(ts, now))  # type: ignore[arg-type]
                             for k, ts in sorted(by_thread.items()))
-            listed = ()
+            listed: tuple[TurnUsage, ...] = ()
             if thread_id is not None:
                 listed = tuple(TurnUsage(thread_id=t.thread_id, turn_id=t.turn_id, instance_id=t.instance_id,
                                          driver=t.driver, model=t.model, state=t.state, started_at=t.started_at,

@@ -7,7 +7,7 @@ Self-contained: :mod:`paddock.testing._conformance` imports it once, where it re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from paddock.contract import USAGE_LIMIT
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def _usage_limit(p: Probe) -> str:
     prompt = p.dialect.usage_limit()
     assert prompt is not None
-    events = p.turn(p.thread(), prompt)
+    events: list[Any] = p.turn(p.thread(), prompt)
     end = events[-1]
     limits = [e for e in events if e.type == "runtime.error" and getattr(e, "error_class", None) == USAGE_LIMIT]
     if limits:

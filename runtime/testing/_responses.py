@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 from collections.abc import Iterator
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolSpec
-from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
+from ._reply import Call, Ids, Reply, TextOut, ToolSpec
+from ._wire import Frames, body_call, dumps, function_tool, openai_error_body, openai_error_headers, text_of, usage_counts
 
 __all__ = ["Responses"]
 
@@ -115,19 +113,5 @@ class Responses:
                 "output": [done for _, _, done in cls._items(reply, ids)],
                 "usage": cls._usage(call, reply, input_tokens)}
 
-    @staticmethod
-    def error_body(error: ErrorOut) -> object:
-        if error.resets_at is not None:  # OpenAI's rate-limit error; Codex reads resets_in_seconds where given
-            return {"error": {"message": error.message, "type": "usage_limit_reached", "code": "rate_limit_exceeded",
-                              "resets_at": int(error.resets_at), "resets_in_seconds": math.ceil(error.resets_in or 0)}}
-        kind = "server_error" if error.status >= 500 else "invalid_request_error"
-        return {"error": {"message": error.message, "type": kind, "code": None}}
-
-    @staticmethod
-    def error_headers(error: ErrorOut) -> dict[str, str]:
-        """A usage limit's reset: ``retry-after`` and OpenAI's ``x-ratelimit-reset-*`` durations."""
-        if error.resets_at is None:
-            return {}
-        seconds = f"{math.ceil(error.resets_in or 0)}s"
-        return {"retry-after": seconds[:-1], "x-ratelimit-reset-requests": seconds, "x-ratelimit-reset-tokens": seconds,
-                "x-ratelimit-remaining-requests": "0"}
+    error_body = staticmethod(openai_error_body)
+    error_headers = staticmethod(openai_error_headers)

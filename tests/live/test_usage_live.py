@@ -13,79 +13,33 @@ server, behind the tripwire proxy (issue 39).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from paddock import Runtime
-from paddock.testing import ModelServer, Text, UsageLimit, build_offline_env
+from paddock.testing import ModelServer, Text, UsageLimit
 
-from tests.codex.conftest import offline_config
+from tests.runtime.test_usage_limits import until
 
-from .conftest import Tripwire, require_peer
+from .test_host_handoff import _instance, proxied  # noqa: F401  (proxied: a fixture)
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(240)]
 
-KEY = "sk-paddock-live-usage"
-MODELS = {
-    "claude": "claude-sonnet-4-5",
-    "gemini": "gemini-2.5-flash",
-    "qwen": "qwen3-coder",
-    "claude-acp": "claude-sonnet-4-5",
-    "copilot": "gpt-4.1",
-    "codex-acp": "gpt-5.4-mini",
-    "opencode": "mock-model",
-}
 DRIVERS = ["claude", "codex", "opencode", "gemini", "qwen", "claude-acp", "copilot", "codex-acp"]
 SCRIPT = {"scenarios": {"usage_limit": [UsageLimit(resets_in=3.0), Text(text="Back after the reset", chunks=1)]}}
-_PROXY_KEYS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-
-
-def _instance(driver: str, url: str, tmp_path: Path, proxy: str) -> dict:
-    if driver == "codex":
-        return {"driver": "codex", **offline_config(url)}
-    if driver == "claude":
-        return {"driver": "claude", "endpoint": url + "/v1", "api_key": KEY, "model": MODELS[driver]}
-    if driver == "opencode":
-        offline = build_offline_env("opencode", tmp_path / "env", model_url=url, proxy_url=proxy)
-        return {"driver": "opencode", "endpoint": url, "api_key": KEY, "model": MODELS[driver], "env": offline.env}
-    return {"driver": driver, "endpoint": url, "api_key": KEY, "model": MODELS[driver]}
-
-
-@pytest.fixture
-def proxied(monkeypatch):
-    wire = Tripwire()
-    for key in _PROXY_KEYS:
-        monkeypatch.setenv(key, wire.url)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    try:
-        yield wire
-    finally:
-        wire.close()
-    assert not wire.hits, f"a CLI tried to leave 127.0.0.1: {wire.hits}"
 
 
 def _events_until_completed(sub, timeout: float) -> list:
-    seen = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        event = sub.get(timeout=max(0.05, deadline - time.monotonic()))
-        if event is None:
-            break
-        seen.append(event)
-        if event.type == "turn.completed" and event.state == "completed":
-            return seen
-    raise AssertionError(f"no completed turn within {timeout} s: {[(e.type, getattr(e, 'state', None)) for e in seen]}")
+    return until(sub, lambda e: e.type == "turn.completed" and e.state == "completed", timeout)
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_the_ledger_and_a_usage_limit_on_every_driver(driver, tmp_path, proxied):
-    require_peer(driver)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "requests.jsonl") as server:
         config = {"runtime": {"on_usage_limit": "wait"},
-                  "instances": {"agent": _instance(driver, server.url, tmp_path, proxied.url)}}
+                  "instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
         with Runtime.open(config, state_dir=tmp_path / "state") as rt:
             rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=90)
             history: list = []

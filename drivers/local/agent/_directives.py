@@ -133,11 +133,12 @@ def parse_prompt(text: str) -> Directives:
                 raise DirectiveError(f"@limit-until needs a Unix time, got {arg!r}") from None
         elif name == "cost":
             try:
-                found["cost"] = float(arg)
+                cost = float(arg)
             except ValueError:
-                raise DirectiveError(f"@cost needs a number of USD, got {arg!r}") from None
-            if not found["cost"] >= 0:
+                cost = -1.0
+            if not cost >= 0:  # also NaN
                 raise DirectiveError(f"@cost needs a number of USD, got {arg!r}")
+            found["cost"] = cost
         elif name == "run":
             if not arg:
                 raise DirectiveError("@run needs a command")
