@@ -171,7 +171,7 @@ class RuntimeAPI:
         sent while another runs; :class:`SessionNotFoundError` for an unknown thread;
         :class:`SessionClosedError` for a thread stopped with ``stop_session``;
         :class:`BudgetExceededError` while a budget over the thread (its own, its instance's, the
-        runtime's) is spent.
+        runtime's) is spent (``steer_turn`` too).
         """
         return self._call(ops.SEND_TURN, locals())
 
@@ -454,6 +454,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         for reader in (self._spans, self._watchdog, self._usage_reader):
             if reader is not None:
                 reader.close(timeout=max(0.25, deadline - time.monotonic()))
+        if not self._usage_reader.running:  # it read the subscription to its end: every event
+            self._ledger.read_up_to(self._hub.last_seq)
         self._budgets.close()
         self._ledger.close()
         self._threads.close()
@@ -486,7 +488,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.START_SESSION: self._start_session,
             ops.SEND_TURN: self._send_turn,
             ops.INTERRUPT_TURN: threads.interrupt_turn,
-            ops.STEER_TURN: threads.steer_turn,
+            ops.STEER_TURN: self._steer_turn,
             ops.RESPOND_TO_REQUEST: threads.respond_to_request,
             ops.RESPOND_TO_USER_INPUT: threads.respond_to_user_input,
             ops.STOP_SESSION: threads.stop_session,
@@ -553,6 +555,10 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
     def _send_turn(self, a: ops.SendTurnBody) -> TurnStartResult:
         self._budgets.check(a.thread_id)
         return self._threads.send_turn(a)
+
+    def _steer_turn(self, a: ops.SteerTurnBody) -> TurnStartResult:
+        self._budgets.check(a.thread_id)  # steering spends too (or starts a new turn)
+        return self._threads.steer_turn(a)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -384,6 +384,18 @@ class UsageLedger:
             self._threads[r[0]] = th
 
 
+    def read_up_to(self, seq: int) -> None:
+        """Note that the log has been read up to ``seq`` (the reader drained the hub's last
+        events at closing): the next start replays from there, not from the last event folded."""
+        with self._lock:
+            if seq <= self.folded_seq:
+                return
+            self.folded_seq = seq
+        try:
+            self._db.execute("INSERT OR REPLACE INTO usage_meta VALUES ('folded_seq', ?)", (seq,))
+        except sqlite3.Error:
+            pass
+
     def close(self) -> None:
         try:
             self._db.close()

@@ -96,6 +96,8 @@ def test_a_token_budget_warns_then_refuses_the_next_turn_until_raised(tmp_path, 
             _turns(rt, "t", [(100, 100)])  # 600: spent, within one report (overshoot 100)
             spent = warnings.get(timeout=10)
             assert spent is not None and spent.exceeded and spent.figure == 600
+        with pytest.raises(BudgetExceededError):
+            rt.steer_turn("t", "steering spends too")
         with pytest.raises(BudgetExceededError) as err:
             rt.send_turn("t", "one more")
         assert (err.value.budget, err.value.scope, err.value.figure, err.value.limit) == ("tokens", "thread", 600, 500)
@@ -138,3 +140,16 @@ def test_a_cost_budget_interrupts_the_running_turn(tmp_path, workspace):
         assert spent and spent[0].scope == "instance" and spent[0].scope_id == "local-a"
         with pytest.raises(BudgetExceededError):
             rt.send_turn("t", "again")
+
+
+def test_a_restart_replays_the_log_from_where_the_ledger_read_it(tmp_path, workspace):
+    state = tmp_path / "state"
+    with Runtime.open(TWO_LOCAL, state_dir=state) as rt:
+        rt.start_session("t", instance="local-a", cwd=workspace)
+        _turns(rt, "t", [(3, 4)])
+        run_turn(rt, "t", "@chunks 50\n@reply " + "many words " * 25)  # events the ledger does not fold
+        last = rt._hub.last_seq
+    db = sqlite3.connect(state / "paddock.db")
+    [(folded,)] = db.execute("SELECT value FROM usage_meta WHERE key = 'folded_seq'").fetchall()
+    db.close()
+    assert folded >= last  # closing noted that the ledger read the whole log
