@@ -147,8 +147,11 @@ def test_a_restart_replays_the_log_from_where_the_ledger_read_it(tmp_path, works
     with Runtime.open(TWO_LOCAL, state_dir=state) as rt:
         rt.start_session("t", instance="local-a", cwd=workspace)
         _turns(rt, "t", [(3, 4)])
-        run_turn(rt, "t", "@chunks 50\n@reply " + "many words " * 25)  # events the ledger does not fold
-        last = rt._hub.last_seq
+        run_turn(rt, "t", "@chunks 50\n@reply " + "many words " * 25)
+        rt.stop_session("t")  # session.exited: an event the ledger does not fold, last in the log
+    log = sqlite3.connect(state / "events.db")
+    [(last,)] = log.execute("SELECT max(last_seq) FROM event_chunks").fetchall()
+    log.close()
     db = sqlite3.connect(state / "paddock.db")
     [(folded,)] = db.execute("SELECT value FROM usage_meta WHERE key = 'folded_seq'").fetchall()
     db.close()
