@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -71,8 +72,31 @@ def _bounded(diff: str) -> tuple[str, bool]:
     return diff[:DIFF_CHARS], True
 
 
-def patch(path: str, diff: str | None, change: Change = "update", *, move_to: str | None = None) -> FileEdit:
-    """A file with the diff the agent itself showed (cut at ``DIFF_CHARS``)."""
+_ADDS = re.compile(r"^(?:--- (?:a/)?/?dev/null$|(?:new|create) file mode )", re.M)
+_DELETES = re.compile(r"^(?:\+\+\+ (?:b/)?/?dev/null$|deleted? file mode )", re.M)
+_FROM_NOTHING = re.compile(r"^@@ -0,0 ", re.M)
+
+
+def diff_change(path: str, diff: str) -> Change:
+    """What a unified diff the agent showed does to ``path``: a ``/dev/null`` old side (or git's
+    ``new file mode``; Copilot writes ``create file mode`` and ``--- a/dev/null``) adds it, a
+    ``/dev/null`` new side deletes it; a diff from nothing (``@@ -0,0``, as OpenCode's write shows
+    a new file) adds a file that is not on disk yet (the agent asks before it writes)."""
+    head = diff[:2048]
+    if _ADDS.search(head):
+        return "add"
+    if _DELETES.search(head):
+        return "delete"
+    if _FROM_NOTHING.search(head) and not os.path.lexists(path):
+        return "add"
+    return "update"
+
+
+def patch(path: str, diff: str | None, change: Change | None = None, *, move_to: str | None = None) -> FileEdit:
+    """A file with the diff the agent itself showed (cut at ``DIFF_CHARS``); ``change`` ``None``:
+    read from the diff (:func:`diff_change`), ``update`` without one."""
+    if change is None:
+        change = "update" if diff is None else diff_change(path, diff)
     if diff is None:
         return FileEdit(path=path, change=change, move_to=move_to)
     text, cut = _bounded(diff)
@@ -83,7 +107,9 @@ def edit(path: str, old: str | None, new: str | None, change: Change | None = No
     """A file whose text goes from ``old`` to ``new`` (``None``: the file does not exist before,
     or after), as a unified diff."""
     if change is None:
-        change = "add" if old is None else "delete" if new is None else "update"
+        # An empty old text of a file not on disk is a new file (Gemini and Qwen send oldText "").
+        created = old is None or (old == "" and not os.path.lexists(path))
+        change = "add" if created else "delete" if new is None else "update"
     lines = difflib.unified_diff((old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True),
                                  fromfile="/dev/null" if old is None else path,
                                  tofile="/dev/null" if new is None else path)
@@ -173,7 +199,7 @@ def input_subject(kind: str, tool: str, arguments: Mapping[str, JsonValue], cwd:
             if isinstance(diff, str):
                 return files_subject([patch(full, diff)])
             if isinstance(old, str) and isinstance(new, str):
-                return files_subject([edit(full, old, new, "update")])
+                return files_subject([edit(full, old, new)])
             if isinstance(edits, list):
                 pairs = [e for e in edits if isinstance(e, dict)]
                 return files_subject([edit(full, _str(e.get("old_string")) or "", _str(e.get("new_string")) or "", "update")

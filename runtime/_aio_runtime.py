@@ -10,39 +10,61 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Literal, TypeVar
 
 from paddock._operations import _table as ops
+from paddock._operations._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook
 from paddock._aio_subscription import aiter_subscription
 from paddock._instances._table import InstanceInfo
 from paddock._operations._table import Operation, arguments
 from paddock._operations._pending import PendingRequest
 from paddock._runtime import Runtime
 from paddock.contract import (
+    ApprovalRule,
     Attachment,
     Budget,
     Decision,
     Event,
     InteractionMode,
+    RequestOpened,
     McpServer,
     ModelInfo,
     RuntimeMode,
     Session,
+    Surface,
     UsageReport,
     ThreadSnapshot,
     TurnStartResult,
 )
 from paddock._state._store import Binding
+from paddock._workspaces._files import FilesRestored
 
-__all__ = ["AsyncRuntime", "AsyncRuntimeAPI"]
+__all__ = ["AsyncApprovalHook", "AsyncRuntime", "AsyncRuntimeAPI"]
 
 R = TypeVar("R")
 
+AsyncApprovalHook = Callable[[RequestOpened], Awaitable["Decision | None"]]
+"""An approval hook for :class:`AsyncRuntime`: a coroutine function run on the host's loop."""
+
+
+def _on_loop(hook: AsyncApprovalHook, loop: asyncio.AbstractEventLoop, timeout: float) -> ApprovalHook:
+    """``hook`` as the runtime calls it (on the hook's executor thread): run on ``loop`` and
+    waited for; cancelled on the loop when it overruns ``timeout`` (the runtime has then left
+    the request to a person already)."""
+    def call(request: RequestOpened) -> Decision | None:
+        future: Future[Decision | None] = asyncio.run_coroutine_threadsafe(hook(request), loop)  # type: ignore[arg-type]
+        try:
+            return future.result(timeout + 1.0)
+        except FutureTimeout:
+            future.cancel()
+            return None
+    return call
+
 
 class AsyncRuntimeAPI:
-    """The operations of :class:`paddock._runtime.RuntimeAPI` as coroutines, for a runtime in
+    """The operations of :class:`paddock._api.RuntimeAPI` as coroutines, for a runtime in
     this process (:class:`AsyncRuntime`) or behind ``paddock serve``
     (:class:`paddock.client.AsyncRemoteRuntime`). Arguments, results and errors as
     :class:`paddock.Runtime`'s."""
@@ -74,8 +96,10 @@ class AsyncRuntimeAPI:
         preamble: str | None = None,
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
+        approval_rules: Sequence[ApprovalRule] | None = None,
         budget: Budget | None = None,
         timeout: float | None = None,
+        workspace: Literal["shared", "worktree"] | None = None,
     ) -> Session:
         return await self._call(ops.START_SESSION, locals())
 
@@ -93,7 +117,7 @@ class AsyncRuntimeAPI:
         return await self._call(ops.STEER_TURN, locals())
 
     async def respond_to_request(self, thread_id: str, request_id: str, decision: Decision, *,
-                                 timeout: float | None = None) -> None:
+                                 surface: Surface = "api", timeout: float | None = None) -> None:
         return await self._call(ops.RESPOND_TO_REQUEST, locals())
 
     async def respond_to_user_input(self, thread_id: str, request_id: str, answers: Mapping[str, Any], *,
@@ -139,6 +163,15 @@ class AsyncRuntimeAPI:
     async def compact_events(self, before_seq: int) -> int:
         return await self._call(ops.COMPACT_EVENTS, locals())
 
+    async def restore_files(self, thread_id: str, turn_id: str, *, timeout: float | None = None) -> FilesRestored:
+        return await self._call(ops.RESTORE_FILES, locals())
+
+    async def diff(self, thread_id: str, from_turn: str | None = None, to_turn: str | None = None, *,
+                   timeout: float | None = None) -> str:
+        return await self._call(ops.DIFF, locals())
+
+    async def delete_thread(self, thread_id: str, *, keep_branch: bool = False, timeout: float | None = None) -> None:
+        return await self._call(ops.DELETE_THREAD, locals())
     async def usage(self, thread_id: str | None = None, instance: str | None = None, since: float | None = None, *,
                     timeout: float = 5.0) -> UsageReport:
         return await self._call(ops.USAGE, locals())
@@ -164,10 +197,19 @@ class AsyncRuntime(AsyncRuntimeAPI):
         *,
         state_dir: str | os.PathLike[str] | None = None,
         max_workers: int = 32,
+        approval_hook: AsyncApprovalHook | None = None,
+        approval_hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
     ) -> AsyncRuntime:
+        """Open a runtime (as :meth:`paddock.Runtime.open`). ``approval_hook`` is a coroutine
+        function: it runs on this event loop, called with each request no rule decided, and
+        returns a decision the request offered or ``None`` (a person decides); one that takes
+        longer than ``approval_hook_timeout`` seconds is cancelled and the request waits for a
+        person."""
         executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="paddock-aio")
         loop = asyncio.get_running_loop()
-        rt = await loop.run_in_executor(executor, functools.partial(Runtime.open, config, state_dir=state_dir))
+        hook = _on_loop(approval_hook, loop, approval_hook_timeout) if approval_hook is not None else None
+        rt = await loop.run_in_executor(executor, functools.partial(
+            Runtime.open, config, state_dir=state_dir, approval_hook=hook, approval_hook_timeout=approval_hook_timeout))
         return cls(rt, executor)
 
     async def _call(self, op: Operation[R], args: Mapping[str, Any]) -> R:

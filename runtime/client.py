@@ -34,8 +34,8 @@ import httpx
 import msgspec
 
 from paddock._aio_runtime import AsyncRuntimeAPI
-from paddock._operations._table import Operation, plain_arguments
-from paddock._runtime import RuntimeAPI
+from paddock._operations._table import Operation, SubscribeBody, plain_arguments, subscribe_arguments
+from paddock._api import RuntimeAPI
 from paddock._operations._wire import (
     API_PREFIX,
     Endpoint,
@@ -133,21 +133,20 @@ def _raise_for(response: httpx.Response) -> None:
     raise error_from_document(doc.error)
 
 
-def _params(thread_id: str | None, instance_id: str | None, types: Iterable[str] | None, from_seq: int | None,
-            assistant_delivery: str, max_buffered: int | None) -> list[tuple[str, str | int | float | bool | None]]:
+def _params(a: SubscribeBody) -> list[tuple[str, str | int | float | bool | None]]:
     params: list[tuple[str, str | int | float | bool | None]] = []
-    if thread_id is not None:
-        params.append(("thread_id", thread_id))
-    if instance_id is not None:
-        params.append(("instance_id", instance_id))
-    if types is not None:
-        params.extend(("type", t) for t in ([types] if isinstance(types, str) else types))
-    if from_seq is not None:
-        params.append(("from_seq", str(from_seq)))
-    if assistant_delivery != "streaming":
-        params.append(("assistant_delivery", assistant_delivery))
-    if max_buffered is not None:
-        params.append(("max_buffered", str(max_buffered)))
+    if a.thread_id is not None:
+        params.append(("thread_id", a.thread_id))
+    if a.instance_id is not None:
+        params.append(("instance_id", a.instance_id))
+    if a.types is not None:
+        params.extend(("type", t) for t in a.types)
+    if a.from_seq is not None:
+        params.append(("from_seq", str(a.from_seq)))
+    if a.assistant_delivery != "streaming":
+        params.append(("assistant_delivery", a.assistant_delivery))
+    if a.max_buffered is not None:
+        params.append(("max_buffered", str(a.max_buffered)))
     return params
 
 
@@ -274,9 +273,10 @@ class RemoteRuntime(RuntimeAPI):
     ) -> RemoteSubscription:
         """As :meth:`paddock.Runtime.subscribe`; returns once the server has subscribed, so every
         event published after the call is delivered."""
+        a = subscribe_arguments(locals())
         if self._closed:
             raise SessionClosedError(None, "this RemoteRuntime is closed")
-        sub = RemoteSubscription(self, _params(thread_id, instance_id, types, from_seq, assistant_delivery, max_buffered))
+        sub = RemoteSubscription(self, _params(a))
         with self._lock:
             self._subs.add(sub)
         try:
@@ -530,7 +530,7 @@ class AsyncRemoteRuntime(AsyncRuntimeAPI):
         """An async iterator of events. ``async with rt.subscribe(...) as events:`` returns once
         the server has subscribed (so every event published after it is delivered); plain
         ``async for`` connects at the first iteration."""
-        return AsyncRemoteSubscription(self, _params(thread_id, instance_id, types, from_seq, assistant_delivery, max_buffered))
+        return AsyncRemoteSubscription(self, _params(subscribe_arguments(locals())))
 
     async def close(self, *, timeout: float = 10.0) -> None:
         await self._http.aclose()

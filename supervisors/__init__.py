@@ -22,8 +22,10 @@ from ._leases import LeaseStore as LeaseStore
 from ._leases import SweepReport as SweepReport
 from ._leases import argv_hash as argv_hash
 from ._leases import sweep_leases as sweep_leases
+from ._run import CommandOutput as CommandOutput
 from ._run import CommandResult as CommandResult
 from ._run import run_command as run_command
+from ._run import run_short as run_short
 from ._scope import Scope as Scope
 from ._scope import close_all_scopes as close_all_scopes
 from ._scope import exit_on_signals as exit_on_signals
@@ -44,6 +46,7 @@ __all__ = [
     "ChildContext",
     "ChildInfo",
     "ChildSpec",
+    "CommandOutput",
     "CommandResult",
     "ExitReason",
     "Lease",
@@ -68,6 +71,7 @@ __all__ = [
     "request_shutdown",
     "resolve_executable",
     "run_command",
+    "run_short",
     "snapshot_tree",
     "spawn",
     "sweep_leases",

@@ -19,7 +19,6 @@ import hashlib
 import logging
 import os
 import signal
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path

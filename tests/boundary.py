@@ -11,7 +11,7 @@ Rules (docs/architecture.md, "Layout, import names and the one-way rule"):
 - inside ``paddock.actors`` the four rooms import one way: ``execution`` <- ``events``,
   ``transports`` <- ``sessions`` (``events`` and ``transports`` never import each other);
 - inside ``paddock`` (the facade layer) the private rooms import one way:
-  ``_state``, ``_observe`` <- ``_instances`` <- ``_operations`` <- ``_services`` <- ``_threads`` <-
+  ``_state``, ``_observe`` <- ``_instances``, ``_workspaces`` <- ``_operations`` <- ``_services`` <- ``_threads`` <-
   the facade (``Runtime``, ``paddock.aio``, the client, the CLI, the server, ``paddock.testing``);
   a room never imports the facade or a room above it, nor ``paddock`` itself;
 - a driver never imports another driver, except that ACP flavors import ``paddock.drivers.acp`` and
@@ -50,11 +50,13 @@ ACTOR_ROOMS = {
     "paddock.actors.sessions": frozenset({"paddock.actors.execution", "paddock.actors.events", "paddock.actors.transports"}),
 }
 # The rooms of the facade layer (runtime/'s private packages) by rank: a room imports only rooms
-# of a lower rank (``_state`` and ``_observe`` share the bottom and never import each other).
+# of a lower rank (``_state`` and ``_observe`` share the bottom and never import each other, nor
+# do ``_instances`` and ``_workspaces``, which share the next rank).
 FACADE_ROOMS = {
     "paddock._state": 0,
     "paddock._observe": 0,
     "paddock._instances": 1,
+    "paddock._workspaces": 1,
     "paddock._operations": 2,
     "paddock._services": 3,
     "paddock._threads": 4,

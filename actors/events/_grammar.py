@@ -20,7 +20,8 @@ Repairs (rule numbers from docs/architecture.md, "Canonical events"):
    get ``resolution="expired"``. ``grammar.duplicate_request_resolved``: a second resolution of a
    request is dropped.
 4. ``grammar.token_usage_backwards``: a cumulative count lower than one already reported is
-   clamped to the previous value; the update is dropped when nothing new remains.
+   clamped to the previous value; the update is dropped when nothing new remains. The warning is
+   said once per thread; later ones are repaired the same way without one.
 5. ``grammar.item_text_mismatch``: ``item.completed`` text differs from its concatenated deltas
    (assistant_message/assistant_text, reasoning/reasoning_text, plan/plan_text). When the deltas
    are a strict prefix of the text, the missing suffix is synthesized as one more
@@ -178,7 +179,7 @@ class _Drops:
 class ThreadGrammar:
     """Grammar state of one thread. Not thread-safe: only the hub's thread calls :meth:`check`."""
 
-    __slots__ = ("closed", "requests", "resolved", "turns", "usage")
+    __slots__ = ("closed", "requests", "resolved", "turns", "usage", "usage_warned")
 
     def __init__(self) -> None:
         self.turns: dict[str, _Turn] = {}
@@ -186,6 +187,7 @@ class ThreadGrammar:
         self.requests: dict[str, tuple[str | None, bool]] = {}  # open: id -> (turn, user-input?)
         self.resolved: dict[str, None] = {}
         self.usage: dict[str, float] = {}
+        self.usage_warned = False  # one token_usage_backwards warning per thread; repairs go on silently
 
     def _turn(self, tid: str) -> _Turn | None:
         """The open turn ``tid`` (opened implicitly), or ``None`` if it has completed."""
@@ -410,11 +412,14 @@ class ThreadGrammar:
                 seen[name] = value
         if not back:
             return ev
-        out.append(warning("grammar.token_usage_backwards",
-                           f"token usage went backwards ({', '.join(sorted(back))}); "
-                           + ("clamped to the previous values" if advanced else "update dropped"),
-                           rule=4, source=ev,
-                           fields={k: {"previous": v, "reported": getattr(usage, k)} for k, v in back.items()}))
+        if not self.usage_warned:
+            self.usage_warned = True
+            out.append(warning("grammar.token_usage_backwards",
+                               f"token usage went backwards ({', '.join(sorted(back))}); "
+                               + ("clamped to the previous values" if advanced else "update dropped")
+                               + " (said once per thread: later ones are repaired the same way, silently)",
+                               rule=4, source=ev,
+                               fields={k: {"previous": v, "reported": getattr(usage, k)} for k, v in back.items()}))
         if not advanced:
             return None
         clamped: TokenUsage = _replace(usage, **back)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal, TypedDict, cast
 
 import msgspec
@@ -72,7 +72,14 @@ def type_filter(types: Iterable[str] | None) -> frozenset[str] | None:
     the unknown types."""
     if types is None:
         return None
-    names = frozenset([types] if isinstance(types, str) else types)
+    given: frozenset[object] | None = None
+    if isinstance(types, str):
+        given = frozenset([types])
+    elif isinstance(types, Iterable) and not isinstance(types, (bytes, Mapping)):
+        given = frozenset(types)
+    if given is None or not all(isinstance(t, str) for t in given):
+        raise ValidationError("subscribe", f"types must be event type names, not {types!r}")
+    names = cast(frozenset[str], given)
     unknown = sorted(names - EVENT_TYPES.keys())
     if unknown:
         raise ValidationError("subscribe", f"unknown event types {unknown}")

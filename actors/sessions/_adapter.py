@@ -367,10 +367,11 @@ class SessionAdapter(Generic[S]):
         result: TurnStartResult = self._forward(thread_id, Steer(input), "steer_turn", timeout)
         return result
 
-    def respond_to_request(self, thread_id: str, request_id: str, decision: str, *,
-                           timeout: float | None = None) -> None:
-        """Answer an open ``request.opened`` with ``decision``, once."""
-        self._forward(thread_id, Respond(request_id, decision), "respond_to_request", timeout)
+    def respond_to_request(self, thread_id: str, request_id: str, decision: str, *, decided_by: str = "person",
+                           surface: str | None = None, timeout: float | None = None) -> None:
+        """Answer an open ``request.opened`` with ``decision``, once; ``decided_by`` and
+        ``surface`` are recorded on its ``request.resolved``."""
+        self._forward(thread_id, Respond(request_id, decision, decided_by, surface), "respond_to_request", timeout)
 
     def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
                               timeout: float | None = None) -> None:

@@ -43,10 +43,13 @@ class Interrupt:
 
 @dataclass(frozen=True, slots=True)
 class Respond:
-    """Answer the open request ``request_id`` with ``decision``; answers ``None``."""
+    """Answer the open request ``request_id`` with ``decision``; answers ``None``. ``decided_by``
+    and ``surface`` go into its ``request.resolved`` (the audit)."""
 
     request_id: str
     decision: str
+    decided_by: str = "person"
+    surface: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,19 +21,27 @@ class PendingRequests(Generic[N]):
     A request is taken out exactly once (:meth:`take`), which is how answer-once is enforced.
     """
 
-    __slots__ = ("_open", "_seq")
+    __slots__ = ("_open", "_seq", "_subjects")
 
     def __init__(self) -> None:
         self._open: dict[str, tuple[N, tuple[str, ...]]] = {}  # id -> (native, decisions offered)
+        self._subjects: dict[str, bytes] = {}  # id -> its subject, encoded (requests that carry one)
         self._seq = 0
 
     def new_id(self, turn_id: str | None) -> str:
         self._seq += 1
         return f"{turn_id}:req{self._seq}"
 
-    def add(self, request_id: str, native: N, decisions: tuple[str, ...]) -> None:
-        """Open ``request_id``; ``decisions`` are those its ``request.opened`` offered."""
+    def add(self, request_id: str, native: N, decisions: tuple[str, ...], subject: bytes | None = None) -> None:
+        """Open ``request_id``; ``decisions`` are those its ``request.opened`` offered, ``subject``
+        its subject encoded (what an ``accept_for_session`` answer covers)."""
         self._open[request_id] = (native, decisions)
+        if subject is not None:
+            self._subjects[request_id] = subject
+
+    def subject(self, request_id: str) -> bytes | None:
+        """The encoded subject of an open request (``None``: it carries none, or is not open)."""
+        return self._subjects.get(request_id)
 
     def offered(self, request_id: str) -> tuple[str, ...] | None:
         """The decisions the open request offered, ``None`` when it is not open."""
@@ -43,12 +51,14 @@ class PendingRequests(Generic[N]):
     def take(self, request_id: str) -> N | None:
         """Remove and return the request, ``None`` when it is unknown or already resolved."""
         entry = self._open.pop(request_id, None)
+        self._subjects.pop(request_id, None)
         return entry[0] if entry is not None else None
 
     def take_all(self) -> list[tuple[str, N]]:
         """Remove and return every open request, oldest first."""
         items = [(rid, native) for rid, (native, _) in self._open.items()]
         self._open.clear()
+        self._subjects.clear()
         return items
 
     def take_where(self, match: Callable[[N], bool]) -> list[str]:
@@ -56,6 +66,7 @@ class PendingRequests(Generic[N]):
         ids = [rid for rid, (native, _) in self._open.items() if match(native)]
         for rid in ids:
             del self._open[rid]
+            self._subjects.pop(rid, None)
         return ids
 
     def __len__(self) -> int:

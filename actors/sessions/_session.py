@@ -38,6 +38,7 @@ from paddock.contract import (
     ResumeCursor,
     USAGE_LIMIT,
     RuntimeErrorEvent,
+    RuleSubject,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
@@ -51,6 +52,7 @@ from paddock.contract import (
     TurnState,
     ValidationError,
     usage_limit_of,
+    decide,
     with_preamble,
     with_reminder,
 )
@@ -238,6 +240,9 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         """The mark belongs to this incarnation: a new one (a restart, a resume into a new
         process) delivers one full copy again. Set only once a turn carrying it was accepted."""
         self._interrupt_timer: TimerEntry | None = None  # kept apart: drivers cancel their own timers
+        self._for_session: set[bytes] = set()
+        """Subjects (encoded) answered ``accept_for_session`` in this incarnation: the same
+        subject asked again is accepted (``decided_by = "session"``) without asking."""
 
     @property
     def thread_id(self) -> str:
@@ -437,18 +442,36 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
                      auto: str | None = None) -> None:
         """Append ``opened`` (its ``request_id`` from ``self.requests.new_id``); with ``auto`` (a
         decision the runtime mode takes by itself) answer it at once and append its
-        ``request.resolved``, else keep it open until the host responds or the turn ends."""
+        ``request.resolved``. Else the session's approval rules (``record.input.approval_rules``,
+        :func:`paddock.contract.decide` on the request's subject) may answer it at once, the same
+        way, with the rule in the audit; else it stays open until the host responds (its hook or
+        a person) or the turn ends. Every driver opens its requests here, so the rules apply to
+        all of them alike."""
         request_id = opened.request_id
         assert request_id is not None, "RequestOpened.request_id comes from self.requests.new_id"
         events.append(opened)
         if auto is not None:
             self.answer_request(native, auto)
-            events.append(self.resolved(request_id, "answered", auto))
-        else:
-            self.requests.add(request_id, native, tuple(opened.decisions))
-            self.publish(status="running")
+            events.append(self.resolved(request_id, "answered", auto, decided_by="mode"))
+            return
+        start = self.record.input
+        if start.approval_rules and opened.subject is not None:
+            ruled = decide(start.approval_rules, RuleSubject(subject=opened.subject, cwd=start.cwd,
+                                                              roots=start.workspace_roots), opened.decisions)
+            if ruled is not None:
+                self.answer_request(native, ruled.decision)
+                events.append(self.resolved(request_id, "answered", ruled.decision, decided_by="rule",
+                                            rule_index=ruled.index, rule=ruled.rule, reason=ruled.reason))
+                return
+        subject = _encode_subject(opened.subject) if opened.subject is not None else None
+        if subject is not None and subject in self._for_session and "accept" in opened.decisions:
+            self.answer_request(native, "accept")
+            events.append(self.resolved(request_id, "answered", "accept", decided_by="session"))
+            return
+        self.requests.add(request_id, native, tuple(opened.decisions), subject)
+        self.publish(status="running")
 
-    def respond(self, request_id: str, decision: str) -> None:
+    def respond(self, request_id: str, decision: str, decided_by: str = "person", surface: str | None = None) -> None:
         """The host's answer (``Respond``): once per request, else :class:`RequestError`. An
         approval (``accept``, ``accept_for_session``) the request did not offer is refused with
         :class:`ValidationError` and the request stays open; ``decline`` and ``cancel`` are
@@ -462,18 +485,24 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
             # the nearest option would approve something the host was never shown. Stays open.
             raise ValidationError("respond_to_request", f"request {request_id!r} does not offer {decision!r}; it "
                                   f"offers {', '.join(offered)}", **self.where())
+        subject = self.requests.subject(request_id)
         native = self.requests.take(request_id)
         if native is None:
             raise RequestError("respond_to_request", None, f"no open request {request_id!r} (unknown or already "
                                "resolved)", **self.where())
+        if decision == "accept_for_session" and subject is not None:
+            self._for_session.add(subject)
         self.answer_request(native, decision)
-        self.emit([self.resolved(request_id, "answered", decision)])
+        self.emit([self.resolved(request_id, "answered", decision, decided_by=decided_by,
+                                 surface=surface if decided_by == "person" else None)])
         self.publish(status="running")
         return None
 
-    def resolved(self, request_id: str, resolution: str, decision: str | None = None) -> RequestResolved:
+    def resolved(self, request_id: str, resolution: str, decision: str | None = None, **audit: Any) -> RequestResolved:
+        """The ``request.resolved`` of ``request_id``; ``audit``: who decided and how
+        (``decided_by``, ``surface``, ``rule_index``, ``rule``, ``reason``)."""
         return RequestResolved(**self.identity, turn_id=self.turn.turn_id, request_id=request_id,
-                               resolution=resolution, decision=decision)  # type: ignore[arg-type]
+                               resolution=resolution, decision=decision, **audit)  # type: ignore[arg-type]
 
     def resolve_requests(self, events: list[EventBase], resolution: str, *, answer: bool = False) -> None:
         """Resolve every open request with ``resolution`` (``cancelled``, ``expired``); with
@@ -593,7 +622,7 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
 
 _CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
     SendTurn: lambda actor, m: actor._send_turn(m.input),
-    Respond: lambda actor, m: actor.respond(m.request_id, m.decision),
+    Respond: lambda actor, m: actor.respond(m.request_id, m.decision, m.decided_by, m.surface),
     Interrupt: lambda actor, m: actor._interrupt(m.turn_id),
     Open: lambda actor, m: actor._open(),
     TransportWarning: lambda actor, m: actor._transport_warning(m),
@@ -605,6 +634,9 @@ _CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
     Compact: lambda actor, m: actor.compact(),
 }
 """The control messages (:mod:`._control`) -> what the base does with each (inside the actor)."""
+
+
+_encode_subject = msgspec.json.Encoder().encode
 
 
 def _tell_quietly(ref: Mailbox, message: object) -> None:

@@ -69,7 +69,7 @@ from ._prompt import prompt_blocks
 from ._agent import AgentLink, Item
 from ._capabilities import plan_mode_id
 from ._messages import Incoming, ModeRestored, NewSessionDone, PromptDone, ReplayDone, Req
-from ._settings import AcpState, SessionSettings, created_at_of, cursor_for, session_id_of
+from ._settings import AcpState, SessionSettings, created_at_of, cursor_for, session_id_of, usage_of
 from ._mcp import wire_mcp_server
 from ._fs import FsError, read_text_file, write_text_file
 from ._terminals import Terminals
@@ -132,8 +132,12 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
         self.start_input: StartSessionInput = record.input
         self.tr = Translator(settings.driver, settings.instance_id, self.thread_id, turn=self.turn)
         self.tr.native_session_id = record.state.native_id
-        if record.state.usage is not None:
-            self.tr.restore_usage(record.state.usage)
+        # The thread's usage goes on from what it reached: this incarnation's, else what the
+        # cursor carries from an earlier session (a restart with other settings, a new host).
+        cursor = record.input.resume_cursor
+        usage = record.state.usage or (usage_of(cursor) if cursor is not None else None)
+        if usage is not None:
+            self.tr.restore_usage(usage)
         self._cancel_pending = False
         self._retry_until = 0.0
         self._replaying = False
@@ -252,7 +256,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
 
     def _cursor(self) -> ResumeCursor | None:
         sid = self.tr.native_session_id
-        return cursor_for(self.settings.cursor_driver, sid, self.record.state.created_at) if sid else None
+        return cursor_for(self.settings.cursor_driver, sid, self.record.state.created_at, self.tr.usage) if sid else None
 
     def fork(self, at_turn: int | None) -> ResumeCursor:
         """Hook (``Fork``): ``session/fork`` (unstable in ACP; ``sessions.fork`` is on only where
@@ -689,7 +693,7 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
                               answer=True)
         self.emit(events)
         self.persist()
-        self.publish(status="ready", active_turn_id=None)
+        self.publish(status="ready", active_turn_id=None, resume_cursor=self._cursor())  # with the turn's usage
 
     def cancel_turn(self, events: list[EventBase]) -> None:
         """Hook: ``session/cancel``, at once when the turn showed evidence of starting, else

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from paddock.actors import SharedState
-from paddock.contract import InteractionMode, ResumeCursor, ValidationError
+from paddock.contract import CUMULATIVE_USAGE, InteractionMode, ResumeCursor, TokenUsage, ValidationError
 
 __all__ = ["AcpState", "SessionSettings", "created_at_of", "cursor_for", "session_id_of"]
 
@@ -70,25 +70,42 @@ class AcpState(SharedState):
     """The session's ``configOptions`` (agent-defined JSON)."""
 
 
-def cursor_for(driver: str, session_id: str, created_at: float | None = None) -> ResumeCursor:
+def cursor_for(driver: str, session_id: str, created_at: float | None = None,
+               usage: TokenUsage | None = None) -> ResumeCursor:
     """``createdAt`` (epoch seconds of ``session/new``) lets a flavor explain a failed load of a
-    session too young to be saved (gemini); readers of older cursors see it missing."""
-    payload: dict[str, str | float] = {"sessionId": session_id}
+    session too young to be saved (gemini); ``usage`` is the thread's cumulative token usage,
+    which the agent does not keep for us (its counts are per turn): a resumed session goes on
+    from it instead of from zero. Readers of older cursors see either missing."""
+    payload: dict[str, Any] = {"sessionId": session_id}
     if created_at is not None:
         payload["createdAt"] = round(created_at, 3)
+    if usage is not None and any(getattr(usage, name) for name in CUMULATIVE_USAGE):
+        payload["usage"] = msgspec.to_builtins(usage)
     return ResumeCursor(driver=driver, version=1, payload=msgspec.json.encode(payload).decode())
 
 
 class _CursorPayload(msgspec.Struct):
     sessionId: str
     createdAt: float | None = None
+    usage: TokenUsage | None = None
+
+
+def _payload(cursor: ResumeCursor) -> _CursorPayload | None:
+    try:
+        return msgspec.json.decode(cursor.payload, type=_CursorPayload)
+    except msgspec.DecodeError:
+        return None
 
 
 def created_at_of(cursor: ResumeCursor) -> float | None:
-    try:
-        return msgspec.json.decode(cursor.payload, type=_CursorPayload).createdAt
-    except msgspec.DecodeError:
-        return None
+    payload = _payload(cursor)
+    return None if payload is None else payload.createdAt
+
+
+def usage_of(cursor: ResumeCursor) -> TokenUsage | None:
+    """The thread's cumulative usage a cursor carries (``None``: none, or an older cursor)."""
+    payload = _payload(cursor)
+    return None if payload is None else payload.usage
 
 
 def session_id_of(cursor: ResumeCursor, driver: str) -> str:

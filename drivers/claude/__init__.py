@@ -29,6 +29,10 @@ Conventions (what hosts and other layers can rely on):
   control_request ``interrupt``, emits ``turn.aborted`` at once and the turn ends
   ``interrupted``; if the CLI never ends it, the driver does after ``interrupt_timeout``.
   Sending a turn while one runs raises ``ValidationError``.
+- Stdout: each line is decoded once, on the reader thread, into the Structs of ``_wire.py``. A
+  non-JSON line is skipped with ``runtime.warning`` transport.malformed_line; a line of a type
+  the driver does not know is ignored (as the CLI ignores ours); a known type whose fields have
+  another shape is skipped with ``runtime.warning`` claude.message_failed.
 - Process death: the running turn fails, open requests expire, ``session.exited`` carries the
   exit code or signal and the stderr tail (``recoverable`` once a turn was saved). Not restarted:
   start the thread again (from its cursor) to continue.

@@ -12,22 +12,23 @@ import msgspec
 import pykka
 
 from paddock.actors import ExitInfo, Mailbox, ProcessActor, ProcessHandle, ProcessSpec, TransportWarning
-from paddock.contract import ProcessError
+from paddock.contract import JsonObject, ProcessError
 from paddock.supervisors import ChildContext
+
+from ._wire import ControlResponse, McpStatusAnswer, Message, Response, decode_line, decode_mcp_answer
 
 __all__ = ["Exited", "Lines", "ProcessLink"]
 
-_decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 _MCP_POLL = 0.1  # seconds between mcp_status requests while a server is still pending
 
 
 class Lines:
-    """A batch of decoded stdout messages (dicts), in order, and the number of skipped lines."""
+    """A batch of decoded stdout messages, in order, and the skipped (non-JSON) lines."""
 
     __slots__ = ("messages", "skipped")
 
-    def __init__(self, messages: list[dict[str, Any]], skipped: list[bytes]) -> None:
+    def __init__(self, messages: list[Message], skipped: list[bytes]) -> None:
         self.messages = messages
         self.skipped = skipped
 
@@ -52,11 +53,11 @@ class ProcessLink:
     def __init__(self, init_request_id: str) -> None:
         self.init_request_id = init_request_id
         self.init_done = threading.Event()
-        self.init_response: dict[str, Any] | None = None
+        self.init_response: Response | None = None
         self.handle: ProcessHandle | None = None  # set by the process child's start factory
         self.exit_info: ExitInfo | None = None
-        self.mcp_answer: dict[str, Any] | None = None
-        """The last ``mcp_status`` answer of :meth:`await_mcp` (``{mcpServers: [...]}``)."""
+        self.mcp_answer: McpStatusAnswer | None = None
+        """The last ``mcp_status`` answer of :meth:`await_mcp`."""
         self._mcp_prefix = f"{init_request_id}_mcp_"
         self._mcp_seq = 0
         self._mcp_done = threading.Event()
@@ -96,8 +97,8 @@ class ProcessLink:
             if info is not None:
                 raise info.error("Claude Code exited before answering initialize")
             raise ProcessError("Claude Code exited before answering initialize")
-        if response.get("subtype") != "success":
-            raise ProcessError(f"Claude Code refused initialize: {response.get('error')}")
+        if response.subtype != "success":
+            raise ProcessError(f"Claude Code refused initialize: {response.error}")
 
     def await_mcp(self, deadline: float) -> None:
         """Block the caller until no MCP server of the session is ``pending`` (each connected or
@@ -114,8 +115,8 @@ class ProcessLink:
             handle.write_lines([_encode(request)], timeout=max(0.1, deadline - time.monotonic()))
             if not self._mcp_done.wait(max(0.0, deadline - time.monotonic())):
                 return
-            servers = (self.mcp_answer or {}).get("mcpServers") or ()
-            if not any(isinstance(s, dict) and s.get("status") == "pending" for s in servers):
+            answer = self.mcp_answer
+            if answer is None or not any(s.status == "pending" for s in answer.mcpServers or ()):
                 return
             if self._exited.wait(min(_MCP_POLL, max(0.0, deadline - time.monotonic()))) or time.monotonic() >= deadline:
                 return
@@ -123,43 +124,32 @@ class ProcessLink:
     # reader thread ---------------------------------------------------------------------------
 
     def on_lines(self, lines: list[bytes]) -> None:
-        messages: list[dict[str, Any]] = []
+        messages: list[Message] = []
         skipped: list[bytes] = []
         for line in lines:
             if not line.strip():
                 continue
             try:
-                msg = _decode(line)
-            except msgspec.DecodeError:
+                msg = decode_line(line)
+            except msgspec.DecodeError:  # (ValidationError too: JSON that is not an object)
                 # Protocol fact: the CLI may print non-JSON lines on stdout; skip them.
                 skipped.append(line[:200])
                 continue
-            if not isinstance(msg, dict):
-                skipped.append(line[:200])
-                continue
-            if (
-                self.init_response is None
-                and msg.get("type") == "control_response"
-                and isinstance(msg.get("response"), dict)
-                and msg["response"].get("request_id") == self.init_request_id
-            ):
-                self.init_response = msg["response"]
-                self.init_done.set()
-                continue
-            if (
-                msg.get("type") == "control_response"
-                and isinstance(msg.get("response"), dict)
-                and str(msg["response"].get("request_id")).startswith(self._mcp_prefix)
-            ):
-                answer = msg["response"].get("response")
-                self.mcp_answer = answer if isinstance(answer, dict) else {}
-                self._mcp_done.set()
-                continue
+            if isinstance(msg, ControlResponse):
+                rid = msg.response.request_id
+                if self.init_response is None and rid == self.init_request_id:
+                    self.init_response = msg.response
+                    self.init_done.set()
+                    continue
+                if rid is not None and rid.startswith(self._mcp_prefix):
+                    self.mcp_answer = decode_mcp_answer(msg.response.response)
+                    self._mcp_done.set()
+                    continue
             messages.append(msg)
         if messages or skipped:
             self._deliver(Lines(messages, skipped))
 
-    def on_warning(self, code: str, message: str, detail: dict[str, Any]) -> None:
+    def on_warning(self, code: str, message: str, detail: JsonObject) -> None:
         self._deliver(TransportWarning(code, message, detail))
 
     # exit watcher thread ---------------------------------------------------------------------

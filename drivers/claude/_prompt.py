@@ -5,20 +5,21 @@ content (text, then each image as a base64 ``image`` block), and the model catal
 from __future__ import annotations
 
 import base64
-from typing import Any
 
-from paddock.contract import Attachment, ImageAttachment, ModelInfo
+from paddock.contract import Attachment, ImageAttachment, JsonValue, ModelInfo, json_str
+
+from ._wire import InitAnswer, ModelEntry
 
 __all__ = ["catalog_of", "resolved_models", "user_content"]
 
 
-def user_content(text: str, attachments: tuple[Attachment, ...]) -> str | list[dict[str, Any]]:
+def user_content(text: str, attachments: tuple[Attachment, ...]) -> JsonValue:
     """A ``user`` message's ``content``: the text alone, or a text block followed by one image
     block per image (``source`` ``base64``, as the Messages API takes them). Only images reach
     here (``turns.attachments``)."""
     if not attachments:
         return text
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    blocks: list[JsonValue] = [{"type": "text", "text": text}]
     for a in attachments:
         assert isinstance(a, ImageAttachment) and a.data is not None  # resolved and gated by the runtime
         blocks.append({"type": "image", "source": {"type": "base64", "media_type": a.mime_type,
@@ -26,25 +27,24 @@ def user_content(text: str, attachments: tuple[Attachment, ...]) -> str | list[d
     return blocks
 
 
-def _entries(answer: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in answer.get("models") or () if isinstance(m, dict) and isinstance(m.get("value"), str)]
+def _entries(answer: InitAnswer) -> list[ModelEntry]:
+    return [m for m in answer.models or () if isinstance(m.value, str)]
 
 
-def catalog_of(answer: dict[str, Any]) -> tuple[ModelInfo, ...]:
+def catalog_of(answer: InitAnswer) -> tuple[ModelInfo, ...]:
     """The ``initialize`` answer's ``models``: ``value`` is the id ``--model`` and ``set_model``
     take (``default`` is the default), with ``displayName``, ``description`` and
     ``supportedEffortLevels``. Every Claude model reads images."""
     return tuple(
-        ModelInfo(id=m["value"], display_name=m.get("displayName") if isinstance(m.get("displayName"), str) else None,
-                  description=m.get("description") if isinstance(m.get("description"), str) else None,
-                  is_default=m["value"] == "default",
-                  reasoning_efforts=tuple(e for e in m.get("supportedEffortLevels") or () if isinstance(e, str)),
+        ModelInfo(id=str(m.value), display_name=json_str(m.displayName), description=json_str(m.description),
+                  is_default=m.value == "default",
+                  reasoning_efforts=tuple(e for e in m.supportedEffortLevels or () if isinstance(e, str)),
                   input_kinds=("text", "image"))
         for m in _entries(answer)
     )
 
 
-def resolved_models(answer: dict[str, Any]) -> dict[str, str]:
+def resolved_models(answer: InitAnswer) -> dict[str, str]:
     """Alias -> the model it resolves to (``resolvedModel`` without a ``[1m]`` context suffix)."""
-    return {m["value"]: str(m["resolvedModel"]).split("[", 1)[0]
-            for m in _entries(answer) if isinstance(m.get("resolvedModel"), str)}
+    return {str(m.value): m.resolvedModel.split("[", 1)[0]
+            for m in _entries(answer) if isinstance(m.resolvedModel, str)}

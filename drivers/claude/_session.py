@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from typing import Any
 
 import msgspec
 
@@ -41,6 +40,8 @@ from paddock.contract import (
     ItemCompleted,
     ItemStarted,
     ItemUpdated,
+    JsonObject,
+    JsonValue,
     ModelRerouted,
     PaddockError,
     ProviderRefs,
@@ -68,6 +69,27 @@ from ._prompt import catalog_of, resolved_models, user_content
 from ._link import Exited, Lines, ProcessLink
 from ._messages import ClaudeState, SessionSettings
 from ._tools import item_kind_of_tool, mcp_call_data, request_kind_of_item, result_text, tool_title
+from ._wire import (
+    ApiRetry,
+    Assistant,
+    AssistantMessage,
+    CompactBoundary,
+    ControlCancel,
+    ControlRequest,
+    ControlResponse,
+    Malformed,
+    McpServer,
+    McpStatusAnswer,
+    Message,
+    Response,
+    Result,
+    StreamEvent,
+    SseEvent,
+    SystemInit,
+    User,
+    decode_init_answer,
+    decode_mcp_answer,
+)
 
 __all__ = ["ClaudeSessionActor"]
 
@@ -75,7 +97,7 @@ log = logging.getLogger(__name__)
 
 _encode = msgspec.json.Encoder().encode
 _INTERRUPT = "interrupt_timeout"  # turn timer: the CLI never ended the interrupted turn
-_DENY_INTERRUPTED = {"behavior": "deny", "message": "The turn was interrupted.", "interrupt": True}
+_DENY_INTERRUPTED: JsonObject = {"behavior": "deny", "message": "The turn was interrupted.", "interrupt": True}
 
 
 class _Item:
@@ -94,11 +116,16 @@ class _Pending:
 
     __slots__ = ("native_id", "input", "suggestions", "tool_use_id")
 
-    def __init__(self, native_id: str, inp: dict[str, Any], suggestions: list[Any], tool_use_id: str | None) -> None:
+    def __init__(self, native_id: str, inp: JsonObject, suggestions: list[JsonValue], tool_use_id: str | None) -> None:
         self.native_id = native_id
         self.input = inp
         self.suggestions = suggestions
         self.tool_use_id = tool_use_id
+
+
+def _named(servers: list[McpServer] | None) -> list[tuple[McpServer, str]]:
+    """The entries of a server list that name their server, with the name."""
+    return [(s, s.name) for s in servers or () if s.name is not None]
 
 
 class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
@@ -135,7 +162,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.opened = False
         self.finished = False
         self.mcp = McpReadback(self.identity, self.start_input.mcp_servers)
-        self.mcp_calls: dict[str, dict[str, Any]] = {}  # tool_use id -> item data of an MCP call
+        self.mcp_calls: dict[str, JsonObject] = {}  # tool_use id -> item data of an MCP call
 
     # lifecycle -----------------------------------------------------------------------------------
 
@@ -203,14 +230,14 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
     def _cursor(self) -> ResumeCursor:
         return cursor_for(self.settings.driver, self.session_id, self.usage)
 
-    def _write(self, message: dict[str, Any]) -> None:
+    def _write(self, message: JsonObject) -> None:
         handle = self.link.handle
         if handle is None or self.link.exit_info is not None:
             raise self.closed_error("the Claude Code process has exited")
         # Never blocks the actor: a CLI that stopped reading fails the write once its bound is full.
         handle.write_lines([_encode(message)])
 
-    def _control(self, subtype: str, **fields: Any) -> str:
+    def _control(self, subtype: str, **fields: JsonValue) -> str:
         self.ctl_seq += 1
         rid = f"paddock_{self.ctl_seq}_{uuid.uuid4().hex[:8]}"
         self._write({"type": "control_request", "request_id": rid, "request": {"subtype": subtype, **fields}})
@@ -229,8 +256,8 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.opened = True
         x = self.record.state
         inp = self.start_input
-        init = self.link.init_response or {}
-        answer = init.get("response") or {}
+        init = self.link.init_response
+        answer = decode_init_answer(init.response if init is not None else msgspec.Raw(b"null"))
         events: list[EventBase] = []
         if x.resume_failed:
             events.append(RuntimeWarningEvent(**self.identity, code="claude.resume_failed", message=x.resume_detail or ""))
@@ -240,17 +267,17 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             resume_failed=x.resume_failed, detail=x.resume_detail,
             provider_refs=self._refs(),
         ))
-        config: dict[str, Any] = {"session_id": self.session_id, "permission_mode": self.permission_mode}
-        if "pid" in answer:
-            config["pid"] = answer["pid"]
-        models = [m.get("value") for m in answer.get("models") or () if isinstance(m, dict) and m.get("value")]
+        config: JsonObject = {"session_id": self.session_id, "permission_mode": self.permission_mode}
+        if answer.pid is not msgspec.UNSET:
+            config["pid"] = answer.pid
+        models: list[JsonValue] = [m.value for m in answer.models or () if m.value]
         if models:
             config["models"] = models
             if self.record.report_models is not None:
                 self.record.report_models(catalog_of(answer))
         self.aliases = resolved_models(answer)
-        if isinstance(answer.get("output_style"), str):
-            config["output_style"] = answer["output_style"]
+        if isinstance(answer.output_style, str):
+            config["output_style"] = answer.output_style
         events.append(SessionConfigured(**self.identity, config=config, provider_refs=self._refs()))
         if self.mcp and self.link.mcp_answer is not None:
             self._mcp_status(self.link.mcp_answer, events)
@@ -374,73 +401,84 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 self._message(msg, events)
             except Exception as exc:  # one odd message must not end the session
                 log.exception("Claude Code message skipped on thread %s", self.thread_id)
-                events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="claude.message_failed",
-                                                  message=f"a Claude Code message could not be handled: {exc!r}"))
+                self._message_failed(events, repr(exc))
         self.emit(events)
 
-    def _message(self, msg: dict[str, Any], events: list[EventBase]) -> None:
-        kind = msg.get("type")
-        if kind == "stream_event":
-            if self.turn.turn_id is not None:
-                self._stream_event(msg.get("event") or {}, events)
-        elif kind == "assistant":
-            if self.turn.turn_id is not None:
-                self._assistant(msg.get("message") or {}, events)
-        elif kind == "user":
-            if self.turn.turn_id is not None and not msg.get("isReplay"):
-                self._user(msg, events)
-        elif kind == "result":
-            self._result(msg, events)
-        elif kind == "system":
-            self._system(msg, events)
-        elif kind == "control_request":
-            self._control_request(msg, events)
-        elif kind == "control_response":
-            self._control_response(msg.get("response") or {}, events)
-        elif kind == "control_cancel_request":
-            native = msg.get("request_id")
-            for rid in self.requests.take_where(lambda p: p.native_id == native):
-                events.append(self.resolved(rid, "cancelled"))
+    def _message_failed(self, events: list[EventBase], why: str) -> None:
+        events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="claude.message_failed",
+                                          message=f"a Claude Code message could not be handled: {why}"))
 
-    def _system(self, msg: dict[str, Any], events: list[EventBase]) -> None:
-        sub = msg.get("subtype")
-        if sub == "init":
-            sid = msg.get("session_id")
-            if isinstance(sid, str) and sid and sid != self.session_id:
-                self.session_id = sid
-                self.record.state.session_id = sid
-            if isinstance(msg.get("model"), str):
-                self._check_reroute(msg["model"], events)
-                self.model = msg["model"]
-            if self.mcp:
-                self._mcp_init(msg, events)
-            if not self.configured:
-                self.configured = True
-                config: dict[str, Any] = {k: msg[k] for k in ("session_id", "model", "permissionMode", "cwd", "claude_code_version",
-                                              "tools", "output_style") if k in msg}
-                events.append(SessionConfigured(**self.identity, turn_id=self.turn.turn_id, config=config,
-                                                provider_refs=self._refs()))
-        elif sub == "compact_boundary" and self.turn.turn_id is not None:
-            # Claude Code's compaction (`/compact`, or its own when the context fills) ends with
-            # this message: {"subtype": "compact_boundary", "uuid", "compact_metadata": {"trigger", ...}}.
-            uid = str(msg.get("uuid") or f"compact-{uuid.uuid4().hex[:12]}")
-            meta = msg.get("compact_metadata")
-            data = {"native_type": "compact_boundary", **({"compact_metadata": meta} if isinstance(meta, dict) else {})}
-            item = self._start_item(events, uid, "other", uid, title="conversation compacted", data=data)
-            if item is not None:
-                self._complete(events, item, data=data)
-        elif sub == "api_retry":
-            events.append(RuntimeWarningEvent(
-                **self.identity, turn_id=self.turn.turn_id, code="claude.api_retry",
-                message=f"the model API failed ({msg.get('error_status')} {msg.get('error')}); retry "
-                        f"{msg.get('attempt')} of {msg.get('max_retries')}",
-                detail={k: msg[k] for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error") if k in msg},
-            ))
+    def _message(self, msg: Message, events: list[EventBase]) -> None:
+        in_turn = self.turn.turn_id is not None
+        match msg:
+            case StreamEvent(event=event) if in_turn:
+                self._stream_event(event, events)
+            case Assistant(message=message) if in_turn:
+                self._assistant(message, events)
+            case User(isReplay=replay) if in_turn and not replay:
+                self._user(msg, events)
+            case Result():
+                self._result(msg, events)
+            case SystemInit():
+                self._system_init(msg, events)
+            case CompactBoundary() if in_turn:
+                self._compacted(msg, events)
+            case ApiRetry():
+                self._api_retry(msg, events)
+            case ControlRequest():
+                self._control_request(msg, events)
+            case ControlResponse(response=response):
+                self._control_response(response, events)
+            case ControlCancel(request_id=native):
+                for rid in self.requests.take_where(lambda p: p.native_id == native):
+                    events.append(self.resolved(rid, "cancelled"))
+            case Malformed():
+                self._message_failed(events, f"{msg.type}: {msg.error}")
+            case _:
+                pass  # unknown types, other system subtypes, lines outside a turn: ignored
+
+    def _system_init(self, msg: SystemInit, events: list[EventBase]) -> None:
+        sid = msg.session_id
+        if isinstance(sid, str) and sid and sid != self.session_id:
+            self.session_id = sid
+            self.record.state.session_id = sid
+        if isinstance(msg.model, str):
+            self._check_reroute(msg.model, events)
+            self.model = msg.model
+        if self.mcp:
+            self._mcp_init(msg, events)
+        if not self.configured:
+            self.configured = True
+            present = (("session_id", msg.session_id), ("model", msg.model), ("permissionMode", msg.permissionMode),
+                       ("cwd", msg.cwd), ("claude_code_version", msg.claude_code_version), ("tools", msg.tools),
+                       ("output_style", msg.output_style))
+            config: JsonObject = {k: v for k, v in present if v is not msgspec.UNSET}
+            events.append(SessionConfigured(**self.identity, turn_id=self.turn.turn_id, config=config,
+                                            provider_refs=self._refs()))
+
+    def _compacted(self, msg: CompactBoundary, events: list[EventBase]) -> None:
+        # Claude Code's compaction (`/compact`, or its own when the context fills) ends with
+        # this message: {"subtype": "compact_boundary", "uuid", "compact_metadata": {"trigger", ...}}.
+        uid = msg.uuid or f"compact-{uuid.uuid4().hex[:12]}"
+        meta = msg.compact_metadata
+        data: JsonObject = {"native_type": "compact_boundary", **({"compact_metadata": meta} if isinstance(meta, dict) else {})}
+        item = self._start_item(events, uid, "other", uid, title="conversation compacted", data=data)
+        if item is not None:
+            self._complete(events, item, data=data)
+
+    def _api_retry(self, msg: ApiRetry, events: list[EventBase]) -> None:
+        detail = msg.detail
+        events.append(RuntimeWarningEvent(
+            **self.identity, turn_id=self.turn.turn_id, code="claude.api_retry",
+            message=f"the model API failed ({detail.get('error_status')} {detail.get('error')}); retry "
+                    f"{detail.get('attempt')} of {detail.get('max_retries')}",
+            detail=detail,
+        ))
 
     # items ---------------------------------------------------------------------------------------
 
     def _start_item(self, events: list, item_id: str, kind: str, native: str | None, *, title: str | None = None,
-                    data: dict[str, Any] | None = None) -> _Item | None:
+                    data: JsonObject | None = None) -> _Item | None:
         if self.aborted or item_id in self.items:
             return self.items.get(item_id)  # no new item after turn.aborted (grammar rule 6)
         item = _Item(item_id, kind, native)
@@ -450,7 +488,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         return item
 
     def _complete(self, events: list, item: _Item, *, status: str = "completed", text: str | None = None,
-                  data: dict[str, Any] | None = None) -> None:
+                  data: JsonObject | None = None) -> None:
         self.items.pop(item.item_id, None)
         events.append(ItemCompleted(**self.identity, turn_id=self.turn.turn_id, item_id=item.item_id, kind=item.kind,  # type: ignore[arg-type]
                                     status=status, text=text, data=data,  # type: ignore[arg-type]
@@ -468,35 +506,35 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
     def _block_id(self, msg_id: str, index: int) -> str:
         return f"{self.turn.turn_id}:{msg_id}:{index}"
 
-    def _stream_event(self, ev: dict[str, Any], events: list[EventBase]) -> None:
-        etype = ev.get("type")
+    def _stream_event(self, ev: SseEvent, events: list[EventBase]) -> None:
+        etype = ev.type
         if etype == "message_start":
-            self.stream_msg = (ev.get("message") or {}).get("id")
+            self.stream_msg = ev.message.id if ev.message is not None else None
         elif etype == "content_block_start" and self.stream_msg:
-            block = ev.get("content_block") or {}
-            btype = block.get("type")
+            block = ev.content_block
+            btype = block.type if block is not None else None
             if btype in ("text", "thinking"):
-                index = int(ev.get("index") or 0)
+                index = ev.index or 0
                 item_id = self._block_id(self.stream_msg, index)
                 kind = "assistant_message" if btype == "text" else "reasoning"
                 if self._start_item(events, item_id, kind, self.stream_msg) is not None:
                     self.blocks[(self.stream_msg, index)] = item_id
-            elif btype == "tool_use" and isinstance(block.get("id"), str):
+            elif btype == "tool_use" and block is not None and block.id is not None:
                 # The call starts now; its input streams as input_json_delta and arrives whole
                 # with the `assistant` line (then item.updated).
-                name = str(block.get("name") or "tool")
-                self._start_item(events, block["id"], item_kind_of_tool(name), block["id"], title=name,
+                name = block.name or "tool"
+                self._start_item(events, block.id, item_kind_of_tool(name), block.id, title=name,
                                  data={"tool": name})
         elif etype == "content_block_delta" and self.stream_msg:
-            block_item_id = self.blocks.get((self.stream_msg, int(ev.get("index") or 0)))
+            block_item_id = self.blocks.get((self.stream_msg, ev.index or 0))
             item = self.items.get(block_item_id) if block_item_id else None
-            if item is None:
+            delta = ev.delta
+            if item is None or delta is None:
                 return
-            delta = ev.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                self._delta(events, item, delta.get("text") or "")
-            elif delta.get("type") == "thinking_delta":
-                self._delta(events, item, delta.get("thinking") or "")
+            if delta.type == "text_delta":
+                self._delta(events, item, delta.text or "")
+            elif delta.type == "thinking_delta":
+                self._delta(events, item, delta.thinking or "")
 
     def _check_reroute(self, seen: str, events: list[EventBase]) -> None:
         """``model.rerouted`` once per model the CLI answers with that is neither the model asked
@@ -511,21 +549,18 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         events.append(ModelRerouted(**self.identity, turn_id=self.turn.turn_id, from_model=asked, to_model=seen,
                                     reason="Claude Code answered with another model than the one asked for"))
 
-    def _assistant(self, message: dict[str, Any], events: list[EventBase]) -> None:
-        msg_id = message.get("id") or f"m{uuid.uuid4().hex[:8]}"
-        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
-            self._check_reroute(message["model"], events)
-        for block in message.get("content") or ():
-            if not isinstance(block, dict):
-                continue
+    def _assistant(self, message: AssistantMessage, events: list[EventBase]) -> None:
+        msg_id = message.id or f"m{uuid.uuid4().hex[:8]}"
+        if message.model is not None and message.model != "<synthetic>":
+            self._check_reroute(message.model, events)
+        for block in message.content:
             # Protocol fact: each content block comes as its own `assistant` line with the same
             # message id, in block order; the n-th line is block n.
             index = self.block_count.get(msg_id, 0)
             self.block_count[msg_id] = index + 1
-            btype = block.get("type")
+            btype = block.type
             if btype in ("text", "thinking"):
-                text = block.get("text") if btype == "text" else block.get("thinking")
-                text = text if isinstance(text, str) else ""
+                text = (block.text if btype == "text" else block.thinking) or ""
                 item_id = self.blocks.pop((msg_id, index), None) or self._block_id(msg_id, index)
                 item = self.items.get(item_id)
                 if item is None:
@@ -538,12 +573,12 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 streamed = "".join(item.text)
                 self._complete(events, item, text=text if text.startswith(streamed) else streamed)
             elif btype == "tool_use":
-                tool_id = block.get("id") or f"{msg_id}:{index}"
-                name = block.get("name") or "tool"
-                block_input = block.get("input")
-                inp: dict[str, Any] = block_input if isinstance(block_input, dict) else {}
+                tool_id = block.id or f"{msg_id}:{index}"
+                name = block.name or "tool"
+                inp: JsonObject = block.input if block.input is not None else {}
                 kind = item_kind_of_tool(name)
-                title, data = tool_title(name, inp), {"tool": name, "input": inp}
+                title = tool_title(name, inp)
+                data: JsonObject = {"tool": name, "input": inp}
                 if kind == "mcp_tool_call":
                     data = mcp_call_data(name, inp, self.mcp.names)
                     self.mcp_calls[tool_id] = data
@@ -553,46 +588,46 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 else:
                     self._start_item(events, tool_id, kind, tool_id, title=title, data=data)
 
-    def _user(self, msg: dict[str, Any], events: list[EventBase]) -> None:
-        content = (msg.get("message") or {}).get("content")
+    def _user(self, msg: User, events: list[EventBase]) -> None:
+        content = msg.message.content
         if not isinstance(content, list):
             return
-        extra = msg.get("tool_use_result")
+        extra = msg.tool_use_result
         for block in content:
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
+            if block.type != "tool_result":
                 continue
-            tool_id = block.get("tool_use_id")
-            item = self.items.get(tool_id) if isinstance(tool_id, str) else None
+            tool_id = block.tool_use_id
+            item = self.items.get(tool_id) if tool_id is not None else None
             if item is None:
                 continue
-            is_error = bool(block.get("is_error"))
+            is_error = bool(block.is_error)
             status = "declined" if tool_id in self.declined else ("failed" if is_error else "completed")
-            data: dict[str, Any] = {**self.mcp_calls.pop(item.item_id, {}), "is_error": is_error}
+            data: JsonObject = {**self.mcp_calls.pop(item.item_id, {}), "is_error": is_error}
             if isinstance(extra, dict):
                 data.update({k: extra[k] for k in ("stdout", "stderr", "interrupted") if k in extra})
-            self._complete(events, item, status=status, text=result_text(block.get("content")), data=data)
+            self._complete(events, item, status=status, text=result_text(block.content), data=data)
 
-    def _result(self, msg: dict[str, Any], events: list[EventBase]) -> None:
+    def _result(self, msg: Result, events: list[EventBase]) -> None:
         if self.turn.turn_id is None:
             return  # a late result of a turn the driver already ended (interrupt timeout)
-        raw = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+        raw = msg.usage
         turn_usage = None
-        if raw:
-            fresh = int(raw.get("input_tokens") or 0)
-            cache_read = int(raw.get("cache_read_input_tokens") or 0)
-            cache_made = int(raw.get("cache_creation_input_tokens") or 0)
-            out = int(raw.get("output_tokens") or 0)
+        if raw is not None:
+            fresh = raw.input_tokens or 0
+            cache_read = raw.cache_read_input_tokens or 0
+            cache_made = raw.cache_creation_input_tokens or 0
+            out = raw.output_tokens or 0
             inp = fresh + cache_read + cache_made
             turn_usage = TokenUsage(input_tokens=inp, output_tokens=out, cached_input_tokens=cache_read,
                                     total_tokens=inp + out)
             u = self.usage
             window = None
-            for m in (msg.get("modelUsage") or {}).values():
-                if isinstance(m, dict) and m.get("contextWindow"):
-                    window = int(m["contextWindow"])
-            cost = msg.get("total_cost_usd")
+            for m in (msg.modelUsage or {}).values():
+                if m.contextWindow:
+                    window = m.contextWindow
+            cost = msg.total_cost_usd
             # Protocol fact: total_cost_usd is cumulative per process; usage is per turn.
-            total_cost = self.cost_base + float(cost) if isinstance(cost, (int, float)) else u.cost
+            total_cost = self.cost_base + cost if cost is not None else u.cost
             self.usage = TokenUsage(
                 input_tokens=(u.input_tokens or 0) + inp, output_tokens=(u.output_tokens or 0) + out,
                 cached_input_tokens=(u.cached_input_tokens or 0) + cache_read,
@@ -603,27 +638,26 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             )
             self.record.state.usage = self.usage
             events.append(ThreadTokenUsageUpdated(**self.identity, turn_id=self.turn.turn_id, usage=self.usage))
-        is_error = bool(msg.get("is_error"))
-        terminal = msg.get("terminal_reason")
+        is_error = bool(msg.is_error)
+        terminal = msg.terminal_reason
         state: TurnState
-        if self.turn.interrupt_requested and (is_error or (isinstance(terminal, str) and terminal.startswith("aborted"))):
-            state, stop, error = "interrupted", terminal or msg.get("subtype"), None
+        if self.turn.interrupt_requested and (is_error or (terminal is not None and terminal.startswith("aborted"))):
+            state, stop, error = "interrupted", terminal or msg.subtype, None
         elif is_error:
-            errors = msg.get("errors")
-            error = msg.get("result") if isinstance(msg.get("result"), str) and msg.get("result") else (
-                "; ".join(map(str, errors)) if isinstance(errors, list) and errors else str(msg.get("subtype")))
-            if msg.get("api_error_status"):
-                error = f"model API error {msg['api_error_status']}: {error}"
-            state, stop = "failed", msg.get("stop_reason") or msg.get("subtype")
+            errors = msg.errors
+            error = msg.result or ("; ".join(map(str, errors)) if errors else str(msg.subtype))
+            if msg.api_error_status:
+                error = f"model API error {msg.api_error_status}: {error}"
+            state, stop = "failed", msg.stop_reason or msg.subtype
         else:
-            state, stop, error = "completed", msg.get("stop_reason"), None
+            state, stop, error = "completed", msg.stop_reason, None
         self.turns_done += 1
         self.end_turn(events, state, stop_reason=stop, error=error, usage=turn_usage)
         self.publish(status="ready", active_turn_id=None, resume_cursor=self._cursor())
 
     # MCP readback ----------------------------------------------------------------------------------
 
-    def _mcp_report(self, name: str, status: object, detail: str | None, tools: int | None,
+    def _mcp_report(self, name: str, status: JsonValue, detail: str | None, tools: int | None,
                     events: list[EventBase]) -> bool:
         """Map one native status; True while the server is still ``pending``."""
         turn_id = self.turn.turn_id
@@ -639,81 +673,75 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
             events += self.mcp.report(name, "not_connected", detail=f"Claude Code reports {status}", turn_id=turn_id)
         return False
 
-    def _mcp_status(self, answer: dict[str, Any], events: list[EventBase]) -> None:
+    def _mcp_status(self, answer: McpStatusAnswer, events: list[EventBase]) -> None:
         # control_request mcp_status -> {mcpServers: [{name, status, error?, tools?: [{name}]...}]}
-        listed = [s for s in answer.get("mcpServers") or () if isinstance(s, dict) and isinstance(s.get("name"), str)]
-        for entry in listed:
-            tools = entry.get("tools")
-            count = len(tools) if isinstance(tools, list) else None
-            error = entry.get("error") if isinstance(entry.get("error"), str) else None
-            self._mcp_report(entry["name"], entry.get("status"), error, count, events)
-        events += self.mcp.absent((s["name"] for s in listed), turn_id=self.turn.turn_id,
+        listed = _named(answer.mcpServers)
+        for entry, name in listed:
+            count = len(entry.tools) if entry.tools is not None else None
+            error = entry.error if isinstance(entry.error, str) else None
+            self._mcp_report(name, entry.status, error, count, events)
+        events += self.mcp.absent((name for _, name in listed), turn_id=self.turn.turn_id,
                                   detail="Claude Code did not load this server")
         # A server still pending: the next turn's system/init reports it again.
 
-    def _mcp_init(self, msg: dict[str, Any], events: list[EventBase]) -> None:
+    def _mcp_init(self, msg: SystemInit, events: list[EventBase]) -> None:
         # system/init carries {mcp_servers: [{name, status}], tools: [..., "mcp__<server>__<tool>"]}
-        servers = msg.get("mcp_servers")
-        if not isinstance(servers, list):
+        if msg.mcp_servers is None:
             return
-        tools = [t for t in msg.get("tools") or () if isinstance(t, str)]
+        tools = [t for t in msg.tools or () if isinstance(t, str)] if msg.tools is not msgspec.UNSET else []
         pending = False
-        for entry in servers:
-            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                continue
-            name = entry["name"]
+        listed = _named(msg.mcp_servers)
+        for entry, name in listed:
             count = sum(1 for t in tools if t.startswith(f"mcp__{name}__"))
-            pending |= self._mcp_report(name, entry.get("status"), None, count, events)
-        listed = [str(s["name"]) for s in servers if isinstance(s, dict) and isinstance(s.get("name"), str)]
-        events += self.mcp.absent(listed, turn_id=self.turn.turn_id, detail="Claude Code did not load this server")
+            pending |= self._mcp_report(name, entry.status, None, count, events)
+        events += self.mcp.absent([name for _, name in listed], turn_id=self.turn.turn_id,
+                                  detail="Claude Code did not load this server")
         if pending:
             self._control("mcp_status")
 
     # requests ------------------------------------------------------------------------------------
 
-    def _control_response(self, response: dict[str, Any], events: list[EventBase]) -> None:
-        subtype = self.ctl_pending.pop(str(response.get("request_id")), None)
-        if subtype == "mcp_status" and response.get("subtype") == "success":
-            self._mcp_status(response.get("response") or {}, events)
+    def _control_response(self, response: Response, events: list[EventBase]) -> None:
+        subtype = self.ctl_pending.pop(response.request_id or "", None)
+        if subtype == "mcp_status" and response.subtype == "success":
+            self._mcp_status(decode_mcp_answer(response.response), events)
             return
-        if response.get("subtype") == "error":
+        if response.subtype == "error":
             events.append(RuntimeWarningEvent(
                 **self.identity, turn_id=self.turn.turn_id, code="claude.control_error",
-                message=f"Claude Code refused control request {subtype or '?'!r}: {response.get('error')}",
+                message=f"Claude Code refused control request {subtype or '?'!r}: {response.error}",
             ))
 
-    def _control_request(self, msg: dict[str, Any], events: list[EventBase]) -> None:
-        native = str(msg.get("request_id"))
-        req = msg.get("request") or {}
-        if req.get("subtype") != "can_use_tool":
+    def _control_request(self, msg: ControlRequest, events: list[EventBase]) -> None:
+        native = str(msg.request_id)
+        req = msg.request
+        if req.subtype != "can_use_tool":
             self._write({"type": "control_response", "response": {
                 "subtype": "error", "request_id": native,
-                "error": f"Unsupported control request subtype: {req.get('subtype')}"}})
+                "error": f"Unsupported control request subtype: {req.subtype}"}})
             return
-        req_input = req.get("input")
-        inp: dict[str, Any] = req_input if isinstance(req_input, dict) else {}
+        inp: JsonObject = req.input if req.input is not None else {}
         if self.turn.turn_id is None or self.aborted:
             self._answer_native(native, _DENY_INTERRUPTED)
             return
-        tool = str(req.get("tool_name") or "tool")
-        tool_use_id = req.get("tool_use_id") if isinstance(req.get("tool_use_id"), str) else None
+        tool = req.tool_name or "tool"
+        tool_use_id = req.tool_use_id
         kind = item_kind_of_tool(tool)
         if tool_use_id and tool_use_id not in self.items:
             self._start_item(events, tool_use_id, kind, tool_use_id, title=tool_title(tool, inp),
                              data={"tool": tool, "input": inp})
-        req_suggestions = req.get("permission_suggestions")
-        suggestions: list[Any] = req_suggestions if isinstance(req_suggestions, list) else []
+        suggestions = req.permission_suggestions or []
         request_id = self.requests.new_id(self.turn.turn_id)
         decisions = ("accept", "accept_for_session", "decline", "cancel") if suggestions else ("accept", "decline", "cancel")
-        data: dict[str, Any] = {"tool": tool, "input": inp}
+        data: JsonObject = {"tool": tool, "input": inp}
         if suggestions:
             data["permission_suggestions"] = suggestions
-        if req.get("blocked_path"):
-            data["blocked_path"] = req["blocked_path"]
+        if req.blocked_path:
+            data["blocked_path"] = req.blocked_path
         request_kind = request_kind_of_item(kind)
         opened = RequestOpened(
             **self.identity, turn_id=self.turn.turn_id, item_id=tool_use_id, request_id=request_id,
-            kind=request_kind, title=req.get("description") or req.get("display_name") or tool,  # type: ignore[arg-type]
+            kind=request_kind, title=req.description or req.display_name or tool,  # type: ignore[arg-type]
             detail=tool_title(tool, inp), decisions=decisions, data=data,  # type: ignore[arg-type]
             # can_use_tool names no cwd: the session's is the one Claude Code was started in.
             subject=input_subject(request_kind, tool, inp, self.start_input.cwd),
@@ -722,7 +750,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         self.open_request(events, opened, _Pending(native, inp, suggestions, tool_use_id),
                           auto="accept" if self.auto_allow else None)
 
-    def _answer_native(self, native: str, response: dict[str, Any]) -> None:
+    def _answer_native(self, native: str, response: JsonObject) -> None:
         try:
             self._write({"type": "control_response",
                          "response": {"subtype": "success", "request_id": native, "response": response}})
@@ -733,7 +761,7 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
         """Hook: accept -> allow (+ ``updatedInput``), accept_for_session -> allow with the CLI's
         permission suggestions, decline -> deny, cancel -> deny and interrupt."""
         if decision == "accept":
-            response: dict[str, Any] = {"behavior": "allow", "updatedInput": native.input}
+            response: JsonObject = {"behavior": "allow", "updatedInput": native.input}
         elif decision == "accept_for_session":
             response = {"behavior": "allow", "updatedInput": native.input}
             if native.suggestions:

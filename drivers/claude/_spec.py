@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from paddock.contract import PaddockError, ProviderAdapter
+from paddock.contract import JsonObject, PaddockError, ProviderAdapter
 from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version
 from paddock.supervisors import run_command
 
@@ -26,7 +25,7 @@ def probe(ctx: InstanceContext) -> str | None:
     return where if isinstance(where, str) else None
 
 
-def diagnose(ctx: InstanceContext) -> dict[str, Any]:
+def diagnose(ctx: InstanceContext) -> JsonObject:
     """Binary (and where it was found), version and where credentials come from (never their values)."""
     where = locate(ctx)
     keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN") if ctx.env.get(k)]
@@ -36,7 +35,7 @@ def diagnose(ctx: InstanceContext) -> dict[str, Any]:
         auth = f"credentials from the instance env ({', '.join(keys)})"
     else:
         auth = "no key in the instance env; relies on a login stored under its CLAUDE_CONFIG_DIR"
-    report: dict[str, Any] = {"auth": auth}
+    report: JsonObject = {"auth": auth}
     if isinstance(where, str):
         report.update(binary=None, reason=where)
     else:

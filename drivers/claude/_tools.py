@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from paddock.contract import JsonObject, JsonValue, json_str
+from paddock.contract import JsonObject
+
+from ._wire import Part
 
 __all__ = ["item_kind_of_tool", "mcp_call_data", "request_kind_of_item", "result_text", "tool_title"]
 
@@ -50,10 +52,11 @@ def tool_title(name: str, inp: JsonObject) -> str:
     return name
 
 
-def result_text(content: JsonValue) -> str:
-    """The text of a ``tool_result`` content (a string or a list of text blocks)."""
+def result_text(content: str | list[Part] | None) -> str:
+    """The text of a ``tool_result`` content (a string or a list of blocks, of which the text
+    blocks count)."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(json_str(b.get("text")) or "" for b in content if isinstance(b, dict) and b.get("type") == "text")
+    if content is not None:
+        return "".join(b.text or "" for b in content if b.type == "text")
     return ""

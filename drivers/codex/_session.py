@@ -27,7 +27,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -36,6 +36,8 @@ from paddock.actors import SessionRecord, SharedSessionActor
 from paddock.contract import (
     ImageAttachment,
     ConfigWarning,
+    JsonObject,
+    JsonValue,
     DeprecationNotice,
     EventBase,
     PaddockError,
@@ -178,16 +180,16 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
 
     # helpers -------------------------------------------------------------------------------------
 
-    def _call(self, link: ServerLink, method: str, params: dict[str, Any]) -> msgspec.Raw:
+    def _call(self, link: ServerLink, method: str, params: Mapping[str, object]) -> msgspec.Raw:
         return link.call(method, params, timeout=self.settings.request_timeout, thread_id=self.thread_id)
 
     def _cursor(self) -> ResumeCursor | None:
         tid = self.tr.native_thread_id
         return cursor_for(tid) if tid else None
 
-    def _thread_params(self, model: str | None) -> dict[str, Any]:
+    def _thread_params(self, model: str | None) -> dict[str, object]:
         mode = self.start_input.runtime_mode
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "cwd": self.start_input.cwd,
             "approvalPolicy": self.settings.approval_policies[mode],
             "sandbox": self.settings.sandbox_modes[mode],
@@ -247,7 +249,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         # thread/resume of a thread this app-server still holds keeps its old approvalPolicy
         # (seen after a restart in another runtime mode: commands then ran unasked): each turn
         # restates the policy when the answer shows a different one.
-        wanted = params["approvalPolicy"]
+        wanted = self.settings.approval_policies[self.start_input.runtime_mode]
         self._turn_policy = wanted if result.approvalPolicy != wanted else None
         self.record.state.persisted_turns = len(result.thread.turns)
         self.record.state.native_turns = [t.id for t in result.thread.turns]
@@ -341,7 +343,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         """Hook (``SendTurn``): resume on a restarted app-server, then ``turn/start``. The turn's
         id is Codex's own unless the host chose one (``SendTurnInput.turn_id``)."""
         link, events = self.ensure_native()
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "threadId": self.tr.native_thread_id,
             "input": user_input(inp),
         }
@@ -524,10 +526,10 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         native_turn: str | None = None
         title: str | None = None
         detail: str | None = None
-        permissions: Any = None
+        permissions: JsonValue = None
         approval_id: str | None = None
         subject: RequestSubject | None = None
-        data: dict[str, Any] = {"method": method, "rpc_id": req.id}
+        data: JsonObject = {"method": method, "rpc_id": req.id}
         try:
             if method == "item/commandExecution/requestApproval":
                 c = _command.decode(req.params)
@@ -556,7 +558,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
                     data.update(command=list(lg.command), cwd=lg.cwd)
                     subject = command_subject(lg.command, lg.cwd or self.start_input.cwd)
                 else:
-                    data.update(files=sorted(lg.fileChanges))
+                    data["files"] = list[JsonValue](sorted(lg.fileChanges))
                     subject = files_subject(codex_changes(lg.fileChanges))
             else:
                 data["raw"] = msgspec.json.decode(req.params)  # a kind we do not know: the payload itself
@@ -580,7 +582,7 @@ class CodexSessionActor(SharedSessionActor[NativeRequest, CodexState, ServerLink
         )
         self.open_request(events, opened, native)
 
-    def _answer(self, native: NativeRequest, result: dict[str, Any]) -> None:
+    def _answer(self, native: NativeRequest, result: Mapping[str, object]) -> None:
         link = self._link
         if link is None or link.exit_info is not None:
             return

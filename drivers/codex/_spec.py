@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
 
-from paddock.contract import ConfigError, PaddockError
+from paddock.contract import ConfigError, JsonObject, PaddockError
 from paddock.drivers._binary import BinaryLocation, find_binary
 from paddock.contract import ProviderAdapter
 from paddock.drivers._registry import DriverSpec, InstanceContext, binary_version
@@ -36,12 +35,12 @@ def probe(ctx: InstanceContext) -> str | None:
     return None
 
 
-def diagnose(ctx: InstanceContext) -> dict[str, Any]:
+def diagnose(ctx: InstanceContext) -> JsonObject:
     """Binary, version and where credentials come from (never their values)."""
     found = find_binary(ctx.config.binary, peer="codex", env=ctx.env)
     if not isinstance(found, BinaryLocation):
         return {"binary": ctx.config.binary or "codex", "version": None, "auth": "unknown"}
-    report: dict[str, Any] = {"binary": found.path, "version": binary_version(list(found.argv), ctx.env)}
+    report: JsonObject = {"binary": found.path, "version": binary_version(list(found.argv), ctx.env)}
     if ctx.access.api_key:
         report["auth"] = "the instance's api key, passed to its model provider"
     else:

@@ -37,6 +37,7 @@ from paddock.contract import (
     TokenUsage,
     TurnDiffUpdated,
     TurnPlanUpdated,
+    json_object,
     json_str,
 )
 
@@ -190,6 +191,9 @@ def item_fields(item: w.Item) -> ItemFields:
         data.update(server=item.server, tool=item.tool, arguments=item.arguments)
         if item.error is not None:
             data["error"] = item.error
+        # The call's result as the model got it, as every driver reports it: the text blocks of
+        # ``result.content`` (McpToolCallResult), else ``error.message`` (McpToolCallError).
+        text = _text_of_content(json_object(item.result).get("content")) or json_str(json_object(item.error).get("message"))
     elif kind == "web_search":
         title = item.query
     elif kind == "tool_call":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from paddock.contract import JsonObject, ResumeCursor, TokenUsage, ValidationError
+from paddock.contract import CUMULATIVE_USAGE, JsonObject, ResumeCursor, TokenUsage, ValidationError
 
 from .._cursor import check_owner, make_cursor
 
@@ -18,7 +18,7 @@ def cursor_for(driver: str, session_id: str, cwd: str, usage: TokenUsage | None 
     prompting the same session id continues it, on any server with the same data dir. The cwd
     is kept because a session is bound to its directory: a cursor used elsewhere is invalid."""
     payload: JsonObject = {"session_id": session_id, "cwd": cwd}
-    if usage is not None and (usage.total_tokens or usage.cost):
+    if usage is not None and any(getattr(usage, name) for name in CUMULATIVE_USAGE):
         payload["usage"] = msgspec.to_builtins(usage)
     return make_cursor(driver, CURSOR_VERSION, payload)
 

@@ -399,10 +399,10 @@ class RayAdapter:
                                              self._limit(timeout), thread_id)
         return result
 
-    def respond_to_request(self, thread_id: str, request_id: str, decision: str, *,
-                           timeout: float | None = None) -> None:
-        self._call("respond_to_request", (thread_id, request_id, decision), {"timeout": timeout},
-                   self._limit(timeout), thread_id)
+    def respond_to_request(self, thread_id: str, request_id: str, decision: str, *, decided_by: str = "person",
+                           surface: str | None = None, timeout: float | None = None) -> None:
+        self._call("respond_to_request", (thread_id, request_id, decision),
+                   {"decided_by": decided_by, "surface": surface, "timeout": timeout}, self._limit(timeout), thread_id)
 
     def respond_to_user_input(self, thread_id: str, request_id: str, answers: dict[str, Any], *,
                               timeout: float | None = None) -> None:

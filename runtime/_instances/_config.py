@@ -11,13 +11,13 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from paddock._instances._handoff import InstanceHandoff, take_handoff
+from paddock._instances._handoff import InstanceHandoff, rules_from_config, take_handoff
 from paddock._state._usage import Pricing
-from paddock.contract import Budget, ConfigError
+from paddock.contract import ApprovalRule, Budget, ConfigError
 from paddock.drivers.ray import RayPlacement
 
 __all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
@@ -35,7 +35,8 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     everything). There is no ``raw_events``: native payloads are never attached to events (the
     key is refused with a :class:`ConfigError` saying so). ``stall_warning``: seconds a running
     turn may go without any event before a ``runtime.warning`` (``turn.stalled``) says so
-    (``false``: never).
+    (``false``: never). ``approval_rules`` (``[[runtime.approval_rules]]``): the rules every
+    instance's sessions apply after their thread's and their instance's own.
     """
 
     idle_timeout: float = 1800.0
@@ -44,6 +45,10 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     event_log_max_bytes: int | None = None
     start_timeout: float = 60.0
     stall_warning: float | Literal[False] = 120.0
+    checkpoints_kept: Annotated[int, msgspec.Meta(ge=1)] = 100
+    """Per-turn checkpoints kept per worktree thread; older ones are pruned (their hidden refs
+    deleted) as new ones are taken."""
+    approval_rules: tuple[ApprovalRule, ...] = ()
     on_usage_limit: Literal["fail", "wait"] = "fail"
     """A turn that hits a model's usage limit: ``"fail"`` ends it failed (with a ``runtime.error``
     of ``error_class = "usage_limit"``); ``"wait"`` also parks the thread and sends the turn again
@@ -66,6 +71,9 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     """The MCP servers and preamble keys, taken out of ``table`` (``paddock._instances._handoff``)."""
     placement: RayPlacement | None = None
     """``None``: ``placement = "local"`` (the default), in this process."""
+    workspace: Literal["shared", "worktree"] = "shared"
+    """``"shared"``: a session runs in the ``cwd`` it is given; ``"worktree"``: each thread runs in
+    a git worktree of its own (``paddock._workspaces``)."""
     budget: Budget | None = None
     """The instance's ``budgets = {...}``; ``set_budget(instance=...)`` overrides it."""
     on_usage_limit: Literal["fail", "wait"] | None = None
@@ -128,6 +136,7 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
     if isinstance(runtime_table, Mapping):
         _refuse_removed(path, runtime_table)
         _check_durations(path, "[runtime]", runtime_table)
+        rules_from_config(runtime_table.get("approval_rules", ()), path, "[runtime]")
     try:
         settings = msgspec.convert(runtime_table, RuntimeSettings)
     except msgspec.ValidationError as exc:
@@ -151,6 +160,9 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         _check_durations(path, where, table)
         table = dict(table)
         placement = _placement(path, where, table.pop("placement", "local"), settings.ray)
+        workspace = table.pop("workspace", "shared")
+        if workspace not in ("shared", "worktree"):
+            raise ConfigError(path, f"{where} key 'workspace': \"shared\" (the default) or \"worktree\", got {workspace!r}")
         table, handoff = take_handoff(table, path=path, instance_id=str(instance_id))
         try:
             budget = msgspec.convert(table.pop("budgets"), Budget) if "budgets" in table else None
@@ -160,7 +172,8 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         if on_limit not in (None, "fail", "wait"):
             raise ConfigError(path, f"{where} key 'on_usage_limit': expected \"fail\" or \"wait\", got {on_limit!r}")
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
-                                     placement=placement, budget=budget, on_usage_limit=on_limit))
+                                     placement=placement, workspace=workspace, budget=budget,
+                                     on_usage_limit=on_limit))
     try:
         pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
     except msgspec.ValidationError as exc:

@@ -9,7 +9,9 @@ driver decodes the table):
 - ``mcp_servers``: an array of tables (each with ``name``) or a table of name -> server; an
   entry with ``command`` is stdio, one with ``url`` is HTTP (``type = "sse"`` for SSE);
 - ``preamble`` or ``preamble_file`` (relative to the config file), ``preamble_max_chars``
-  (default 70,000), ``preamble_reminder`` (one line).
+  (default 70,000), ``preamble_reminder`` (one line);
+- ``approval_rules``: an array of tables ``{ match = {...}, decision = "accept" | "decline" }``
+  (``paddock.contract.ApprovalRule``), before the runtime's own.
 
 A thread's hand-off (its merged servers and its own preamble) is written to a 0600 file in the
 instance's home, ``<home>/paddock-threads/<sha256 of the thread id>.json``: the servers' ``env``
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ import msgspec
 from paddock._state._dir import FILE_MODE, private_dir
 from paddock.contract import (
     DEFAULT_PREAMBLE_MAX_CHARS,
+    ApprovalRule,
     ConfigError,
     McpServer,
     ValidationError,
@@ -38,9 +42,9 @@ from paddock.contract import (
     mcp_servers_from_json,
 )
 
-__all__ = ["HANDOFF_KEYS", "InstanceHandoff", "ThreadHandoff", "ThreadHandoffFiles", "take_handoff"]
+__all__ = ["HANDOFF_KEYS", "InstanceHandoff", "ThreadHandoff", "ThreadHandoffFiles", "rules_from_config", "take_handoff"]
 
-HANDOFF_KEYS = ("mcp_servers", "preamble", "preamble_file", "preamble_max_chars", "preamble_reminder")
+HANDOFF_KEYS = ("mcp_servers", "preamble", "preamble_file", "preamble_max_chars", "preamble_reminder", "approval_rules")
 """The instance-table keys the runtime reads itself (never passed to the driver's schema)."""
 
 
@@ -53,6 +57,7 @@ class InstanceHandoff(msgspec.Struct, frozen=True, kw_only=True):
     preamble: str | None = None
     preamble_max_chars: int = DEFAULT_PREAMBLE_MAX_CHARS
     preamble_reminder: str | None = None
+    approval_rules: tuple[ApprovalRule, ...] = ()
 
 
 class ThreadHandoff(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -64,6 +69,8 @@ class ThreadHandoff(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     preamble: str | None = None
     preamble_reminder: str | None = None
     transcript: str | None = None
+    approval_rules: tuple[ApprovalRule, ...] = ()
+    """The thread's own rules (``start_session(approval_rules=...)``), not the merged ones."""
 
 
 def take_handoff(table: Mapping[str, Any], *, path: str | None, instance_id: str,
@@ -97,8 +104,24 @@ def take_handoff(table: Mapping[str, Any], *, path: str | None, instance_id: str
     limit = table.get("preamble_max_chars", DEFAULT_PREAMBLE_MAX_CHARS)
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ConfigError(path, f"{where} key 'preamble_max_chars': expected an integer >= 1")
+    rules = rules_from_config(table.get("approval_rules", ()), path, where)
     return rest, InstanceHandoff(mcp_servers=servers, preamble=preamble, preamble_max_chars=limit,
-                                 preamble_reminder=reminder)
+                                 preamble_reminder=reminder, approval_rules=rules)
+
+
+_Rules = tuple[ApprovalRule, ...]
+
+
+def rules_from_config(raw: object, path: str | None, where: str) -> tuple[ApprovalRule, ...]:
+    """An ``approval_rules`` array, checked rule by rule; raises :class:`ConfigError` naming the
+    file, the table and the rule's index (``[instances.x] key 'approval_rules[2].match': ...``)."""
+    try:
+        return msgspec.convert(raw, _Rules)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        at = re.search(r" - at `\$(.*)`$", text)
+        where_in = at.group(1) if at else ""
+        raise ConfigError(path, f"{where} key 'approval_rules{where_in}': {text[: at.start()] if at else text}") from None
 
 
 def _servers(raw: object, path: str | None, where: str) -> tuple[McpServer, ...]:

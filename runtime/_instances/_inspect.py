@@ -41,6 +41,10 @@ class InstanceCheck(msgspec.Struct, frozen=True, kw_only=True):
     """Each configured MCP server as ``name (stdio|http|sse)``; never its env or headers."""
     preamble: int | None = None
     """The configured preamble's length in characters."""
+    env: list[str] = []
+    """The names of the instance's configured ``env`` variables; never their values."""
+    approval_rules: int = 0
+    """How many approval rules the instance has of its own (before the runtime's)."""
 
 
 def _home(state_dir: Path, instance_id: str, configured: str | None) -> Path:
@@ -136,4 +140,5 @@ def _check_one(entry: InstanceEntry, spec: DriverSpec | None, decoded: Any, *, r
                          source=report.get("source"), command=command, model=shown,
                          mcp_servers=[f"{m.name} ({getattr(m, 'transport', 'stdio')})"
                                       for m in entry.handoff.mcp_servers],
-                         preamble=len(entry.handoff.preamble) if entry.handoff.preamble is not None else None)
+                         preamble=len(entry.handoff.preamble) if entry.handoff.preamble is not None else None,
+                         env=sorted(decoded.env), approval_rules=len(entry.handoff.approval_rules))

@@ -84,6 +84,7 @@ class _Instance:
         self.redactor: Redactor | None = None
         self.secrets: set[str] = set()
         self.handoff = InstanceHandoff()
+        self.workspace: Literal["shared", "worktree"] = "shared"
         self.threads: ThreadHandoffFiles | None = None
         self.placement: Literal["local", "ray"] = "local"
 
@@ -94,7 +95,7 @@ class InstanceSlot:
     every session and its threads' persisted hand-offs, and its secrets and masking. Thread: the
     caller's; the methods are thread-safe."""
 
-    __slots__ = ("_inst", "_table", "adapter", "driver", "files", "handoff", "instance_id")
+    __slots__ = ("_inst", "_table", "adapter", "driver", "files", "handoff", "instance_id", "workspace")
 
     def __init__(self, table: InstanceTable, inst: _Instance, adapter: ProviderAdapter) -> None:
         assert inst.threads is not None  # set by _prepare for every instance the table can start
@@ -104,6 +105,8 @@ class InstanceSlot:
         self.adapter = adapter
         self.handoff: InstanceHandoff = inst.handoff
         self.files: ThreadHandoffFiles = inst.threads
+        self.workspace: Literal["shared", "worktree"] = inst.workspace
+        """The instance's ``workspace`` key: where its threads run unless a start says otherwise."""
 
     def add_secrets(self, values: set[str] | tuple[str, ...]) -> None:
         """As :meth:`InstanceTable.add_secrets`, for this instance."""
@@ -130,6 +133,7 @@ class InstanceTable:
     def _prepare(self, entry: InstanceEntry) -> _Instance:
         inst = _Instance(entry.instance_id, entry.driver)
         inst.handoff = entry.handoff
+        inst.workspace = entry.workspace
         spec = BUILT_IN_DRIVERS.get(entry.driver)
         if spec is None:
             inst.reason = f"unknown driver {entry.driver!r}; known drivers: {', '.join(sorted(BUILT_IN_DRIVERS))}"
@@ -214,6 +218,12 @@ class InstanceTable:
 
     def driver(self, instance_id: str) -> str:
         return self._by_id[instance_id].driver
+
+    def configured_model(self, instance_id: str) -> str | None:
+        """The instance's configured ``model`` key, or ``None`` (none set, or no such instance)."""
+        inst = self._by_id.get(instance_id)
+        model = getattr(inst.config, "model", None) if inst is not None else None
+        return model if isinstance(model, str) else None
 
     def thread_handoff(self, instance_id: str, thread_id: str) -> ThreadHandoff | None:
         """The persisted hand-off of ``thread_id`` on ``instance_id``, or ``None`` (an instance

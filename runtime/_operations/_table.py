@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -25,6 +25,7 @@ from paddock._instances._table import InstanceInfo
 from paddock._operations._pending import PendingRequest
 from paddock.contract import (
     MAX_PROMPT_CHARS,
+    ApprovalRule,
     Attachment,
     Budget,
     Decision,
@@ -33,12 +34,14 @@ from paddock.contract import (
     ModelInfo,
     RuntimeMode,
     Session,
+    Surface,
     ThreadSnapshot,
     TurnStartResult,
     UsageReport,
     ValidationError,
 )
 from paddock._state._store import Binding
+from paddock._workspaces._files import FilesRestored
 
 __all__ = [
     "BY_NAME",
@@ -47,6 +50,8 @@ __all__ = [
     "Operation",
     "arguments",
     "plain_arguments",
+    "subscribe_arguments",
+    "SubscribeBody",
     "body_error",
     "check_text",
 ]
@@ -55,6 +60,9 @@ R = TypeVar("R")
 
 ThreadId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 """A thread id a session is bound to: non-empty, at most 256 characters."""
+
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+"""A ``timeout``: a positive number of seconds (``None``, where allowed, takes the default)."""
 
 _LABELS = {"text": "the prompt"}  # how a message names a field, where its name reads badly
 
@@ -87,7 +95,7 @@ class InstancesBody(Body, frozen=True):
 
 
 class DiagnoseBody(Body, frozen=True):
-    timeout: float = 10.0
+    timeout: Seconds = 10.0
 
 
 class StartSessionBody(Body, frozen=True):
@@ -104,16 +112,21 @@ class StartSessionBody(Body, frozen=True):
     preamble_reminder: str | None = None
     require: tuple[str, ...] = ()
     """Capability paths the host needs (``paddock.contract.require_capabilities``)."""
+    workspace: Literal["shared", "worktree"] | None = None
+    """``None``: the instance's ``workspace`` (a thread that has a worktree keeps it)."""
+    approval_rules: tuple[ApprovalRule, ...] | None = None
+    """The thread's own rules, before the instance's and the runtime's; ``None``: what the
+    thread had (persisted), else none of its own."""
     budget: Budget | None = None
     """The thread's own budget (persisted, as ``set_budget(thread_id=...)``); ``None`` keeps the one it had."""
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class GenerateTextBody(Body, frozen=True):
     instance: str
     prompt: str
     model: str | None = None
-    timeout: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+    timeout: Seconds = 120.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -128,47 +141,49 @@ class SendTurnBody(_Prompt, frozen=True):
     model: str | None = None
     attachments: tuple[Attachment, ...] = ()
     """Images and files; paths are the server's, confined to the session's workspace roots."""
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class InterruptTurnBody(Body, frozen=True):
     thread_id: str
     turn_id: str | None = None
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class SteerTurnBody(_Prompt, frozen=True):
     attachments: tuple[Attachment, ...] = ()
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class ModelsBody(Body, frozen=True):
     instance: str
     refresh: bool = False
-    timeout: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+    timeout: Seconds = 120.0
 
 
 class RespondToRequestBody(Body, frozen=True):
     thread_id: str
     request_id: str
     decision: Decision
-    timeout: float | None = None
+    surface: Surface = "api"
+    """Where the person answered (``cli``, ``dashboard``, ``api``), for the audit."""
+    timeout: Seconds | None = None
 
 
 class RespondToUserInputBody(Body, frozen=True):
     thread_id: str
     request_id: str
     answers: dict[str, Any]
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class StopSessionBody(Body, frozen=True):
     thread_id: str
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class StopAllBody(Body, frozen=True):
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class ListSessionsBody(Body, frozen=True):
@@ -181,13 +196,13 @@ class HasSessionBody(Body, frozen=True):
 
 class ReadThreadBody(Body, frozen=True):
     thread_id: str
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class RollbackThreadBody(Body, frozen=True):
     thread_id: str
     num_turns: Annotated[int, msgspec.Meta(ge=1)]
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class ForkThreadBody(Body, frozen=True):
@@ -197,7 +212,7 @@ class ForkThreadBody(Body, frozen=True):
     """The copy keeps the source's turns 1..``at_turn``; ``None``: all of them."""
     instance: str | None = None
     """Where the copy runs; ``None``: the source's instance. Another instance is a hand-off."""
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -207,12 +222,12 @@ class ForkThreadBody(Body, frozen=True):
 
 class CompactThreadBody(Body, frozen=True):
     thread_id: str
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class PendingRequestsBody(Body, frozen=True):
     thread_id: str | None = None
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class ListThreadsBody(Body, frozen=True):
@@ -221,6 +236,56 @@ class ListThreadsBody(Body, frozen=True):
 
 class CompactEventsBody(Body, frozen=True):
     before_seq: int
+
+
+class RestoreFilesBody(Body, frozen=True):
+    thread_id: str
+    turn_id: Annotated[str, msgspec.Meta(min_length=1)]
+    """A completed turn of the thread, or ``"base"``: where its worktree started."""
+    timeout: Seconds | None = None
+
+
+class DiffBody(Body, frozen=True):
+    thread_id: str
+    from_turn: str | None = None
+    """A turn id or ``"base"``; ``None``: the checkpoint before ``to_turn``'s."""
+    to_turn: str | None = None
+    """A turn id; ``None``: the newest checkpoint."""
+    timeout: Seconds | None = None
+
+
+class DeleteThreadBody(Body, frozen=True):
+    thread_id: str
+    keep_branch: bool = False
+    timeout: Seconds | None = None
+
+
+class SubscribeBody(Body, frozen=True):
+    """The arguments of ``subscribe`` (not in the table: a stream), checked as a body is, by
+    :func:`subscribe_arguments` on every surface."""
+
+    thread_id: str | None = None
+    instance_id: str | None = None
+    types: tuple[str, ...] | None = None
+    from_seq: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    assistant_delivery: Literal["streaming", "buffered"] = "streaming"
+    max_buffered: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+def subscribe_arguments(args: Mapping[str, object]) -> SubscribeBody:
+    """``subscribe``'s arguments (a method's ``locals()``) checked: ``types`` one name or an
+    iterable of names, ``from_seq`` at least 0, ``max_buffered`` at least 1. Raises
+    :class:`ValidationError` naming the field. Unknown type names are the hub's to refuse."""
+    values = plain_arguments(args)
+    types = values.get("types")
+    if isinstance(types, str):
+        values["types"] = (types,)
+    elif isinstance(types, Iterable) and not isinstance(types, (bytes, Mapping)):
+        values["types"] = tuple(types)
+    try:
+        return msgspec.convert(values, SubscribeBody)
+    except msgspec.ValidationError as exc:
+        raise body_error("subscribe", str(exc)) from None
 
 
 class UsageBody(Body, frozen=True):
@@ -348,12 +413,17 @@ SET_BUDGET = _op("set_budget", SetBudgetBody, type(None), reads=False,
                  summary="set or remove the budget of a thread, an instance or the runtime")
 COMPACT_EVENTS = _op("compact_events", CompactEventsBody, int, reads=False, needs_open=False,
                      summary="delete logged events before a seq")
+RESTORE_FILES = _op("restore_files", RestoreFilesBody, FilesRestored, reads=False,
+                    summary="restore a worktree thread's files to a turn's checkpoint (the conversation stays)")
+DIFF = _op("diff", DiffBody, str, reads=True, summary="the unified diff between two checkpoints of a worktree thread")
+DELETE_THREAD = _op("delete_thread", DeleteThreadBody, type(None), reads=False,
+                    summary="stop a thread and remove its binding, worktree and checkpoints (its branch unless kept)")
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
     ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
-    USAGE, SET_BUDGET,
+    RESTORE_FILES, DIFF, DELETE_THREAD, USAGE, SET_BUDGET,
 )
 """Every operation, in the order the API documents them."""
 BY_NAME: dict[str, Operation[Any]] = {op.name: op for op in OPERATIONS}

@@ -88,7 +88,8 @@ def _run(adapter: ProviderAdapter, sub: Subscription, driver: str, thread_id: st
         seen.append(event)
         if event.type == "request.opened" and event.request_id:
             try:  # no tool is approved in a one-shot call
-                adapter.respond_to_request(thread_id, event.request_id, "decline", timeout=_left(deadline, a))
+                adapter.respond_to_request(thread_id, event.request_id, "decline", decided_by="mode",
+                                           timeout=_left(deadline, a))
             except PaddockError:
                 pass  # resolved meanwhile (the turn ended, or the agent withdrew it)
         elif event.type == "user-input.requested":

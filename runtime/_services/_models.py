@@ -1,4 +1,4 @@
-"""Model catalogs: ``Runtime.models(instance)`` and the model-name check of ``start_session`` and
+"""Model catalogs: ``Runtime.models(instance)`` and the model-name advice of ``start_session`` and
 ``send_turn`` (docs/architecture.md, "Models and attachments").
 
 Each instance's catalog is cached for :data:`MODELS_TTL` seconds (like the probe cache). It comes
@@ -6,7 +6,8 @@ from the adapter's ``list_models`` hook where the protocol lists models without 
 ``model/list``, OpenCode's providers); otherwise from the catalog a session reported when it
 started (Claude's ``initialize`` answer, an ACP session's ``models`` / ``model_config`` option),
 opening a throwaway session in an empty private folder when none has run yet. The check uses only
-what is known already: it never starts a process.
+what is known already: it never starts a process, and it never refuses (a model gateway serves
+names no catalog lists; only the agent may refuse a model).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import uuid
 
 from paddock._instances._table import InstanceTable
 from paddock._state._dir import private_dir
-from paddock.contract import ModelInfo, PaddockError, ProviderAdapter, StartSessionInput, check_model_name
+from paddock.contract import ModelInfo, PaddockError, ProviderAdapter, StartSessionInput, model_advice
 
 __all__ = ["MODELS_TTL", "ModelCatalogs"]
 
@@ -61,12 +62,13 @@ class ModelCatalogs:
         reported = getattr(adapter, "models", None) if adapter is not None else None  # optional adapter hook
         return (reported() or ()) if callable(reported) else ()
 
-    def check(self, model: str | None, instance: str, *, operation: str, thread_id: str | None = None) -> None:
-        """Refuse a model the known catalog does not list (:class:`ValidationError` naming the
-        close matches); passes when no catalog is known."""
-        if model is None:
-            return
-        check_model_name(model, [m.id for m in self.known(instance)], operation=operation, thread_id=thread_id)
+    def advice(self, model: str | None, instance: str) -> str | None:
+        """A sentence for a ``runtime.warning`` when the known catalog does not list ``model``
+        (naming close matches), else ``None``: also when no catalog is known, or ``model`` is the
+        instance's own configured model. Never refuses and never starts a process."""
+        if model is None or model == self._instances.configured_model(instance):
+            return None
+        return model_advice(model, [m.id for m in self.known(instance)])
 
     def _fetch(self, instance: str, timeout: float) -> tuple[ModelInfo, ...]:
         deadline = time.monotonic() + timeout

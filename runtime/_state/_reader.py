@@ -19,6 +19,7 @@ from paddock.contract import (
     PersistenceError,
     SessionNotFoundError,
     ThreadSnapshot,
+    ValidationError,
     decode_event,
     fold_thread,
 )
@@ -120,5 +121,7 @@ class StateReader:
                   types: Iterable[str] | None = None, from_seq: int = 1, *, poll: float = 0.05) -> LogFollower:
         """Follow the log from ``from_seq`` (default: its start), filtered like
         ``Runtime.subscribe``. Close the follower when done."""
-        return LogFollower(str(self._log), from_seq=from_seq, thread_id=thread_id, instance_id=instance_id,
+        if not isinstance(from_seq, int) or isinstance(from_seq, bool) or from_seq < 0:
+            raise ValidationError("subscribe", f"from_seq must be an integer >= 0, not {from_seq!r}")
+        return LogFollower(str(self._log), from_seq=max(from_seq, 1), thread_id=thread_id, instance_id=instance_id,
                            types=type_filter(types), poll=poll)

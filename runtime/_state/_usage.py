@@ -5,8 +5,10 @@ Folded events: ``session.started`` (the thread's model), ``turn.started`` / ``tu
 (turns and their wall time) and ``thread.token-usage.updated``. Every driver reports the last as
 the thread's cumulative usage (grammar rule 4: it never goes backwards within a thread); the
 ledger books the difference to the previous report on the running turn (else the thread's last
-turn). A count lower than the previous one is a new count from zero (an agent process that
-restarted without restoring its total): the whole new count is booked. Cost is the provider's
+turn). A count lower than the previous one is a total restored from a stale cursor (or a new count
+after an agent restarted): the ledger takes it as the new base and books nothing for it, and that
+turn's ``turn.completed`` (whose ``usage`` is the turn's own where the agent reports per turn)
+tops the turn up to its own figures. Cost is the provider's
 where the agent reports one (``cost_source = "provider"``), else computed from the host's
 ``[pricing]`` table for the turn's model (``"pricing"``), else unknown. CPU seconds and peak RSS of the agent processes are
 kept per instance (:meth:`UsageLedger.note_processes`, from ``_processes.ProcessMeter``): an agent
@@ -66,7 +68,7 @@ class Pricing(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 class _Turn:
     __slots__ = ("thread_id", "turn_id", "instance_id", "driver", "model", "state", "started_at", "ended_at",
-                 "counts", "provider_cost")
+                 "counts", "provider_cost", "rebased")
 
     def __init__(self, thread_id: str, turn_id: str, instance_id: str, driver: str, model: str | None,
                  started_at: float) -> None:
@@ -80,6 +82,7 @@ class _Turn:
         self.ended_at: float | None = None
         self.counts = [0, 0, 0, 0]  # _KINDS
         self.provider_cost: float | None = None
+        self.rebased = False  # a report of this turn went below the thread's total
 
 
 class _Thread:
@@ -186,6 +189,10 @@ class UsageLedger:
             return
         turn.state = ev.state
         turn.ended_at = max(turn.started_at, ev.created_at or self._clock())
+        u = ev.usage
+        if turn.rebased and u is not None:
+            own = (u.input_tokens, u.cached_input_tokens, u.output_tokens, u.reasoning_tokens)
+            turn.counts = [max(c, o or 0) for c, o in zip(turn.counts, own)]
         self._dirty_turns.add((turn.thread_id, turn.turn_id))
 
     def _usage(self, ev: ThreadTokenUsageUpdated) -> None:
@@ -193,15 +200,19 @@ class UsageLedger:
         u = ev.usage
         now = [u.input_tokens, u.cached_input_tokens, u.output_tokens, u.reasoning_tokens]
         delta = [0, 0, 0, 0]
+        rebased = False
         for i, value in enumerate(now):
             if value is None:
                 continue
             last = thread.last[i]
-            delta[i] = value - last if value >= last else value  # lower: a new count from zero
+            if value >= last:
+                delta[i] = value - last
+            else:
+                rebased = True  # a new base (see the module docstring): nothing booked for it
             thread.last[i] = value
         cost_delta = None
         if u.cost is not None:
-            cost_delta = u.cost - thread.last_cost if u.cost >= thread.last_cost else u.cost
+            cost_delta = u.cost - thread.last_cost if u.cost >= thread.last_cost else 0.0
             thread.last_cost = u.cost
         turn = self._turns.get((ev.thread_id, ev.turn_id)) if ev.turn_id else None
         if turn is None:
@@ -214,6 +225,7 @@ class UsageLedger:
             thread.turn = turn
         for i in range(4):
             turn.counts[i] += delta[i]
+        turn.rebased = turn.rebased or rebased
         if cost_delta is not None:
             turn.provider_cost = (turn.provider_cost or 0.0) + cost_delta
         self._dirty_turns.add((turn.thread_id, turn.turn_id))

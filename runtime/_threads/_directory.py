@@ -29,6 +29,8 @@ from paddock._instances._table import InstanceTable
 from paddock._services._models import ModelCatalogs
 from paddock._operations._table import (
     CompactThreadBody,
+    DeleteThreadBody,
+    DiffBody,
     ForkThreadBody,
     GenerateTextBody,
     InterruptTurnBody,
@@ -36,6 +38,7 @@ from paddock._operations._table import (
     ReadThreadBody,
     RespondToRequestBody,
     RespondToUserInputBody,
+    RestoreFilesBody,
     RollbackThreadBody,
     SendTurnBody,
     StartSessionBody,
@@ -48,17 +51,20 @@ from paddock.contract import (
     Attachment,
     Capabilities,
     CapabilityUnsupportedError,
+    Decider,
     ModelInfo,
     OperationTimeout,
     PaddockError,
     PersistenceError,
     ProviderAdapter,
     ResumeCursor,
+    RuntimeWarningEvent,
     SendTurnInput,
     Session,
     SessionClosedError,
     SessionNotFoundError,
     StartSessionInput,
+    ThreadRolledBack,
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
@@ -72,6 +78,7 @@ from paddock.contract import (
     resolve_attachments,
 )
 from paddock._state._store import RESUMABLE, Binding, BindingStore
+from paddock._workspaces._files import FilesRestored, ThreadFiles
 
 __all__ = ["DEFAULT_TIMEOUT", "ThreadDirectory"]
 
@@ -83,8 +90,9 @@ class ThreadDirectory:
     :meth:`start` starts the tracker and reaper threads."""
 
     def __init__(self, store: BindingStore, instances: InstanceTable, hub: HubHandle,
-                 settings: RuntimeSettings) -> None:
+                 settings: RuntimeSettings, files: ThreadFiles) -> None:
         self._store = store
+        self._files = files
         self._instances = instances
         self._hub = hub
         self._settings = settings
@@ -123,30 +131,38 @@ class ThreadDirectory:
         slot = self._instances.slot(a.instance)  # the one look-up of the instance this start makes
         adapter = slot.adapter
         bound = self._store.get(a.thread_id)
-        if bound is None or (bound.instance_id, bound.model) != (a.instance, a.model):
-            # A resume keeps the model the thread was started with, even if the catalog moved on.
-            self._catalogs.check(a.model, a.instance, operation="start_session", thread_id=a.thread_id)
+        # A resume keeps the model the thread was started with, even if the catalog moved on.
+        advice = None if bound is not None and (bound.instance_id, bound.model) == (a.instance, a.model) \
+            else self._catalogs.advice(a.model, a.instance)
         _check_requirements(adapter.capabilities(), a)
         resume = a.resume or self._settings.resume
         with self._thread_lock(a.thread_id):
             binding = self._store.get(a.thread_id)
-            handing = hand_off(a, slot, binding, transcript, moved_from=self._instances.thread_handoff)
+            handing = hand_off(a, slot, binding, transcript, moved_from=self._instances.thread_handoff,
+                               runtime_rules=self._settings.approval_rules)
             handed, warnings = handing.handed, handing.warnings
             if handing.after_transcript is not None:
                 self._after_transcript[a.thread_id] = handing.after_transcript
             else:
                 self._after_transcript.pop(a.thread_id, None)
+            workspace = self._files.open(a.thread_id, cwd, a.workspace or slot.workspace)
+            run_in = workspace.cwd if workspace is not None else cwd  # the thread's worktree, else cwd
+            if advice is not None:
+                warnings = (*warnings, self._model_warning(advice, a.instance, a.thread_id))
             current = self._live.get(a.thread_id)
             if current is not None and current != a.instance:
                 self._stop_live(a.thread_id, timeout=a.timeout)
             elif current == a.instance and adapter.has_session(a.thread_id):
                 live = _session_of(adapter, a.thread_id)
                 if live is not None and (live.cwd, live.runtime_mode, live.interaction_mode, live.model) == (
-                        cwd, a.runtime_mode, a.interaction_mode, a.model) and self._handed.get(a.thread_id) == handed:
-                    return live  # already running as asked: starting it again is a no-op
-                # Other settings: restart it from its cursor with them.
+                        run_in, a.runtime_mode, a.interaction_mode, a.model) and self._handed.get(a.thread_id) == handed:
+                    return self._files.label(live)  # already running as asked: starting it again is a no-op
+                # Other settings: restart it from its cursor with them (the live session's newest:
+                # it carries what its last turn changed, e.g. the thread's usage so far).
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._live.pop(a.thread_id, None)
+                if live is not None and live.resume_cursor is not None and binding is not None:
+                    binding = msgspec.structs.replace(binding, resume_cursor=live.resume_cursor)
             if warnings:
                 self._hub.emitter(slot.driver, a.instance, a.thread_id).emit(list(warnings))
             cursor = fork_cursor
@@ -158,9 +174,9 @@ class ThreadDirectory:
                 model=a.model, resume_cursor=cursor,
             ))
             request = StartSessionInput(
-                thread_id=a.thread_id, cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
-                model=a.model, resume_cursor=cursor, workspace_roots=(cwd,),
-                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2],
+                thread_id=a.thread_id, cwd=run_in, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
+                model=a.model, resume_cursor=cursor, workspace_roots=(run_in,),
+                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2], approval_rules=handed[3],
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
@@ -177,15 +193,19 @@ class ThreadDirectory:
             self._last_used[a.thread_id] = time.monotonic()
             self._store.update(a.thread_id, status="ready", resume_cursor=session.resume_cursor or cursor,
                               last_error=None)
-            return session
+            return self._files.label(session)
 
     def models(self, a: ModelsBody) -> list[ModelInfo]:
         """The instance's model catalog (cached per instance; see :mod:`paddock._services._models`)."""
         return self._catalogs.models(a.instance, refresh=a.refresh, timeout=a.timeout)
 
+    def _model_warning(self, advice: str, instance: str, thread_id: str) -> RuntimeWarningEvent:
+        return RuntimeWarningEvent(driver=self._instances.driver(instance), instance_id=instance, thread_id=thread_id,
+                                   code="model.not_in_catalog", message=advice)
+
     def _turn_inputs(self, thread_id: str, model: str | None, attachments: tuple[Attachment, ...], *,
                      operation: str, steering: bool) -> tuple[Attachment, ...]:
-        """Check a turn's model against the known catalog and, on a live session, its
+        """Warn of a turn's model the known catalog lacks (``model.not_in_catalog``) and, on a live session, check its
         attachments against the capabilities; then resolve them (read, bounded, confined to the
         workspace). Nothing here touches a process. Raises :class:`ValidationError`,
         :class:`CapabilityUnsupportedError`, :class:`SessionNotFoundError`."""
@@ -193,16 +213,21 @@ class ThreadDirectory:
         if binding is None:
             raise SessionNotFoundError(thread_id)
         instance = self._live.get(thread_id) or binding.instance_id
-        self._catalogs.check(model, instance, operation=operation, thread_id=thread_id)
-        if not attachments:
-            return ()
-        live = self._live_on(thread_id)
-        if live is not None:
-            # A thread that is not live is checked by its adapter once resumed (an ACP agent's
-            # kinds are known only after its initialize), still before the turn is sent.
-            check_attachments_allowed(live.capabilities().turns, attachments, steering=steering,
-                                      driver=self._instances.driver(instance), instance_id=instance, thread_id=thread_id)
-        return resolve_attachments(attachments, cwd=binding.cwd, roots=(binding.cwd,), operation=operation)
+        resolved: tuple[Attachment, ...] = ()
+        if attachments:
+            live = self._live_on(thread_id)
+            if live is not None:
+                # A thread that is not live is checked by its adapter once resumed (an ACP agent's
+                # kinds are known only after its initialize), still before the turn is sent.
+                check_attachments_allowed(live.capabilities().turns, attachments, steering=steering,
+                                          driver=self._instances.driver(instance), instance_id=instance,
+                                          thread_id=thread_id)
+            resolved = resolve_attachments(attachments, cwd=binding.cwd, roots=(binding.cwd,), operation=operation)
+        advice = self._catalogs.advice(model, instance)
+        if advice is not None:
+            self._hub.emitter(self._instances.driver(instance), instance, thread_id).emit(
+                [self._model_warning(advice, instance, thread_id)])
+        return resolved
 
     def send_turn(self, a: SendTurnBody) -> TurnStartResult:
         attachments = self._turn_inputs(a.thread_id, a.model, a.attachments, operation="send_turn", steering=False)
@@ -268,9 +293,16 @@ class ThreadDirectory:
         return self.send_turn(SendTurnBody(thread_id=a.thread_id, text=a.text, attachments=a.attachments,
                                            timeout=max(0.1, deadline - time.monotonic())))
 
-    def respond_to_request(self, a: RespondToRequestBody) -> None:
+    def is_ephemeral(self, thread_id: str) -> bool:
+        """The thread is a ``generate_text`` session under way (it answers its own requests)."""
+        return thread_id in self._ephemeral
+
+    def respond_to_request(self, a: RespondToRequestBody, *, decided_by: Decider = "person") -> None:
+        """Answer an open request; ``decided_by`` (a ``person`` on ``a.surface``, or the ``host``'s
+        hook) goes into its ``request.resolved``."""
         adapter = self._live_adapter(a.thread_id)
-        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, timeout=_t(a.timeout))
+        adapter.respond_to_request(a.thread_id, a.request_id, a.decision, decided_by=decided_by, surface=a.surface,
+                                   timeout=_t(a.timeout))
         self._last_used[a.thread_id] = time.monotonic()
 
     def respond_to_user_input(self, a: RespondToUserInputBody) -> None:
@@ -280,10 +312,17 @@ class ThreadDirectory:
         adapter.respond_to_user_input(a.thread_id, a.request_id, dict(a.answers), timeout=_t(a.timeout))
 
     def rollback_thread(self, a: RollbackThreadBody) -> ThreadSnapshot:
+        """Natively where the agent can (``threads.rollback``); a worktree thread whose agent
+        cannot is rewound by the runtime (:meth:`_rewind`). Either way the dropped turns are
+        logged (``thread.rolled-back``) and a worktree's files follow."""
         adapter = self._live_adapter(a.thread_id)
         if not adapter.capabilities().threads.rollback:
-            raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
-        return adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
+            if self._files.get(a.thread_id) is None:
+                raise CapabilityUnsupportedError("threads.rollback", "rolling back turns", thread_id=a.thread_id)
+            return self._rewind(a)
+        before = self._turn_ids(a.thread_id, a.timeout)
+        snapshot = adapter.rollback_thread(a.thread_id, a.num_turns, timeout=_t(a.timeout))
+        return self._files_rolled_back(snapshot, before, a.timeout)
 
     def fork_thread(self, a: ForkThreadBody) -> Session:
         """A native copy where the source's instance can make one (``sessions.fork``, and
@@ -317,8 +356,10 @@ class ThreadDirectory:
             mcp_servers=had.mcp_servers if had is not None and target == source.instance_id else (),
             preamble=had.preamble if had is not None else None,
             preamble_reminder=had.preamble_reminder if had is not None else None,
+            approval_rules=had.approval_rules if had is not None else None,
             timeout=a.timeout,
         )
+        self._fork_files(a)
         if not native or adapter is None:
             return self._hand_over(a, source, start)
         cursor = adapter.fork_native(a.thread_id, at_turn=a.at_turn, timeout=_t(a.timeout))
@@ -392,7 +433,7 @@ class ThreadDirectory:
 
     def list_sessions(self) -> list[Session]:
         ephemeral = self._ephemeral
-        return [s for adapter in self._instances.adapters() for s in adapter.list_sessions()
+        return [self._files.label(s) for adapter in self._instances.adapters() for s in adapter.list_sessions()
                 if s.thread_id not in ephemeral]
 
     def generate_text(self, a: GenerateTextBody) -> str:
@@ -436,6 +477,7 @@ class ThreadDirectory:
 
     def stop_tracking(self) -> None:
         self._tracker.close()
+        self._files.close(timeout=1.0)  # checkpoints under way publish their diff before the hub closes
 
     def close(self) -> None:
         """Join the tracker and the reaper, then close the binding store."""
@@ -490,7 +532,11 @@ class ThreadDirectory:
         self._last_used.pop(thread_id, None)
         adapter = self._instances.created(instance_id) if instance_id is not None else None
         if adapter is not None and adapter.has_session(thread_id):
+            live = _session_of(adapter, thread_id)
             adapter.stop_session(thread_id, timeout=_t(timeout))
+            if live is not None and live.resume_cursor is not None:
+                # Keep its newest cursor: it carries what its last turn changed (the usage so far).
+                self._store.update(thread_id, resume_cursor=live.resume_cursor)
 
     def _track(self) -> None:
         """Tracker thread: keeps binding statuses in step with the event stream."""
@@ -507,6 +553,7 @@ class ThreadDirectory:
                 continue
             try:
                 if event.type == "turn.completed":
+                    self._files.turn_ended(event)  # queued: the checkpoint is taken off this thread
                     if event.thread_id in self._live:
                         self._last_used[event.thread_id] = time.monotonic()
                     # Only a running turn becomes ready: a stop racing the turn's end wins.
@@ -550,6 +597,103 @@ class ThreadDirectory:
             pass
         finally:
             lock.release()
+
+    # workspaces (paddock._workspaces) ------------------------------------------------------------
+
+    def _turn_ids(self, thread_id: str, timeout: float | None) -> tuple[str, ...]:
+        """The thread's turn ids as the log has them, in order (none without the event log)."""
+        if self._hub.log_path is None:
+            return ()
+        return tuple(t.turn_id for t in self.read_thread(ReadThreadBody(thread_id=thread_id, timeout=timeout)).turns)
+
+    def _files_rolled_back(self, snapshot: ThreadSnapshot, before: tuple[str, ...],
+                           timeout: float | None) -> ThreadSnapshot:
+        """After a rollback (``before``: the turn ids the log had): log the dropped turns, and
+        restore a worktree's files to the last kept turn's checkpoint."""
+        kept = [t.turn_id for t in snapshot.turns]
+        dropped = tuple(t for t in before if t not in set(kept))
+        binding = self._store.get(snapshot.thread_id)
+        if dropped and binding is not None:
+            self._hub.emitter(binding.driver, binding.instance_id, snapshot.thread_id).emit([ThreadRolledBack(
+                driver=binding.driver, instance_id=binding.instance_id, thread_id=snapshot.thread_id,
+                created_at=time.time(), turn_ids=dropped)])
+        if self._files.get(snapshot.thread_id) is None:
+            return snapshot
+        restored = self._files.rolled_back(snapshot.thread_id, kept, last_turn=before[-1] if before else None,
+                                           timeout=_t(timeout))
+        return msgspec.structs.replace(snapshot, files_restored_to=restored)
+
+    def _rewind(self, a: RollbackThreadBody) -> ThreadSnapshot:
+        """Roll back a worktree thread whose agent cannot: its session starts again, fresh, with
+        the transcript of the turns kept as its first turn's preamble (as a hand-off does), and
+        its files go back to the last kept turn's checkpoint."""
+        snapshot = self.read_thread(ReadThreadBody(thread_id=a.thread_id, timeout=a.timeout))
+        if any(t.state == "running" for t in snapshot.turns):
+            raise ValidationError("rollback_thread", "a turn is running; wait for it or interrupt it",
+                                  thread_id=a.thread_id)
+        if a.num_turns > len(snapshot.turns):
+            raise ValidationError("rollback_thread", f"the thread has {len(snapshot.turns)} turns, cannot drop "
+                                  f"{a.num_turns}", thread_id=a.thread_id)
+        binding = self._store.get(a.thread_id)
+        if binding is None:
+            raise SessionNotFoundError(a.thread_id)
+        kept = msgspec.structs.replace(snapshot, turns=snapshot.turns[: len(snapshot.turns) - a.num_turns])
+        config = self._instances.handoff(binding.instance_id)[0]
+        transcript = handoff_preamble(kept, source=f"thread {a.thread_id!r} (its last {a.num_turns} turn(s) were "
+                                      "rolled back)", limit=config.preamble_max_chars) if kept.turns else None
+        with self._thread_lock(a.thread_id):
+            self._stop_live(a.thread_id, timeout=a.timeout)
+        self.start_session(StartSessionBody(
+            thread_id=a.thread_id, instance=binding.instance_id, cwd=binding.cwd,
+            runtime_mode=binding.runtime_mode,  # type: ignore[arg-type]
+            interaction_mode=binding.interaction_mode,  # type: ignore[arg-type]
+            model=binding.model, resume="never", timeout=a.timeout,
+        ), transcript=transcript)
+        return self._files_rolled_back(kept, tuple(t.turn_id for t in snapshot.turns), a.timeout)
+
+    def _fork_files(self, a: ForkThreadBody) -> None:
+        """A fork of a worktree thread gets its own worktree, from turn ``at_turn``'s checkpoint."""
+        if self._files.get(a.thread_id) is None:
+            return
+        turns = self._turn_ids(a.thread_id, a.timeout)
+        if a.at_turn is not None and a.at_turn > len(turns):
+            raise ValidationError("fork_thread", f"at_turn {a.at_turn} is not a turn of the thread (it has "
+                                  f"{len(turns)})", thread_id=a.thread_id)
+        self._files.fork(a.thread_id, a.new_thread_id, turns[a.at_turn - 1] if a.at_turn else None,
+                         last_turn=turns[-1] if turns else None, timeout=_t(a.timeout))
+
+    def restore_files(self, a: RestoreFilesBody) -> FilesRestored:
+        """Files only: the conversation stays. Refused while a turn of the thread runs."""
+        if self._store.get(a.thread_id) is None:
+            raise SessionNotFoundError(a.thread_id)
+        with self._thread_lock(a.thread_id):
+            live = self._live_on(a.thread_id)
+            session = _session_of(live, a.thread_id) if live is not None else None
+            if session is not None and session.active_turn_id:
+                raise ValidationError("restore_files", "a turn is running; wait for it or interrupt it",
+                                      thread_id=a.thread_id)
+            turns = self._turn_ids(a.thread_id, a.timeout)
+            return self._files.restore(a.thread_id, a.turn_id, last_turn=turns[-1] if turns else None,
+                                       timeout=_t(a.timeout))
+
+    def diff(self, a: DiffBody) -> str:
+        if self._store.get(a.thread_id) is None:
+            raise SessionNotFoundError(a.thread_id)
+        turns = self._turn_ids(a.thread_id, a.timeout)
+        return self._files.diff(a.thread_id, a.from_turn, a.to_turn, last_turn=turns[-1] if turns else None,
+                                timeout=_t(a.timeout))
+
+    def delete_thread(self, a: DeleteThreadBody) -> None:
+        """Stop the thread, then remove its binding, its worktree, its checkpoints and (unless
+        ``keep_branch``) its branch. The worktree's record says ``deleting`` before the binding
+        goes, so a crash in between is finished by the next open's sweep."""
+        if self._store.get(a.thread_id) is None and a.thread_id not in self._live and self._files.get(a.thread_id) is None:
+            raise SessionNotFoundError(a.thread_id)
+        with self._thread_lock(a.thread_id):
+            if a.thread_id in self._live:
+                self._stop_live(a.thread_id, timeout=a.timeout)
+            self._files.delete(a.thread_id, keep_branch=a.keep_branch, timeout=_t(a.timeout),
+                               unbind=lambda: self._store.delete(a.thread_id))
 
 
 def _session_of(adapter: ProviderAdapter, thread_id: str) -> Session | None:

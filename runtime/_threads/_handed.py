@@ -1,5 +1,6 @@
 """What a starting session is handed: its MCP servers, preamble and reminder, or a hand-off's
-transcript in the preamble's place, and the warnings to publish before it starts.
+transcript in the preamble's place, its approval rules, and the warnings to publish before it
+starts.
 
 Pure except for the thread's hand-off file, which :func:`hand_off` persists (0600). Thread: the
 caller's (the thread directory, holding the thread's lock).
@@ -16,6 +17,7 @@ from paddock._instances._table import InstanceSlot
 from paddock._operations._table import StartSessionBody
 from paddock._state._store import Binding
 from paddock.contract import (
+    ApprovalRule,
     McpServer,
     PersistenceError,
     RuntimeWarningEvent,
@@ -27,9 +29,9 @@ from paddock.contract import (
 
 __all__ = ["Handed", "Handing", "hand_off"]
 
-Handed = tuple[tuple[McpServer, ...], str | None, str | None]
-"""What a live session was handed: its merged MCP servers, its preamble (as bounded) and its
-reminder."""
+Handed = tuple[tuple[McpServer, ...], str | None, str | None, tuple[ApprovalRule, ...]]
+"""What a live session was handed: its merged MCP servers, its preamble (as bounded), its
+reminder and its approval rules (the thread's, the instance's, the runtime's)."""
 
 
 class Handing(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,11 +46,13 @@ class Handing(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def hand_off(a: StartSessionBody, slot: InstanceSlot, binding: Binding | None, transcript: str | None, *,
-             moved_from: Callable[[str, str], ThreadHandoff | None]) -> Handing:
+             moved_from: Callable[[str, str], ThreadHandoff | None],
+             runtime_rules: tuple[ApprovalRule, ...] = ()) -> Handing:
     """The instance's servers merged with the session's (given now, else persisted with the
     thread), the preamble (given, persisted, else the instance's; omitted when over the bound)
     and the reminder; a hand-off's ``transcript`` (given, else persisted and not yet delivered)
-    takes the preamble's place until a turn carried it. ``moved_from(instance, thread)`` reads the
+    takes the preamble's place until a turn carried it; the approval rules are the thread's
+    (given, else persisted), then the instance's, then ``runtime_rules``. ``moved_from(instance, thread)`` reads the
     thread's hand-off on the instance it moves from. Registers every secret with the instance's
     masking and persists the thread's hand-off (0600) before anything starts; raises
     :class:`ValidationError` for a bad preamble or reminder, :class:`PersistenceError` when the
@@ -99,16 +103,20 @@ def hand_off(a: StartSessionBody, slot: InstanceSlot, binding: Binding | None, t
              f"({config.preamble_max_chars}): it is omitted (a preamble is never cut)",
              {"chars": len(preamble), "limit": config.preamble_max_chars})
         preamble = None
+    own_rules = a.approval_rules if a.approval_rules is not None else (
+        saved.approval_rules if saved is not None else ())
+    rules = own_rules + config.approval_rules + runtime_rules
     transcript = transcript if transcript is not None else (saved.transcript if saved is not None else None)
     after: Handed | None = None
     if transcript is not None:  # a hand-off not delivered yet: its first turn carries the transcript
-        after = (servers, preamble, reminder)
+        after = (servers, preamble, reminder, rules)
         preamble = transcript
     slot.add_secrets(set(mcp_secrets(servers)))
     try:
         files.save(a.thread_id, ThreadHandoff(mcp_servers=servers, preamble=own_preamble,
-                                              preamble_reminder=own_reminder, transcript=transcript))
+                                              preamble_reminder=own_reminder, transcript=transcript,
+                                              approval_rules=own_rules))
     except OSError as exc:
         raise PersistenceError("save the thread's MCP servers", f"{files.path(a.thread_id)}: "
                                f"{exc.strerror or exc}", thread_id=a.thread_id) from None
-    return Handing(handed=(servers, preamble, reminder), after_transcript=after, warnings=tuple(warnings))
+    return Handing(handed=(servers, preamble, reminder, rules), after_transcript=after, warnings=tuple(warnings))

@@ -19,8 +19,8 @@ COMMANDS: dict[str, str] = {
     for name in (
         "demo", "run", "events", "doctor", "init", "config", "sessions", "stop", "version", "bench",
         "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate", "conformance",
-        "fork", "compact",
-        "models", "usage",
+        "fork", "compact", "rules",
+        "models", "diff", "usage",
     )
 }
 """Subcommand name -> module path (``paddock.cli._<name>``, ``-`` as ``_``), in help order."""

@@ -329,7 +329,7 @@ class ApprovalDesk:
         assert opened.request_id is not None
         self.ours.add(opened.request_id)
         try:
-            self.rt.respond_to_request(self.thread_id, opened.request_id, decision)
+            self.rt.respond_to_request(self.thread_id, opened.request_id, decision, surface="cli")
         except PaddockError as exc:
             self.say(f"  not sent: {explain(exc)}", "note")
             return

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
                        if e.request_id == args.request and e.type == "request.opened"), None)
         if opened is not None:
             write("? " + "\n".join(describe_request(opened)) + "\n")
-        rt.respond_to_request(args.thread, args.request, decision)
+        rt.respond_to_request(args.thread, args.request, decision, surface="cli")
     except PaddockError as exc:
         hint = "" if remote else " (no server owns this state directory; start one with `paddock serve`)"
         write(f"paddock approve: {explain(exc)}{hint}\n", err=True)

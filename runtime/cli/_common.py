@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import select
 import signal
+import stat
 import sys
 from typing import Any
 
 import msgspec
 
-__all__ = ["add_runtime_options", "format_event", "handle_termination", "write"]
+__all__ = ["add_runtime_options", "format_event", "handle_termination", "said", "stop_if_unread", "write"]
 
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +45,25 @@ def event_json(event: Any) -> str:
     return _json.encode(event).decode()
 
 
+def stop_if_unread() -> None:
+    """Raise :class:`BrokenPipeError` when stdout is a pipe whose reader has gone (``| head``
+    took its lines): a follower calls it while idle, so it ends at once rather than at its next
+    write (``main`` turns the error into a quiet exit 0). A terminal or a file never raises."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    if any(flags & (select.POLLERR | select.POLLHUP) for _, flags in poller.poll(0)) and stat.S_ISFIFO(os.fstat(fd).st_mode):
+        raise BrokenPipeError(errno.EPIPE, "stdout's reader has gone")
+
+
+def said(text: str | None) -> str:
+    """``": text"`` after a line's head, or nothing when ``text`` is empty (no dangling colon)."""
+    return f": {text}" if text else ""
+
+
 def format_event(event: Any) -> str | None:
     """One readable line for an event, or ``None`` for events shown inline (text deltas)."""
     t = event.type
@@ -50,7 +73,7 @@ def format_event(event: Any) -> str | None:
         return f"{who} session started on {event.instance_id}{how}"
     if t == "session.exited":
         code = f", exit code {event.exit_code}" if event.exit_code is not None else ""
-        return f"{who} session exited: {event.reason}{code}"
+        return f"{who} session exited{said(event.reason)}{code}"
     if t == "turn.started":
         return f"{who} turn {event.turn_id} started"
     if t == "turn.completed":
@@ -58,10 +81,12 @@ def format_event(event: Any) -> str | None:
         return f"{who} turn {event.turn_id} {event.state}{extra}{_turn_usage(event.usage)}"
     if t == "turn.plan.updated":
         return f"{who} plan: " + "; ".join(f"{s.step} ({s.status})" for s in event.steps)
+    if t == "turn.aborted":
+        return f"{who} turn {event.turn_id} aborted{said(event.reason)}"
     if t == "item.started" and event.kind not in ("assistant_message", "reasoning"):
-        return f"{who} ▶ {event.kind}: {event.title or ''}"
+        return f"{who} ▶ {event.kind}{said(event.title)}"
     if t == "item.completed" and event.kind not in ("assistant_message", "reasoning"):
-        return f"{who} ■ {event.kind} {event.status}: {event.title or ''}"
+        return f"{who} ■ {event.kind} {event.status}{said(event.title)}"
     if t == "request.opened":
         from paddock.cli._answers import request_line
 

@@ -45,17 +45,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         for c in checks:
             write(f"{'ok ' if c.ok else '!! '}{c.id} (driver {c.driver})\n")
-            if c.command:
-                write(f"    command: {shlex.join(c.command)}\n")
             where = f" ({_SOURCES[c.source]})" if c.source in _SOURCES else ""
-            write(f"    binary:  {c.binary or '-'}{where}\n    home:    {c.home or '-'}\n")
-            for key in ("endpoint", "api_key", "model"):
-                if key in c.model:
-                    write(f"    {key + ':':9}{c.model[key]}\n")
-            if c.mcp_servers:
-                write(f"    mcp:     {', '.join(c.mcp_servers)}\n")
-            if c.preamble is not None:
-                write(f"    preamble: {c.preamble} characters\n")
-            if c.reason:
-                write(f"    reason:  {c.reason}\n")
+            rows = [("command", shlex.join(c.command) if c.command else None), ("binary", f"{c.binary or '-'}{where}"),
+                    ("home", c.home or "-"), *((key, c.model.get(key)) for key in ("endpoint", "api_key", "model")),
+                    ("env", ", ".join(f"{name}=***" for name in c.env)), ("mcp", ", ".join(c.mcp_servers)),
+                    ("preamble", None if c.preamble is None else f"{c.preamble} characters"),
+                    ("rules", f"{c.approval_rules} approval rules of its own (paddock rules check)" if c.approval_rules else None),
+                    ("reason", c.reason)]
+            for label, value in rows:
+                if value:
+                    write(f"    {label + ':':10}{value}\n")
     return 0 if all(c.ok for c in checks) else 1

@@ -2,9 +2,11 @@
 
 With no option it checks the built-in local agent, with no config and a temporary state dir of
 its own. ``--driver D`` (repeatable) checks a pinned CLI against the scripted model server, also
-in a temporary state dir; ``--instance ID`` checks a configured instance (``--config``) as it is,
-with plain-language prompts, so a user can point it at a real account (the model's HTTP error
-is then ``n/a``). The readable view is a table, drivers as rows and scenarios as columns, each
+in a temporary state dir; ``--instance ID`` checks a configured instance (``--config``): a
+``local`` one with the local agent's directives; one whose endpoint is ``paddock mock-model`` (or
+with ``--mock-model``) against a scripted model server this command starts with the suite's own
+script (the scenarios need a model that follows them); any other with plain-language prompts, so
+a user can point it at a real account (the model's HTTP error is then ``n/a``). The readable view is a table, drivers as rows and scenarios as columns, each
 cell ``pass``, ``fail`` or ``n/a`` with its reason below; ``--json`` prints one document with
 each driver's report (canonical, masked) and its digest. Exits 1 when any case failed.
 """
@@ -34,13 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "claude, codex, opencode, gemini, qwen, claude-acp, copilot, codex-acp, acp-registry")
     which.add_argument("--instance", metavar="ID", help="a configured instance, checked as it is")
     parser.add_argument("--config", help=CONFIG_HELP + "; for --instance")
+    parser.add_argument("--mock-model", action="store_true",
+                        help="for --instance: point it at a scripted model server this command starts with the "
+                             "suite's script (the default when its endpoint is `paddock mock-model`), instead of "
+                             "prompting its model in plain language")
     parser.add_argument("--scenario", action="append", metavar="S", help="only this scenario id (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _targets(args: argparse.Namespace) -> list[tuple[str, Target | str]]:
     """(label, target or why it cannot run) for each driver or instance asked for."""
-    from paddock.testing._conformance import PlainDialect, Target, live_target, local_target
+    from paddock.testing._conformance import instance_target, live_target, local_target
 
     if args.instance:
         import os
@@ -58,12 +64,21 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, Target | str]]:
             table = tomllib.load(fh).get("instances", {}).get(args.instance)
         if table is None:
             raise ConfigError(path, f"no instance {args.instance!r}")
-        secrets = [table.get("api_key"), os.environ.get(table.get("api_key_env") or "")]
-        return [(args.instance, Target(label=args.instance, config=dict(table), dialect=PlainDialect(),
-                                       model_server=False, corpus="configured-instance", timeout=180.0,
-                                       secrets=tuple(s for s in secrets if isinstance(s, str) and s)))]
+        secrets = tuple(s for s in (table.get("api_key"), os.environ.get(table.get("api_key_env") or ""))
+                        if isinstance(s, str) and s)
+        return [(args.instance, instance_target(args.instance, dict(table), secrets, mock=args.mock_model))]
     return [(kind, local_target() if kind == "local" else live_target(kind, scenarios=None))
             for kind in args.driver or ["local"]]
+
+
+_HOW = {
+    "local-agent-directives": "checked with the local agent's directives",
+    "paddock-scripted-model": "checked against a scripted model server started for this run with the suite's "
+                              "script (its configured endpoint is not used)",
+    "configured-instance": "its own model is prompted in plain language (a model that does not follow them fails "
+                           "scenarios; against `paddock mock-model` give --mock-model)",
+}
+"""How ``--instance`` checks an instance, by its report's corpus: said on stderr first."""
 
 
 class _Row(NamedTuple):
@@ -84,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(target, str):
             rows.append(_Row(label, None, b"", target))
             continue
+        if args.instance and not args.json:
+            write(f"paddock conformance: instance {label!r}: {_HOW[target.corpus]}\n", err=True)
         with tempfile.TemporaryDirectory(prefix="paddock-conformance-") as root:
             try:
                 report = run_target(target, Path(root), only=only)

@@ -9,7 +9,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from paddock.cli._common import event_json, format_event, handle_termination, write
+from paddock.cli._common import event_json, format_event, handle_termination, said, stop_if_unread, write
 from paddock.cli._places import announce, state_dir_of
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class Readable:
             parts = [f"{key} {_summary(value)}" for key, value in event.config.items()]
             return [*out, f"{seq:>8} {who} session configured: " + ("; ".join(parts) or "(nothing)")]
         if event.type == "item.updated":
-            return [*out, f"{seq:>8} {who} … {event.kind} {event.status or 'updated'}: {event.title or ''}"]
+            return [*out, f"{seq:>8} {who} … {event.kind} {event.status or 'updated'}{said(event.title)}"]
         return [*out, f"{seq:>8} {format_event(event) or event_json(event)}"]
 
     def flush(self) -> list[str]:
@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             _print(view.flush())
             if not args.follow:
                 return 0
+            stop_if_unread()
             time.sleep(0.2)  # another process writes the log; SQLite has no cross-process wake-up
     except KeyboardInterrupt:
         return 0
@@ -153,6 +154,7 @@ def _follow(args: argparse.Namespace, remote: RemoteRuntime) -> int:
                     if events.ended:
                         break
                     _print(view.flush())
+                    stop_if_unread()
                 elif args.json:
                     write(event_json(event) + "\n")
                 else:

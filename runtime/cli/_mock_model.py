@@ -32,7 +32,7 @@ A script (JSON or TOML) names scenarios, each a list of steps, and the default o
   type = "shell"   command = "touch a.txt"   escalate = false
   [[scenarios.note]]                    # write: call its write-file tool (path joined to --workspace)
   type = "write"   path = "notes.txt"   content = "hi\\n"
-  [[scenarios.add]]                     # patch: apply_patch where offered, else write
+  [[scenarios.add]]                     # patch: apply_patch (tool, else Codex shell), else write
   type = "patch"   path = "added.txt"   content = "hi\\n"
   [[scenarios.ask]]                     # mcp: call the offered MCP tool, in the CLI's naming
   type = "mcp"     tool = "echo"   arguments = { text = "hi" }
@@ -65,7 +65,11 @@ def run(args: argparse.Namespace) -> int:
     # with sigwait(): no Python handler runs inside a lock the main thread holds.
     signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    server.start()
+    try:
+        server.start()
+    except OSError as exc:  # the port is taken (EADDRINUSE) or not ours to bind
+        print(f"paddock mock-model: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     try:
         print(server.url, flush=True)
         signal.sigwait(signals)

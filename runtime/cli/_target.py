@@ -46,6 +46,17 @@ def thread_target(rt: Runtime | RemoteRuntime, args: argparse.Namespace, thread_
 
 
 def resume_hint(args: argparse.Namespace, instance: str, thread_id: str) -> str:
-    """The command that continues ``thread_id`` on ``instance`` (with this ``--state-dir``)."""
-    state = f" --state-dir {shlex.quote(args.state_dir)}" if getattr(args, "state_dir", None) else ""
-    return f"paddock chat{state} --instance {instance} --thread {thread_id}"
+    """The command that continues ``thread_id`` on ``instance`` with every option it needs: this
+    ``--config`` and ``--state-dir`` (absolute, so it works from any folder; the state directory
+    also leads to its server) and the ``--mode`` and ``--model`` given, when not the defaults."""
+    words = ["paddock", "chat"]
+    for option, value in (("--config", getattr(args, "config", None)), ("--state-dir", getattr(args, "state_dir", None))):
+        if value:
+            words += [option, os.path.abspath(os.path.expanduser(value))]
+    words += ["--instance", instance, "--thread", thread_id]
+    mode = getattr(args, "mode", None)
+    if mode is not None and mode != "approval-required":
+        words += ["--mode", mode]
+    if getattr(args, "model", None):
+        words += ["--model", args.model]
+    return shlex.join(words)

@@ -6,7 +6,7 @@ re-exports them by name and its ``__all__`` is theirs joined."""
 
 from . import (
     _adapter, _attachments, _capabilities, _cursor, _errors, _events, _grammar, _ids, _json, _mcp, _preamble, _require,
-    _snapshot, _usage, _limits,
+    _rules, _shell, _snapshot, _usage, _limits,
 )
 from ._ids import (
     DriverKind as DriverKind,
@@ -42,6 +42,7 @@ from ._events import (
     CommandSubject as CommandSubject,
     ContentDelta as ContentDelta,
     DIFF_CHARS as DIFF_CHARS,
+    Decider as Decider,
     DeprecationNotice as DeprecationNotice,
     Event as Event,
     EventBase as EventBase,
@@ -74,12 +75,14 @@ from ._events import (
     SessionExited as SessionExited,
     SessionStarted as SessionStarted,
     SessionState as SessionState,
+    Surface as Surface,
     SessionStateChanged as SessionStateChanged,
     StreamKind as StreamKind,
     TaskCompleted as TaskCompleted,
     TaskProgress as TaskProgress,
     TaskStarted as TaskStarted,
     ThreadMetadataUpdated as ThreadMetadataUpdated,
+    ThreadRolledBack as ThreadRolledBack,
     ThreadStarted as ThreadStarted,
     ThreadStateChanged as ThreadStateChanged,
     ThreadTokenUsageUpdated as ThreadTokenUsageUpdated,
@@ -160,7 +163,7 @@ from ._attachments import (
     ImageMimeType as ImageMimeType,
     attachment_kinds as attachment_kinds,
     check_attachments_allowed as check_attachments_allowed,
-    check_model_name as check_model_name,
+    model_advice as model_advice,
     resolve_attachments as resolve_attachments,
 )
 from ._mcp import (
@@ -186,6 +189,7 @@ from ._preamble import (
     with_reminder as with_reminder,
 )
 from ._grammar import (
+    CUMULATIVE_USAGE as CUMULATIVE_USAGE,
     GRAMMAR_RULES as GRAMMAR_RULES,
     TURN_BYTE_LIMIT as TURN_BYTE_LIMIT,
     GrammarViolation as GrammarViolation,
@@ -196,6 +200,16 @@ from ._require import (
     check_runtime_mode as check_runtime_mode,
     require_capabilities as require_capabilities,
 )
+from ._rules import (
+    ApprovalRule as ApprovalRule,
+    RuleDecision as RuleDecision,
+    RuleMatch as RuleMatch,
+    RuleSubject as RuleSubject,
+    compile_glob as compile_glob,
+    decide as decide,
+    rule_text as rule_text,
+)
+from ._shell import CommandPart as CommandPart, split_command as split_command
 from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
 from ._limits import USAGE_LIMIT as USAGE_LIMIT, usage_limit_of as usage_limit_of
 from ._usage import (
@@ -220,5 +234,5 @@ from ._json import (
 __all__ = sorted(
     _ids.__all__ + _errors.__all__ + _events.__all__ + _capabilities.__all__ + _cursor.__all__
     + _adapter.__all__ + _attachments.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__ + _preamble.__all__
-    + _grammar.__all__ + _require.__all__ + _usage.__all__ + _limits.__all__
+    + _grammar.__all__ + _require.__all__ + _rules.__all__ + _shell.__all__ + _usage.__all__ + _limits.__all__
 )

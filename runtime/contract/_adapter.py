@@ -9,8 +9,9 @@ import msgspec
 from ._attachments import Attachment
 from ._capabilities import Capabilities
 from ._cursor import ResumeCursor
-from ._events import Decision, ItemKind, ItemStatus, TurnState
+from ._events import Decider, Decision, ItemKind, ItemStatus, Surface, TurnState
 from ._mcp import McpServer
+from ._rules import ApprovalRule
 
 __all__ = [
     "MAX_PROMPT_CHARS",
@@ -67,6 +68,9 @@ class StartSessionInput(_Input, frozen=True):
     session incarnation, delimited; already bounded by the runtime."""
     preamble_reminder: str | None = None
     """One line put before the user's text of every later turn."""
+    approval_rules: tuple[ApprovalRule, ...] = ()
+    """The rules that answer this session's requests before a person (the thread's, then the
+    instance's, then the runtime's; :func:`paddock.contract.decide`), applied by the session base."""
 
 
 class SendTurnInput(_Input, frozen=True):
@@ -107,6 +111,9 @@ class Session(_Input, frozen=True):
     resumed: bool = False
     """The session continues a native session from ``resume_cursor`` (a failed resume that fell
     back to a fresh native session leaves this false)."""
+    branch: str | None = None
+    """The git branch of the thread's own worktree (``workspace = "worktree"``; ``cwd`` is then
+    that worktree), else ``None``."""
 
 
 class ModelInfo(_Input, frozen=True):
@@ -143,6 +150,9 @@ class TurnSnapshot(_Input, frozen=True):
 class ThreadSnapshot(_Input, frozen=True):
     thread_id: str
     turns: tuple[TurnSnapshot, ...] = ()
+    files_restored_to: str | None = None
+    """Set by a rollback of a thread with its own worktree: the checkpoint (a commit id) its files
+    were restored to, the one taken after the last turn kept (or the worktree's base)."""
 
 
 @runtime_checkable
@@ -165,7 +175,8 @@ class ProviderAdapter(Protocol):
     ) -> TurnStartResult: ...
 
     def respond_to_request(
-        self, thread_id: str, request_id: str, decision: Decision, *, timeout: float | None = None
+        self, thread_id: str, request_id: str, decision: Decision, *, decided_by: Decider = "person",
+        surface: Surface | None = None, timeout: float | None = None,
     ) -> None: ...
 
     def respond_to_user_input(

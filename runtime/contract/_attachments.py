@@ -32,7 +32,7 @@ __all__ = [
     "ImageAttachment",
     "ImageMimeType",
     "check_attachments_allowed",
-    "check_model_name",
+    "model_advice",
     "resolve_attachments",
 ]
 
@@ -61,6 +61,12 @@ class ImageAttachment(_Attachment, frozen=True, tag="image"):
     mime_type: ImageMimeType
     path: str | None = None
     data: bytes | None = None
+
+    def __post_init__(self) -> None:
+        # Decoding checks the Literal; the constructor does not, so a host's own instance is checked here.
+        if self.mime_type not in IMAGE_MIME_TYPES:
+            raise ValidationError("ImageAttachment", f"mime_type {self.mime_type!r} is not one of "
+                                                     f"{', '.join(IMAGE_MIME_TYPES)}")
 
     def __repr__(self) -> str:
         size = "?" if self.data is None else str(len(self.data))
@@ -180,11 +186,13 @@ def check_attachments_allowed(turns: TurnsCaps, attachments: Sequence[Attachment
             **where)
 
 
-def check_model_name(model: str | None, ids: Sequence[str], *, operation: str, thread_id: str | None = None) -> None:
-    """Refuse ``model`` when a catalog (``ids``, non-empty) exists and does not list it; the
-    :class:`ValidationError` names up to three close matches (``difflib``). ``None`` passes."""
+def model_advice(model: str | None, ids: Sequence[str]) -> str | None:
+    """Advice on a ``model`` that a known catalog (``ids``, non-empty) does not list: a sentence
+    naming up to three close matches (``difflib``), else ``None``. Advice only: the catalog is
+    what the agent reported, and a model gateway may serve names it never lists, so the name is
+    still passed to the agent, which alone may refuse it."""
     if model is None or not ids or model in ids or any(i.endswith("/" + model) for i in ids):
-        return  # a bare name matches a provider's ``provider/model`` (OpenCode)
+        return None  # a bare name matches a provider's ``provider/model`` (OpenCode)
     close = difflib.get_close_matches(model, list(ids), n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else f"; known: {', '.join(sorted(ids)[:10])}"
-    raise ValidationError(operation, f"unknown model {model!r}{hint}", thread_id=thread_id)
+    return f"model {model!r} is not in the instance's catalog{hint} (passed to the agent as asked)"

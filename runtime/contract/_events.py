@@ -24,6 +24,7 @@ __all__ = [
     "CommandSubject",
     "ContentDelta",
     "DIFF_CHARS",
+    "Decider",
     "DeprecationNotice",
     "Event",
     "EventBase",
@@ -56,12 +57,14 @@ __all__ = [
     "SessionExited",
     "SessionStarted",
     "SessionState",
+    "Surface",
     "SessionStateChanged",
     "StreamKind",
     "TaskCompleted",
     "TaskProgress",
     "TaskStarted",
     "ThreadMetadataUpdated",
+    "ThreadRolledBack",
     "ThreadStarted",
     "ThreadStateChanged",
     "ThreadTokenUsageUpdated",
@@ -113,6 +116,12 @@ ItemKind = Literal[
 ItemStatus = Literal["pending", "in_progress", "completed", "failed", "declined", "cancelled"]
 RequestKind = Literal["command", "file_change", "file_read", "permission", "tool", "other"]
 Decision = Literal["accept", "accept_for_session", "decline", "cancel"]
+Decider = Literal["person", "rule", "host", "session", "mode"]
+"""Who answered a request: a ``person`` (on a surface), a ``rule`` (approval rules), the
+``host``'s hook, the ``session`` (an earlier ``accept_for_session`` of the same subject), or the
+runtime ``mode`` (``full-access`` and the modes that take some requests by themselves)."""
+Surface = Literal["cli", "dashboard", "api"]
+"""Where a person's answer came from."""
 
 
 # Events and their parts never form reference cycles, so the cyclic GC need not track them
@@ -279,6 +288,15 @@ class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
     resets_at: float | None = None
 
 
+class ThreadRolledBack(EventBase, frozen=True, tag="thread.rolled-back"):
+    """``rollback_thread`` dropped these turns from the thread (the runtime logs it after the
+    agent or the runtime rolled them back): :func:`paddock.contract.fold_thread`, so
+    ``read_thread``, leaves them out from here on."""
+
+    type: ClassVar[Literal["thread.rolled-back"]]
+    turn_ids: tuple[str, ...] = ()
+
+
 class ThreadMetadataUpdated(EventBase, frozen=True, tag="thread.metadata.updated"):
     type: ClassVar[Literal["thread.metadata.updated"]]
     title: str | None = None
@@ -342,8 +360,13 @@ class TurnProposedCompleted(EventBase, frozen=True, tag="turn.proposed.completed
 
 
 class TurnDiffUpdated(EventBase, frozen=True, tag="turn.diff.updated"):
+    """The turn's unified diff. An agent may send its own while the turn runs; for a thread with
+    its own worktree the runtime sends one after ``turn.completed``, computed from the turn's
+    checkpoint, with ``checkpoint`` its commit id."""
+
     type: ClassVar[Literal["turn.diff.updated"]]
     diff: str
+    checkpoint: str | None = None
 
 
 # item and content --------------------------------------------------------------------------------
@@ -436,6 +459,7 @@ class RequestOpened(EventBase, frozen=True, tag="request.opened"):
 
     type: ClassVar[Literal["request.opened"]]
 
+    request_id: str  # always set: what ``respond_to_request`` takes
     kind: RequestKind
     title: str | None = None
     detail: str | None = None
@@ -446,21 +470,35 @@ class RequestOpened(EventBase, frozen=True, tag="request.opened"):
 
 class RequestResolved(EventBase, frozen=True, tag="request.resolved"):
     """``resolution`` is ``answered`` (with ``decision``), ``cancelled`` (the turn ended) or
-    ``expired`` (the process died)."""
+    ``expired`` (the process died).
+
+    The audit of an answer: ``decided_by`` (``person``, ``rule``, ``host``, ``session``,
+    ``mode``; see :data:`paddock.contract.Decider`), ``surface`` where a person answered
+    (``cli``, ``dashboard``, ``api``), and for a rule its ``rule_index`` in the session's list
+    (the thread's rules, then the instance's, then the runtime's), its text (``rule``) and why
+    it matched (``reason``). All absent on events logged before the audit existed."""
 
     type: ClassVar[Literal["request.resolved"]]
 
+    request_id: str
     resolution: Literal["answered", "cancelled", "expired"]
     decision: Decision | None = None
+    decided_by: Decider | None = None
+    surface: Surface | None = None
+    rule_index: int | None = None
+    rule: str | None = None
+    reason: str | None = None
 
 
 class UserInputRequested(EventBase, frozen=True, tag="user-input.requested"):
     type: ClassVar[Literal["user-input.requested"]]
+    request_id: str  # always set: what ``respond_to_user_input`` takes
     questions: tuple[UserInputQuestion, ...] = ()
 
 
 class UserInputResolved(EventBase, frozen=True, tag="user-input.resolved"):
     type: ClassVar[Literal["user-input.resolved"]]
+    request_id: str
     resolution: Literal["answered", "cancelled", "expired"] = "answered"
     answers: dict[str, Any] = {}
 
@@ -635,6 +673,7 @@ Event = Union[
     ThreadStarted,
     ThreadStateChanged,
     ThreadMetadataUpdated,
+    ThreadRolledBack,
     ThreadTokenUsageUpdated,
     TurnStarted,
     TurnCompleted,

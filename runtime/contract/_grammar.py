@@ -70,7 +70,7 @@ from ._events import (
     encode_event,
 )
 
-__all__ = ["GRAMMAR_RULES", "TURN_BYTE_LIMIT", "GrammarViolation", "check_grammar"]
+__all__ = ["CUMULATIVE_USAGE", "GRAMMAR_RULES", "TURN_BYTE_LIMIT", "GrammarViolation", "check_grammar"]
 
 GRAMMAR_RULES: Final[dict[str, int]] = {
     "grammar.turn_not_completed": 1,

@@ -8,10 +8,11 @@ tracebacks and log lines). See docs/architecture.md, "MCP servers".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, Union
 
 import msgspec
+import msgspec.structs
 
 from ._errors import ValidationError
 
@@ -43,13 +44,20 @@ def _masked(values: Mapping[str, str]) -> str:
 class McpStdioServer(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="kind", tag="stdio"
 ):
-    """A local MCP server the agent starts as a child and speaks to over stdio."""
+    """A local MCP server the agent starts as a child and speaks to over stdio. ``args`` takes
+    any sequence of strings (a list too) and is kept as a tuple."""
 
     name: str
     command: str
-    args: tuple[str, ...] = ()
+    args: Sequence[str] = ()
     env: dict[str, str] = {}
     cwd: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.args, str):
+            raise ValidationError("McpStdioServer", f"args must be a sequence of strings, not the string {self.args!r}")
+        if not isinstance(self.args, tuple):
+            msgspec.structs.force_setattr(self, "args", tuple(self.args))
 
     def __repr__(self) -> str:
         return (

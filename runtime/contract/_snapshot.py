@@ -35,6 +35,7 @@ from ._events import (
     ItemStarted,
     ItemStatus,
     ItemUpdated,
+    ThreadRolledBack,
     TurnCompleted,
     TurnStarted,
 )
@@ -153,7 +154,11 @@ class ThreadFold:
         ev: Any  # dispatched on its exact class below
         for ev in events:
             turn_id = ev.turn_id
-            if turn_id is None or turn_id in self._done:
+            if turn_id is None:
+                if type(ev) is ThreadRolledBack:
+                    changed = self._drop(ev.turn_ids) or changed
+                continue
+            if turn_id in self._done:
                 continue
             cls = type(ev)
             turn = self._open.get(turn_id)
@@ -205,6 +210,15 @@ class ThreadFold:
                     self._done.discard(t.turn_id)
                     excess -= 1
                     break
+
+    def _drop(self, turn_ids: Iterable[str]) -> bool:
+        """Forget the turns ``turn_ids`` (a logged rollback); ``True`` when one was known."""
+        gone = set(turn_ids)
+        before = len(self._turns)
+        self._turns = [t for t in self._turns if t.turn_id not in gone]
+        for turn_id in gone:
+            self._open.pop(turn_id, None)
+        return len(self._turns) != before
 
     def drop_last(self, num_turns: int) -> None:
         """Forget the last ``num_turns`` completed turns (a rollback)."""

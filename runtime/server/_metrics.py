@@ -13,6 +13,7 @@ reader behind the hub.
 | ``paddock_turn_duration_seconds`` | ``turn.started`` to ``turn.completed`` |
 | ``paddock_turn_first_text_seconds`` | ``turn.started`` to the turn's first assistant message item |
 | ``paddock_requests_opened_total{kind}``, ``paddock_requests_resolved_total{resolution,decision}``, ``paddock_requests_pending`` | ``request.*`` |
+| ``paddock_requests_decided_total{decided_by}`` | answered ``request.resolved`` by who decided (``person``, ``rule``, ``host``, ``session``, ``mode``) |
 | ``paddock_request_answer_seconds`` | ``request.opened`` to ``request.resolved`` |
 | ``paddock_sessions_live``, ``paddock_session_exits_total{reason}`` | ``session.started``, ``session.exited`` |
 | ``paddock_warnings_total{code}`` | ``runtime.warning`` (process restarts, stalls, model retries) |
@@ -139,6 +140,8 @@ class MetricsCollector:
         self.requests_opened = Counter("paddock_requests_opened", "Approval requests opened", (*_BY, "kind"), registry=r)
         self.requests_resolved = Counter("paddock_requests_resolved", "Approval requests resolved",
                                          (*_BY, "resolution", "decision"), registry=r)
+        self.requests_decided = Counter("paddock_requests_decided", "Approval requests answered, by who decided",
+                                        (*_BY, "decided_by"), registry=r)
         self.requests_pending = Gauge("paddock_requests_pending", "Approval requests waiting for an answer", _BY, registry=r)
         self.answer_time = Histogram("paddock_request_answer_seconds", "Time from an approval request to its answer", _BY,
                                      buckets=_ANSWER_BUCKETS, registry=r)
@@ -195,6 +198,8 @@ class MetricsCollector:
                     self.requests_pending.labels(*labels).inc()
             elif isinstance(ev, RequestResolved):
                 self.requests_resolved.labels(*labels, ev.resolution, ev.decision or "").inc()
+                if ev.resolution == "answered":
+                    self.requests_decided.labels(*labels, ev.decided_by or "unknown").inc()
                 opened = self._requests.pop(ev.request_id or "", None)
                 if opened is not None:
                     self.requests_pending.labels(*labels).dec()

@@ -70,6 +70,8 @@ __all__ = [
     "NotApplicable",
     "Outcome",
     "PlainDialect",
+    "answers_as_mock_model",
+    "instance_target",
     "Probe",
     "Scenario",
     "Target",
@@ -157,6 +159,11 @@ class Dialect:
         """A prompt that runs a shell command creating a file: (prompt, relative path)."""
         return "run the command SCENARIO:conf_shell", "conformance-shell.txt"
 
+    def shell_program(self) -> tuple[str, ...]:
+        """The argument prefix of the command :meth:`shell` asks for (what scenario 03c's
+        approval rules match)."""
+        return ("python3", "-c")
+
     def http_error(self) -> tuple[str, str] | None:
         """A prompt the model answers with HTTP 400: (prompt, text the error carries)."""
         return "this fails SCENARIO:http400", "mock bad request"
@@ -235,6 +242,9 @@ class LocalDialect(Dialect):
 
     def shell(self) -> tuple[str, str]:
         return "@run touch conformance-shell.txt\nrun it", "conformance-shell.txt"
+
+    def shell_program(self) -> tuple[str, ...]:
+        return ("touch", "conformance-shell.txt")
 
     def http_error(self) -> tuple[str, str] | None:
         return None
@@ -501,6 +511,66 @@ def _approve_command(p: Probe) -> str:
     _approve(p, "command", "accept")
     _approve(p, "command", "decline")
     return "accept ran the command, decline did not"
+
+
+_PERSON_WAITS = 5.0  # seconds scenario 03c's "person" waits before answering what no rule decided
+
+
+def _ruled(p: Probe, decision: Literal["accept", "decline"] | None) -> str:
+    """One shell turn under approval rules on the dialect's command: ``decision`` ``accept`` or
+    ``decline`` (a rule decides), ``None`` (no rule matches: a person decides, after
+    :data:`_PERSON_WAITS`, with decline). Returns who decided each request of the turn."""
+    from paddock.contract import ApprovalRule, RuleMatch
+
+    prompt, path = p.dialect.shell()
+    target = p.workspace / path
+    target.unlink(missing_ok=True)
+    program = p.dialect.shell_program() if decision is not None else ("no-such-program",)
+    rules = [ApprovalRule(match=RuleMatch(program=program), decision=decision or "accept")]
+    thread_id = p.thread("approval-required", approval_rules=rules)
+    asked: list[str] = []
+    timers: list[threading.Timer] = []
+
+    def person(request_id: str) -> None:
+        # Answers only what is still open then: a request a rule decided is resolved already.
+        try:
+            if any(r.request_id == request_id for r in p.rt.pending_requests(thread_id)):
+                asked.append(request_id)
+                p.rt.respond_to_request(thread_id, request_id, "decline")
+        except PaddockError:
+            pass  # resolved meanwhile
+
+    def on_event(event: EventBase, turn_id: str) -> None:
+        if event.type == "request.opened":
+            timer = threading.Timer(_PERSON_WAITS, person, (event.request_id or "",))
+            timer.daemon = True
+            timers.append(timer)
+            timer.start()
+
+    try:
+        events = p.turn(thread_id, prompt, on_event=on_event)
+    finally:
+        for timer in timers:
+            timer.cancel()
+    resolved = [e for e in events if e.type == "request.resolved"]
+    assert resolved, "no approval was asked for the command"
+    first: Any = resolved[0]
+    if decision is None:
+        assert asked and (first.decided_by, first.decision) == ("person", "decline"), (asked, first)
+        assert not target.exists(), f"{path} exists after a person declined"
+    else:
+        assert not asked, f"a person was asked although a rule {decision}s the command: {first}"
+        assert (first.decided_by, first.decision, first.rule_index) == ("rule", decision, 0), first
+        assert target.exists() == (decision == "accept"), f"{path} exists: {target.exists()} after rule {decision}"
+    p.rt.stop_session(thread_id)
+    return f"{first.decided_by} {first.decision}"
+
+
+@scenario("03c-approval-rules", "approval rules accept, decline, or leave a command to a person, on disk",
+          needs=("approvals.commands", "runtime_policy.modes.approval-required"))
+def _approval_rules(p: Probe) -> str:
+    said = [_ruled(p, "accept"), _ruled(p, "decline"), _ruled(p, None)]
+    return "; ".join(said) + " (the rule accepted, declined; unmatched asked a person)"
 
 
 _ASKS = {  # runtime mode -> (asks before an edit, asks before a command)
@@ -1235,3 +1305,50 @@ def live_target(kind: str, *, scenarios: tuple[str, ...] | None = None) -> Targe
     resume_after = 61.0 if kind == "gemini" else 0.0
     return Target(label=kind, config=config, scenarios=scenarios, cli_version=pin.version,
                   secrets=(LIVE_KEY,), script=script, resume_after=resume_after)
+
+
+def instance_target(label: str, table: dict[str, Any], secrets: tuple[str, ...], *, mock: bool = False) -> Target:
+    """The target of a configured instance (its ``[instances.<label>]`` table). A ``local`` one
+    is checked with the local agent's directives. One whose endpoint answers as Paddock's
+    scripted model server (``paddock mock-model``), or any with ``mock``, runs against a scripted
+    model server :func:`run_target` starts with this suite's script, as the suite's own targets
+    do: its model keys (``endpoint``, ``api_key``, ``model``) are the pinned target's, since the
+    script is written for them (Codex offers ``apply_patch`` by its model catalog), and its other
+    keys are kept over the pinned target's settings.
+    Any other talks to its own model in plain language (:class:`PlainDialect`)."""
+    driver = table.get("driver")
+    if driver == "local":
+        local = local_target()
+        return Target(label=label, config={**local.config, **table}, dialect=local.dialect, model_server=False,
+                      corpus=local.corpus, timeout=local.timeout, secrets=secrets)
+    if mock or answers_as_mock_model(table.get("endpoint")):
+        pinned = live_target(driver) if driver in LIVE_DRIVERS else None
+        base = pinned if isinstance(pinned, Target) else Target(label=label, config={})
+        model_keys = ("endpoint", "api_key", "api_key_env", "model")
+        config = {**base.config, **{k: v for k, v in table.items() if k not in model_keys}}
+        config.update({k: base.config[k] for k in model_keys if k in base.config})
+        return Target(label=label, config=config, secrets=(*secrets, *base.secrets), script=base.script,
+                      resume_after=base.resume_after, cli_version=base.cli_version)
+    return Target(label=label, config=table, dialect=PlainDialect(), model_server=False, corpus="configured-instance",
+                  timeout=180.0, secrets=secrets)
+
+
+def answers_as_mock_model(endpoint: object, *, timeout: float = 2.0) -> bool:
+    """Whether ``endpoint`` (a loopback URL) is Paddock's scripted model server: its answers
+    carry ``Server: PaddockMockModel/…``. Asks nothing beyond this machine."""
+    import http.client
+    import urllib.parse
+
+    if not isinstance(endpoint, str):
+        return False
+    url = urllib.parse.urlsplit(endpoint)
+    if url.scheme != "http" or url.hostname not in ("127.0.0.1", "localhost", "::1") or url.port is None:
+        return False
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+    try:
+        conn.request("GET", "/")
+        return conn.getresponse().getheader("Server", "").startswith("PaddockMockModel/")
+    except OSError:
+        return False
+    finally:
+        conn.close()

@@ -127,6 +127,8 @@ _ERROR_MESSAGES = {400: "mock bad request", 500: "mock internal error"}
 SHELL_TOOLS = ("exec_command", "Bash", "bash", "run_shell_command", "shell", "shell_command")
 WRITE_TOOLS = ("Write", "write", "write_file", "create", "write_to_file")
 PATCH_TOOLS = ("apply_patch",)
+PATCH_SHELLS = ("exec_command",)
+"""Shell tools that apply an ``apply_patch`` heredoc as a patch (Codex's)."""
 
 
 def rfc3339(ts: float) -> str:
@@ -196,6 +198,13 @@ def _tool_call(step, call: Call, ids: Ids, workspace: str | None) -> ToolOut | s
             if tool.kind == "custom":
                 return ToolOut(call_id=call_id, name=tool.name, kind="custom", input=patch)
             return ToolOut(call_id=call_id, name=tool.name, arguments={"input": patch})
+        tool = _pick(call.tools, PATCH_SHELLS)
+        if tool is not None:
+            # Protocol fact: Codex takes an `apply_patch` heredoc given to its shell tool as a
+            # patch (a fileChange item, approved as one). It offers no apply_patch tool for a
+            # model its catalog does not know, such as a gateway's own model name.
+            return ToolOut(call_id=call_id, name=tool.name,
+                           arguments={"cmd": f"apply_patch <<'PATCH'\n{_patch_text(step.path, step.content)}PATCH\n"})
         step = Write(path=step.path, content=step.content)
     if isinstance(step, Shell):
         tool = _pick(call.tools, SHELL_TOOLS)

@@ -75,8 +75,9 @@ class Write(msgspec.Struct, frozen=True, kw_only=True, tag="write", tag_field="t
 
 
 class Patch(msgspec.Struct, frozen=True, kw_only=True, tag="patch", tag_field="type"):
-    """Add the file ``path`` through ``apply_patch`` where the request offers it; otherwise this
-    falls back to the write-file tool."""
+    """Add the file ``path`` through ``apply_patch`` where the request offers it, else as an
+    ``apply_patch`` heredoc to Codex's shell tool (``exec_command``), else through the write-file
+    tool."""
 
     path: str
     content: str

@@ -25,7 +25,7 @@ def test_the_suite_is_listed(capsys):
     assert _bench.run(argparse.Namespace(name="list", json=False, rest=[])) == 0
     names = capsys.readouterr().out.split()
     for name in ("throughput", "latency", "sessions", "teardown", "peer-acp", "peer-claude", "peer-codex",
-                 "peer-opencode", "hub", "floor", "serve", "item-memory", "soak"):
+                 "peer-opencode", "hub", "floor", "serve", "item-memory", "soak", "checkpoint"):
         assert name in names
     assert not any(n.startswith("-") or n.startswith("_") for n in names)
 
@@ -117,6 +117,13 @@ def test_close_shape(capsys):
     assert run["instances"] == 2 and run["turns_completed"] == 2 and run["stopped_agent"] is True
     assert run["processes_before_close"] >= 6 and run["survivors"] == 0
     assert doc["close_seconds"] == [run["close_seconds"]] and doc["runs_within_budget"] in ("0/1", "1/1")
+
+
+def test_checkpoint_shape(capsys):
+    doc = bench(capsys, "checkpoint", "--files", "300", "--changed", "20", "--rounds", "2", "--settle", "0")
+    assert doc["files"] == 300 and len(doc["rounds"]) == 2
+    assert all(r["diff_files"] == 20 for r in doc["rounds"])
+    assert "checkpoint_under_0_5s" in doc["meets_targets"] and doc["checkpoint_max_s"] > 0
 
 
 def test_teardown_shape(capsys):

@@ -2,7 +2,8 @@
 
 Run as ``python fake_claude.py [--no-init] <claude flags>``. It answers ``initialize`` (unless
 ``--no-init``) and plays one behaviour per user message, chosen by a word in the message:
-``GARBAGE`` (a non-JSON stdout line first), ``CRASH`` (stderr, then exit 3 mid-turn), ``HANG``
+``GARBAGE`` (a non-JSON stdout line first), ``ODD`` (a JSON line that is no object, a line of an
+unknown type and an ``assistant`` line of a bad shape first), ``CRASH`` (stderr, then exit 3 mid-turn), ``HANG``
 (streams, then ignores ``interrupt``), ``ASK`` (a ``can_use_tool`` the host must answer),
 ``CANCELREQ`` (a ``can_use_tool`` it then cancels), ``HOOK`` (an unsupported control request
 first), ``THINK`` (a streamed thinking block, then a text block of the same message), else a
@@ -64,6 +65,10 @@ def main() -> int:
         out({"type": "system", "subtype": "init", "session_id": sid, "model": "fake-model", "permissionMode": "default"})
         if "GARBAGE" in text:
             sys.stdout.write("this is not json\n")
+        if "ODD" in text:  # JSON that is no object, an unknown type, a known type of a bad shape
+            sys.stdout.write("[1, 2]\n")
+            out({"type": "rate_limit_event", "rate_limit_info": {"status": "allowed"}})
+            out({"type": "assistant", "message": {"id": f"msg_odd{n}", "content": "not a list of blocks"}})
         if "CRASH" in text:
             stream_text(n, "partial")
             sys.stderr.write("fatal: the fake crashed\n")

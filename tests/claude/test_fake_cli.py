@@ -74,6 +74,18 @@ def test_garbage_stdout_line_is_a_warning(make_fake):
     assert of_type(evs, "turn.completed")[-1].state == "completed"
 
 
+def test_odd_lines_are_skipped_or_warned_and_the_turn_goes_on(make_fake):
+    h = make_fake()
+    h.start()
+    res, evs = h.turn("ODD then text")
+    codes = [e.code for e in of_type(evs, "runtime.warning")]
+    assert codes == ["transport.malformed_line", "claude.message_failed"], codes  # the unknown type: ignored
+    [failed] = [e for e in of_type(evs, "runtime.warning") if e.code == "claude.message_failed"]
+    assert "assistant" in failed.message and "$.message.content" in failed.message
+    assert of_type(evs, "turn.completed")[-1].state == "completed"
+    assert [e.text for e in of_type(evs, "item.completed") if e.kind == "assistant_message"]
+
+
 def test_crash_mid_turn_reports_exit_code_and_stderr(make_fake):
     h = make_fake()
     h.start()

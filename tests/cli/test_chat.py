@@ -4,6 +4,7 @@ continues the thread on the same instance."""
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 
@@ -44,7 +45,7 @@ def test_mode_and_model_changes_keep_the_chat(where, short_root, make_server):
 
 
 @pytest.mark.parametrize("where", ["in-process", "server"])
-def test_the_resume_hint_round_trips_to_the_same_instance(where, short_root, make_server):
+def test_the_resume_hint_round_trips_to_the_same_instance(where, short_root, make_server, tmp_path):
     served = make_server("unix", config=TWO_LOCAL_TOML)
     ws = served.workspace
     if where == "in-process":
@@ -63,10 +64,11 @@ def test_the_resume_hint_round_trips_to_the_same_instance(where, short_root, mak
         chat.close()
     hint = re.search(rb"continue with: (paddock chat [^\r\n\x1b]+)", chat.out)
     assert hint, chat.out
-    argv = hint.group(1).decode().split()[2:]
+    argv = shlex.split(hint.group(1).decode())[2:]
     assert argv[argv.index("--instance") + 1] == "local-b" and argv[argv.index("--thread") + 1] == "h1"
-    # Followed from another directory: same instance, same cwd, the conversation goes on.
-    again = Pty("chat", *argv, *config, cwd=served.root)
+    # Followed as printed (it names every option it needs: --config too) from a folder where no
+    # config is found: same instance, same cwd, the conversation goes on.
+    again = Pty("chat", *argv, cwd=tmp_path)
     try:
         banner = again.expect(b"you> ")
         assert b"local-b (local)" in banner and (where == "server" or b"resumed" in banner)

@@ -54,7 +54,7 @@ def test_config_check_starts_no_process_unless_asked_for_versions(short_root):
     r = _check(short_root, text)
     seconds = time.monotonic() - started
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("ok c") == 9 and f"binary:  {fake}" in r.stdout
+    assert r.stdout.count("ok c") == 9 and f"binary:   {fake}" in r.stdout
     assert not marker.exists(), "config check started the agent"
     assert seconds < 15, seconds
     r = _check(short_root, text, "--versions")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -28,6 +29,22 @@ def test_events_into_head_exits_0_without_a_traceback(short_root):
         assert done.returncode == 0, done.stderr
         assert len(done.stdout.splitlines()) == 1
         assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_events_follow_into_head_exits_once_head_has_its_lines(short_root):
+    """No server and no new event: the follower notices the closed pipe while idle."""
+    state = short_root / "state"
+    r = cli("run", "--state-dir", str(state), "--cwd", str(short_root), "@reply hello")
+    assert r.returncode == 0, r.stderr
+    line = " ".join([*PADDOCK, "events", "--follow", "--state-dir", str(state)])
+    t0 = time.monotonic()
+    # head reads once the follower has written the whole log and gone idle: no later write
+    # would tell it that the pipe closed.
+    done = subprocess.run(["bash", "-c", f"set -o pipefail; {line} | {{ sleep 2; head -3; }}"], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 3 and "Traceback" not in done.stderr, done.stderr
+    assert time.monotonic() - t0 < 12  # start-up, two seconds of sleep, then out at once
 
 
 def test_run_into_a_closed_pipe_exits_quietly(short_root):
@@ -214,3 +231,15 @@ def test_a_turn_line_shows_its_own_usage_apart_from_the_thread_totals():
     assert turn == "[t] turn u2 completed (this turn: in 1200, out 80)"
     totals = format_event(ThreadTokenUsageUpdated(**ident, usage=TokenUsage(input_tokens=212874, context_window=200000)))
     assert "usage so far in the thread: in 212874" in totals and "context window 200000" in totals
+
+
+def test_lines_say_turn_aborted_and_leave_no_empty_reason():
+    from paddock.cli._common import format_event
+    from paddock.contract import ItemCompleted, ItemStarted, SessionExited, TurnAborted
+
+    ident = {"driver": "local", "instance_id": "l", "thread_id": "t", "turn_id": "u1"}
+    assert format_event(TurnAborted(**ident, reason="the process died")) == "[t] turn u1 aborted: the process died"
+    assert format_event(ItemCompleted(**ident, kind="command", status="declined")) == "[t] ■ command declined"
+    assert format_event(ItemCompleted(**ident, kind="command", title="echo hi")) == "[t] ■ command completed: echo hi"
+    assert format_event(ItemStarted(**ident, kind="command", title="")) == "[t] ▶ command"
+    assert format_event(SessionExited(**ident, reason="")) == "[t] session exited"

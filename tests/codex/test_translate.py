@@ -157,6 +157,16 @@ def test_item_fields_of_unknown_types_are_other():
     assert f["kind"] == "other" and f["data"]["native_type"] == "somethingNew"
 
 
+def test_an_mcp_call_carries_its_result_text_or_its_error():
+    # McpToolCallResult {content: [blocks], structuredContent}; McpToolCallError {message}.
+    done = w.Item(type="mcpToolCall", id="m", server="s", tool="echo", arguments={"text": "hi"},
+                  result={"content": [{"type": "text", "text": "echo: "}, {"type": "image", "data": "x"},
+                                      {"type": "text", "text": "hi"}], "structuredContent": None})
+    assert item_fields(done)["text"] == "echo: hi"
+    failed = w.Item(type="mcpToolCall", id="m", server="s", tool="echo", error={"message": "tool exploded"})
+    assert item_fields(failed)["text"] == "tool exploded"
+
+
 def test_decisions_go_back_verbatim_in_each_vocabulary():
     v2 = NativeRequest(0, "item/commandExecution/requestApproval")
     assert [answer_for(v2, d)["decision"] for d in ("accept", "accept_for_session", "decline", "cancel")] == [

@@ -94,3 +94,31 @@ def test_every_recorded_permission_request_says_what_it_approves(source, params)
 def test_the_recordings_hold_commands_and_edits():
     kinds = {request_kind_of_tool(params["toolCall"].get("kind")) for _, params in PERMISSIONS}
     assert {"command", "file_change"} <= kinds
+
+
+def test_a_new_file_is_an_add_where_the_agent_says_so_or_the_disk_does(tmp_path):
+    """Gemini, OpenCode and Copilot ask before they create a file, each in its own words: an
+    empty ``oldText`` (Gemini, Qwen), a diff from nothing (OpenCode's write), git's create header
+    (Copilot, as recorded). A new file is ``add``; the same words for a file on disk are ``update``."""
+    new, there = str(tmp_path / "new.txt"), tmp_path / "there.txt"
+    there.write_text("")
+    acp = w.ToolCallFields(toolCallId="c1", kind="edit",
+                           content=[{"type": "diff", "path": new, "oldText": "", "newText": "hi\n"}])
+    [created] = permission_subject("file_change", acp, str(tmp_path)).files
+    assert created.change == "add"
+    acp_there = w.ToolCallFields(toolCallId="c2", kind="edit",
+                                 content=[{"type": "diff", "path": str(there), "oldText": "", "newText": "hi\n"}])
+    assert permission_subject("file_change", acp_there, str(tmp_path)).files[0].change == "update"
+    from_nothing = "Index: {0}\n===\n--- {0}\n+++ {0}\n@@ -0,0 +1,1 @@\n+hi\n"
+    assert input_subject("file_change", "edit", {"filepath": new, "diff": from_nothing.format(new)}, None).files[0].change == "add"
+    assert input_subject("file_change", "edit", {"filepath": str(there), "diff": from_nothing.format(there)},
+                         None).files[0].change == "update"
+    copilot = [params for source, params in PERMISSIONS if "copilot" in source
+               and "create file mode" in json.dumps(params["toolCall"].get("rawInput"))]
+    assert copilot, "the copilot recordings hold a created file"
+    for params in copilot:
+        call = msgspec.convert(params["toolCall"], w.ToolCallFields)
+        assert [f.change for f in permission_subject("file_change", call, "/w").files] == ["add"]
+    assert input_subject("file_change", "edit", {"old_string": "", "new_string": "x", "file_path": new}, None).files[0].change == "add"
+    assert patch("/w/gone.txt", "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n").change == "delete"
+    assert patch("/w/a", "@@ -1 +1 @@\n-a\n+b\n").change == "update"

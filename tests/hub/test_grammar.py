@@ -152,9 +152,11 @@ def test_rule4_token_usage_never_goes_backwards(run):
         (100, 20, 110),  # input clamped, output's progress kept
         (120, 30, 150),  # the all-backwards update was dropped
     ]
-    assert [w.code for w in warnings] == ["grammar.token_usage_backwards"] * 2
+    # Said once per thread (a restarted agent's counts can trail for many turns); the second
+    # drop is repaired without a warning.
+    assert [w.code for w in warnings] == ["grammar.token_usage_backwards"]
     assert warnings[0].detail["fields"] == {"input_tokens": {"previous": 100, "reported": 90}}
-    assert "dropped" in warnings[1].message and warnings[1].detail["rule"] == 4
+    assert "clamped" in warnings[0].message and warnings[0].detail["rule"] == 4
 
 
 def test_rule5_item_text_must_equal_its_deltas(run):

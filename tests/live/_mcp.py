@@ -168,6 +168,7 @@ def assert_tool_call(events, turn_id: str, record: Path, model_server, *, server
     [item] = items
     assert item.status == "completed"
     assert item.data["server"] == server and item.data["tool"] == tool and item.data["arguments"] == arguments
+    assert result in (item.text or ""), f"the item does not carry the result: {item.text!r}"
 
 
 # -- the checks every driver's test_live_mcp.py runs the same way ------------------------------

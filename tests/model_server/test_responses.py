@@ -64,6 +64,16 @@ def test_patch_is_a_custom_apply_patch_call(server):
     assert done["input"] == "*** Begin Patch\n*** Add File: patched.txt\n+created by apply_patch\n*** End Patch\n"
 
 
+def test_patch_without_apply_patch_goes_through_the_codex_shell(server):
+    # Codex offers no apply_patch tool for a model its catalog lacks; its shell applies the heredoc.
+    request = {**body("SCENARIO:patch"), "tools": [TOOLS[0], TOOLS[2]]}
+    _, _, events = post_sse(server.url, "/v1/responses", request)
+    done = [d for n, d in events if n == "response.output_item.done"][0]["item"]
+    assert done["type"] == "function_call" and done["name"] == "exec_command"
+    assert json.loads(done["arguments"]) == {"cmd": "apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: patched.txt\n"
+                                                    "+created by apply_patch\n*** End Patch\nPATCH\n"}
+
+
 def test_write_without_a_write_tool_says_so_in_text(server):
     _, _, events = post_sse(server.url, "/v1/responses", body("SCENARIO:tool_write"))
     text = "".join(d["delta"] for n, d in events if n == "response.output_text.delta")

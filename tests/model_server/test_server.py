@@ -142,5 +142,13 @@ def test_the_command_prints_its_url_first_and_exits_on_sigterm(tmp_path):
         proc.stderr.close()
 
 
+def test_the_command_on_a_busy_port_says_so_in_one_line_and_exits_2(server):
+    port = server._httpd.server_address[1]
+    done = subprocess.run([sys.executable, "-m", "paddock.cli", "mock-model", "--port", str(port)],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"paddock mock-model: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
 def test_binds_loopback_only(server):
     assert server._httpd.server_address[0] == "127.0.0.1"

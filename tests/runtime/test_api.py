@@ -318,3 +318,23 @@ def test_subscribe_max_buffered_bounds_a_lagging_subscriber(tmp_path, workspace,
         assert sum(g.detail["count"] for g in gaps) == len(events) - 6
         seqs = [e.seq for e in got]
         assert all(s > 0 for s in seqs) and seqs == sorted(set(seqs))
+
+
+def test_a_restarted_session_goes_on_from_the_threads_usage(tmp_path, workspace):
+    """The local agent (an ACP agent) counts per turn, as Copilot and OpenCode do: a session
+    restarted with other settings (a chat's /mode) or in a new host resumes the thread's usage
+    from its cursor, so the counts never go backwards and no grammar warning repeats."""
+    def usage(events):
+        [update] = [e.usage for e in events if e.type == "thread.token-usage.updated" and e.usage.input_tokens]
+        assert not [e for e in events if e.type == "runtime.warning"], events
+        return update.input_tokens, update.output_tokens
+
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state") as rt:
+        rt.start_session("t1", instance="local-a", cwd=workspace)
+        assert usage(run_turn(rt, "t1", "@usage 10 5\n@reply x")[1]) == (10, 5)
+        rt.start_session("t1", instance="local-a", cwd=workspace, runtime_mode="approval-required")  # a restart
+        assert usage(run_turn(rt, "t1", "@usage 3 1\n@reply y")[1]) == (13, 6)
+        rt.stop_session("t1")
+    with Runtime.open(TWO_LOCAL, state_dir=tmp_path / "state") as rt:  # a new host
+        rt.start_session("t1", instance="local-a", cwd=workspace)
+        assert usage(run_turn(rt, "t1", "@usage 1 1\n@reply z")[1]) == (14, 7)

@@ -37,10 +37,13 @@ def test_init_writes_a_commented_config_that_config_check_reads(kind, tmp_path, 
 def test_config_check_masks_the_key_and_names_a_bad_key(tmp_path, capsys):
     config = tmp_path / "p.toml"
     config.write_text('[instances.a]\ndriver = "local"\nendpoint = "http://127.0.0.1:9/v1"\napi_key = "sk-never-shown"\n'
-                      'model = "m"\n\n[instances.b]\ndriver = "no-such-driver"\n')
+                      'model = "m"\nenv = { GATEWAY_TOKEN = "tok-never-shown", REGION = "eu" }\n\n'
+                      '[instances.b]\ndriver = "no-such-driver"\n')
     assert main(["config", "check", "--config", str(config), "--state-dir", str(tmp_path / "s")]) == 1
     out = capsys.readouterr().out
-    assert "sk-never-shown" not in out and "api_key: ***" in out
+    assert "sk-never-shown" not in out and "    api_key:  ***\n" in out
+    assert "    endpoint: http://127.0.0.1:9/v1\n" in out  # a space after every label
+    assert "    env:      GATEWAY_TOKEN=***, REGION=***\n" in out and "tok-never-shown" not in out and "eu\n" not in out
     assert "ok a (driver local)" in out and "command: " in out and "!! b (driver no-such-driver)" in out
     assert "unknown driver 'no-such-driver'" in out
     config.write_text('[instances.a]\ndriver = "gemini"\ncancel_gard = 1\n')

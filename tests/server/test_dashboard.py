@@ -83,7 +83,7 @@ def test_dashboard_streams_a_turn_approves_by_click_and_interrupts(make_server, 
                              f"requests {page.text_content('#requests')!r}, turns {turns}") from None
     page.click("#requests button.accept")
     assert _wait_for_file(ws / "from-browser.txt") == "clicked in chromium"
-    page.wait_for_selector("#transcript >> text=approval answered: accept")
+    page.wait_for_selector("#transcript >> text=approval answered: accept by person (dashboard)")
     page.wait_for_function("() => document.querySelectorAll('#transcript .note').length > 0 && "
                            "[...document.querySelectorAll('#transcript div')].filter(d => d.textContent === '· turn completed').length === 3")
     page.wait_for_selector("#requests >> text=none")
@@ -165,6 +165,9 @@ def test_dashboard_for_many_accounts_puts_the_approval_with_its_command_first(ma
     page.wait_for_selector("#sessions li.selected[data-thread='t5']")
     page.wait_for_selector("#transcript >> text=approval answered: accept")
     assert "$ echo approved > approved.txt" in page.inner_text("#transcript")
+    # An item.completed omits its status at the default ("completed"): shown as completed.
+    page.wait_for_selector("#transcript >> text=■ command completed: echo approved > approved.txt")
+    assert "undefined" not in page.inner_text("#transcript")
     page.select_option("#filter-instance", "local-3")
     page.wait_for_function("() => document.querySelectorAll('#sessions li.session').length === 1")
     assert page.get_attribute("#sessions li.session", "data-thread") == "t3"
@@ -190,3 +193,29 @@ def test_dashboard_session_rows_show_the_ledgers_tokens_and_cost(make_server, br
         assert time.monotonic() < deadline, facts
         time.sleep(0.1)
     assert "1500 tokens (1200 in / 300 out)" in facts and "$0.1250" in facts and "1 turn" in facts, facts
+
+
+def test_dashboard_shows_each_turns_diff_of_a_worktree_thread(make_server, browser):
+    from tests.workspaces.conftest import git
+
+    served = make_server("tcp", config='[instances.wt]\ndriver = "local"\nworkspace = "worktree"\n')
+    repo = served.workspace
+    (repo / "README.md").write_text("hello\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    with served.remote() as rt:
+        rt.start_session("wt", instance="wt", cwd=repo, runtime_mode="full-access")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{served.url}/#token={served.token}")
+    page.click("#sessions li[data-thread='wt']")
+    page.wait_for_selector("#sessions li.selected[data-thread='wt']")
+    page.fill("#prompt", "@write shown.txt a line the page shows")
+    page.click("#send")
+    summary = page.wait_for_selector("#transcript details.turn-diff summary")
+    assert "files changed in this turn: shown.txt" in summary.text_content()
+    summary.click()
+    page.wait_for_selector("#transcript details.turn-diff .add >> text=+a line the page shows")
+    assert not errors, errors

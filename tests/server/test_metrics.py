@@ -66,6 +66,7 @@ def test_metrics_show_a_turn_while_it_runs_and_its_duration_after(make_server):
         answered = _scrape_until(client, lambda s: _value(s, "paddock_request_answer_seconds_count") == 1)
         assert _value(answered, "paddock_requests_pending") == 0
         assert _value(answered, "paddock_requests_resolved_total", resolution="answered", decision="accept") == 1
+        assert _value(answered, "paddock_requests_decided_total", decided_by="person") == 1
         rt.stop_session("m1")
         stopped = _scrape_until(client, lambda s: _value(s, "paddock_sessions_live") == 0)
         assert sum(v for (name, _), v in stopped.items() if name == "paddock_session_exits_total") == 1

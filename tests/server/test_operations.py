@@ -114,6 +114,9 @@ def _outcomes(rt, ws) -> dict[str, str]:
     call("rollback_thread", "t1", 1)
     call("fork_thread", "t1", "t1-copy", instance="local-b")
     call("compact_thread", "t1")
+    call("restore_files", "t1", "base")  # t1 runs in the shared cwd: refused, the same way everywhere
+    call("diff", "t1")
+    call("delete_thread", "t1-copy")
     call("list_threads")
     call("generate_text", "local-a", "@reply a title")
     call("models", "local-a")

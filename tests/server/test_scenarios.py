@@ -10,6 +10,7 @@ import pytest
 
 from paddock.contract import (
     CapabilityUnsupportedError,
+    ImageAttachment,
     InstanceNotFoundError,
     RequestError,
     SessionClosedError,
@@ -135,6 +136,30 @@ def test_errors_are_the_same_family(any_rt):
         rt.read_thread("ghost")
     with pytest.raises(ValidationError, match="unknown event types"):
         rt.subscribe(types=["no.such.type"])
+
+
+def test_bad_arguments_are_validation_errors_naming_the_parameter(any_rt):
+    rt, ws = any_rt
+    rt.start_session("t1", instance="local-a", cwd=ws)
+    bad = {
+        "types": lambda: rt.subscribe(types=5),
+        "from_seq": lambda: rt.subscribe(from_seq=-3),
+        "max_buffered": lambda: rt.subscribe(max_buffered=0),
+        "timeout": lambda: rt.send_turn("t1", "@reply no", timeout=-1),
+    }
+    for field, call in bad.items():
+        with pytest.raises(ValidationError, match=field) as err:
+            call()
+        assert getattr(err.value, "field", None) == field, err.value
+    with pytest.raises(ValidationError, match="timeout"):
+        rt.stop_session("t1", timeout=0)
+    with pytest.raises(ValidationError, match="mime_type 'image/bmp'"):
+        rt.send_turn("t1", "@reply no", attachments=[ImageAttachment(mime_type="image/bmp", path="x.bmp")])  # type: ignore[arg-type]
+    assert rt.read_thread("t1").turns == ()
+    with rt.subscribe(thread_id="t1", types="turn.completed") as one_name:  # one type name as a plain string
+        turn = rt.send_turn("t1", "@reply yes")
+        done = one_name.get(timeout=30)
+    assert done is not None and done.type == "turn.completed" and done.turn_id == turn.turn_id
 
 
 def test_replay_from_seq_equals_the_live_stream(any_rt):

@@ -46,21 +46,52 @@ def test_models_come_from_the_sessions_model_option_and_are_cached(rt):
     assert rt.models("loc", refresh=True) == models
 
 
-def test_an_unknown_model_is_refused_naming_close_matches_before_any_process(rt, tmp_path):
+def _model_warnings(sub, until: str) -> list[str]:
+    """The ``model.not_in_catalog`` warnings read from ``sub`` up to the first ``until`` event."""
+    seen: list[str] = []
+    while True:
+        event = sub.get(timeout=30)
+        assert event is not None, f"no {until} within 30 s"
+        if event.type == "runtime.warning" and event.code == "model.not_in_catalog":
+            seen.append(event.message)
+        if event.type == until:
+            return seen
+
+
+def test_a_model_the_catalog_lacks_is_passed_to_the_agent_with_advice(rt, tmp_path):
+    """The catalog is advice: a model gateway serves names no catalog lists, so a name the
+    catalog lacks reaches the agent, and a ``runtime.warning`` names the close matches."""
     ws = tmp_path / "ws"
     ws.mkdir()
     rt.models("loc")
-    before = _children()
-    with pytest.raises(ValidationError, match="local-large") as err:
+    with rt.subscribe(thread_id="t1") as sub:
         rt.start_session("t1", instance="loc", cwd=ws, model="local-lareg")
-    assert "did you mean" in str(err.value)
-    assert _children() == before and rt.list_threads() == [] and rt.list_sessions() == []
-    rt.start_session("t1", instance="loc", cwd=ws, model="local-large")
-    with pytest.raises(ValidationError, match="'local-small'"):
-        rt.send_turn("t1", "@reply no", model="local-smal")
-    assert rt.read_thread("t1").turns == ()  # no turn reached the agent
+        [advice] = _model_warnings(sub, "session.started")
+    assert "'local-large'" in advice and "did you mean" in advice
+    assert rt.list_sessions()[0].model == "local-lareg"
+    with rt.subscribe(thread_id="t1") as sub:
+        rt.send_turn("t1", "@reply yes", model="gateway/any-model")
+        [advice] = _model_warnings(sub, "turn.completed")
+    assert "'gateway/any-model'" in advice
     _, events = run_turn(rt, "t1", "@reply yes", model="local-small")
     assert events[-1].state == "completed" and text_of(events) == "yes"
+    assert not [e for e in events if e.type == "runtime.warning" and e.code == "model.not_in_catalog"]
+
+
+def test_the_instances_own_configured_model_is_accepted_when_passed(tmp_path):
+    """``model=`` naming the instance's configured model (docs/mock-model.md's setup) runs
+    without advice, as leaving it out does."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config = {"instances": {"loc": {"driver": "local", "model": "gateway-model", "env": MODELS}}}
+    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+        rt.models("loc")
+        with rt.subscribe(thread_id="t1") as sub:
+            rt.start_session("t1", instance="loc", cwd=ws, model="gateway-model")
+            assert _model_warnings(sub, "session.started") == []
+        _, events = run_turn(rt, "t1", "@reply ok", model="gateway-model")
+        assert text_of(events) == "ok"
+        assert not [e for e in events if e.type == "runtime.warning"]
 
 
 def test_an_image_by_path_reaches_the_agent_as_an_image_block(rt, png_file):
