@@ -57,6 +57,10 @@ class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """The name of a host variable holding the key, passed on to the agent's own variable."""
     model: str | None = None
     """The default model (a session's or turn's own model wins)."""
+    endpoint_timeout: float = 30.0
+    """Seconds a running turn may wait on an ``endpoint`` that takes no connection: when the agent
+    goes quiet or reports only retries, the runtime checks the endpoint itself and fails the
+    turn (``runtime.error`` ``endpoint.unreachable``) once it has been dead this long."""
 
     def __post_init__(self) -> None:
         if self.endpoint is not None:

@@ -8,23 +8,30 @@ layers can import ``paddock.contract`` without importing the facade.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# A library leaves its log output to the host: with no handler configured, Python's last-resort
+# handler would print every warning of a ``paddock.*`` logger on stderr.
+logging.getLogger("paddock").addHandler(logging.NullHandler())
+
 _LAZY = {
     "Runtime": "paddock._runtime",
+    "CloseReport": "paddock._runtime",
     "InstanceInfo": "paddock._instances._table",
     "Subscription": "paddock.actors",
     "StateReader": "paddock._state._reader",
     "LogFollower": "paddock._state._reader",
 }
 
-__all__ = ["InstanceInfo", "LogFollower", "Runtime", "StateReader", "Subscription", "__version__"]
+__all__ = ["CloseReport", "InstanceInfo", "LogFollower", "Runtime", "StateReader", "Subscription", "__version__"]
 
 if TYPE_CHECKING:
     from paddock.actors import Subscription as Subscription
     from paddock._instances._table import InstanceInfo as InstanceInfo
+    from paddock._runtime import CloseReport as CloseReport
     from paddock._runtime import Runtime as Runtime
     from paddock._state._reader import LogFollower as LogFollower
     from paddock._state._reader import StateReader as StateReader

@@ -20,7 +20,7 @@ from paddock._aio_subscription import aiter_subscription
 from paddock._instances._table import InstanceInfo
 from paddock._operations._table import Operation, arguments
 from paddock._operations._pending import PendingRequest
-from paddock._runtime import Runtime
+from paddock._runtime import CloseReport, Runtime
 from paddock.contract import (
     ApprovalRule,
     Attachment,
@@ -233,10 +233,11 @@ class AsyncRuntime(AsyncRuntimeAPI):
         Arguments as :meth:`paddock.Runtime.subscribe` (not in the operation table: a stream)."""
         return aiter_subscription(self.runtime.subscribe(**arguments(locals())))
 
-    async def close(self, *, timeout: float = 10.0) -> None:
+    async def close(self, *, timeout: float = 10.0) -> CloseReport:
+        """:meth:`paddock.Runtime.close` off the event loop; returns its report."""
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._executor, functools.partial(self.runtime.close, timeout=timeout))
+            return await loop.run_in_executor(self._executor, functools.partial(self.runtime.close, timeout=timeout))
         finally:
             self._executor.shutdown(wait=False)
 

@@ -20,10 +20,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import msgspec
+
 from paddock._api import RuntimeAPI
 from paddock._operations import _table as ops
 from paddock._operations._approval_hook import DEFAULT_HOOK_TIMEOUT, ApprovalHook, HookRunner
 from paddock._instances._config import RuntimeConfig, load_config
+from paddock._instances._probes import tcp_unreachable
 from paddock._instances._table import InstanceInfo, InstanceTable
 from paddock._operations._table import Operation
 from paddock._operations._pending import PendingRequests
@@ -31,6 +34,7 @@ from paddock._state._recovery import claim_state_dir, end_turns_left_open
 from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
+from paddock._observe._endpoint_watch import ENDPOINT_UNREACHABLE, EndpointWatch
 from paddock._observe._watchdog import StallWatchdog
 from paddock._observe._event_reader import EventReader
 from paddock._state._budgets import Budgets
@@ -50,12 +54,29 @@ from paddock.contract import (
 from paddock.contract._construct import NoPublicConstructor
 from paddock._state._store import BindingStore
 
-__all__ = ["InstanceInfo", "Runtime", "RuntimeAPI"]
+__all__ = ["CloseReport", "InstanceInfo", "Runtime", "RuntimeAPI"]
 
 
 R = TypeVar("R")
 _METER_EVERY = 2.0  # seconds between samples of the agent processes' CPU and RSS
-_CLOSE_RESERVE = 1.5  # seconds of close()'s budget kept for the last-resort kill and the log
+_CLOSE_RESERVE = 3.5  # at most these seconds of close()'s budget follow the last-resort kill
+_CLOSE_TAIL = 0.5  # seconds of close()'s budget kept for the stores once the log is closed
+
+
+class CloseReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What :meth:`Runtime.close` did. ``seconds``: how long it took; ``events_given_up``:
+    events neither logged nor delivered (the disk refused them, or the log could not take them
+    in time), 0 when every event was logged; ``survivors``: pids of processes the runtime
+    started that were still alive when it returned (empty unless one could not be killed,
+    e.g. in uninterruptible sleep). ``instances_seconds``: how long closing the instances took
+    (the graceful close, then the last-resort kill and its check); ``log_seconds``: then the
+    bindings and the event log (flush and close)."""
+
+    seconds: float
+    events_given_up: int = 0
+    survivors: tuple[int, ...] = ()
+    instances_seconds: float = 0.0
+    log_seconds: float = 0.0
 
 
 class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
@@ -124,7 +145,14 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
                 send=lambda thread_id, text: self.send_turn(thread_id, text)).start()
             self._threads.start()
             after = config.settings.stall_warning
-            self._watchdog = StallWatchdog(hub, after).start() if after else None
+            table = self._instances
+            endpoints = None
+            if any(table.endpoint_of(entry.instance_id) is not None for entry in config.instances):
+                threads = self._threads
+                endpoints = EndpointWatch(table.endpoint_of, tcp_unreachable, lambda thread_id, turn_id, message, detail:
+                                          threads.fail_turn(thread_id, turn_id, ENDPOINT_UNREACHABLE, message, detail))
+            self._watchdog = (StallWatchdog(hub, after or None, endpoints=endpoints).start()
+                              if after or endpoints is not None else None)
             # Turn and request spans only when the host configured an OpenTelemetry SDK.
             self._spans = TurnSpans(lambda: hub.subscribe(types=SPAN_TYPES)).start() if tracing_configured() else None
             self._hook = HookRunner(hub, approval_hook, self._answer_as_host, timeout=approval_hook_timeout,
@@ -201,45 +229,70 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
 
     # closing ------------------------------------------------------------------------------------
 
-    def close(self, *, timeout: float = 10.0) -> None:
+    def close(self, *, timeout: float = 10.0) -> CloseReport:
         """Stop every session and process, flush the event log, and release the state directory.
 
-        After it returns no process the runtime started is alive and every live session has
-        emitted ``session.exited``. Bindings stay (status ``closed``) so threads resume on demand
-        after the next :meth:`open`. Idempotent.
+        Returns within ``timeout`` + 1 s whatever the agents, the hub or the disk do, and never
+        raises. After it returns no process the runtime started is alive (the last-resort kill
+        is confirmed, with its own bound; :attr:`CloseReport.survivors` names any that could
+        not be killed), every live session has emitted ``session.exited`` unless its events had
+        to be given up, and the state directory is released (its lock and databases closed):
+        the next :meth:`open` of it succeeds. Events the disk still refused, or that the log
+        could not take in time, are given up and counted in :attr:`CloseReport.events_given_up`;
+        the next open's recovery ends the turns they leave open. Bindings stay (status
+        ``closed``) so threads resume on demand after the next :meth:`open`. Idempotent: a
+        second call returns an empty report.
         """
         with self._lock:
             if self._closed:
-                return
+                return CloseReport(seconds=0.0)
             self._closed = True
-        deadline = time.monotonic() + timeout
-        self._waits.close(timeout=max(0.25, timeout / 4))  # no turn goes again while closing
-        live = self._threads.halt()
-        # The instances close under the budget less a reserve: at its end every leased process
-        # still alive is SIGKILLed (the last resort), and that kill, the instances' bookkeeping
-        # and the log's last writes fit inside the budget (at 200 instances the kill alone took
-        # 1.6 s on a loaded 2-core machine when it started at the deadline).
-        self._instances.close_all(deadline - min(_CLOSE_RESERVE, timeout / 4))
-        self._threads.mark_closed(live)
+        started = time.monotonic()
+        deadline = started + timeout
+        # The graceful close has until kill_at; then every process still alive is SIGKILLed at
+        # once and that is confirmed by confirm_until; the log and the stores get the rest. The
+        # kill starts at a point fixed by the deadline, not after the graceful steps used it up
+        # (at 200 instances under load the kill and its check took up to 1.5 s).
+        reserve = min(_CLOSE_RESERVE, timeout * 0.35)
+        kill_at = deadline - reserve
+        confirm_until = kill_at + reserve * 0.4
+        instances_done = log_done = started
+        survivors: tuple[int, ...] = ()
+        given_up = 0
         try:
-            self._hub.flush(timeout=max(0.25, deadline - time.monotonic()))
-        except PaddockError:
-            pass
-        self._threads.stop_tracking()
-        if self._hook is not None:
-            self._hook.close()
-        self._pending.close()
-        self._hub.close(timeout=max(0.25, deadline - time.monotonic()))
-        for reader in (self._spans, self._watchdog, self._usage_reader):
-            if reader is not None:
-                reader.close(timeout=max(0.25, deadline - time.monotonic()))
-        if not self._usage_reader.running:  # it read the subscription to its end: every event
-            self._ledger.read_up_to(self._hub.last_seq)
-        self._budgets.close()
-        self._ledger.close()
-        self._threads.close()
-        self._owner.release()  # last: the next owner finds the log and bindings complete
-        _open_runtimes.discard(self)
+            self._waits.close(timeout=max(0.05, min(1.0, timeout / 4)))  # no turn goes again while closing
+            live = self._threads.halt()
+            try:
+                survivors = self._instances.close_all(kill_at, confirm_until)
+            finally:
+                instances_done = time.monotonic()
+                self._threads.mark_closed(live)
+            if self._hub.refused is None and self._hub.failure is None:
+                try:  # a disk that refuses the log would only make this wait
+                    self._hub.flush(timeout=max(0.05, deadline - _CLOSE_TAIL - time.monotonic()))
+                except PaddockError:
+                    pass
+            self._threads.stop_tracking()
+            if self._hook is not None:
+                self._hook.close(timeout=max(0.05, deadline - _CLOSE_TAIL - time.monotonic()))
+            self._pending.close()
+        finally:
+            try:
+                given_up = self._hub.close(timeout=max(0.05, deadline - _CLOSE_TAIL - time.monotonic()))
+                log_done = time.monotonic()
+                for reader in (self._spans, self._watchdog, self._usage_reader):
+                    if reader is not None:
+                        reader.close(timeout=max(0.05, deadline - time.monotonic()))
+                if not self._usage_reader.running:  # it read the subscription to its end: every event
+                    self._ledger.read_up_to(self._hub.last_seq)
+                self._budgets.close()
+                self._ledger.close()
+                self._threads.close(timeout=max(0.1, deadline - time.monotonic()))
+            finally:
+                self._owner.release()  # last: the next owner finds the log and bindings complete
+                _open_runtimes.discard(self)
+        return CloseReport(seconds=time.monotonic() - started, events_given_up=given_up, survivors=survivors,
+                           instances_seconds=instances_done - started, log_seconds=log_done - instances_done)
 
     def __enter__(self) -> Runtime:
         return self

@@ -22,9 +22,13 @@ import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import psutil
+
+if TYPE_CHECKING:
+    from ._teardown import _Proc
 
 __all__ = ["Lease", "LeaseStore", "SweepReport", "argv_hash", "sweep_leases"]
 
@@ -85,6 +89,7 @@ class LeaseStore:
         self.directory = Path(state_dir) / "leases"
         self._host_pid = os.getpid()
         self._host_create_time = _create_time(self._host_pid) or 0.0
+        self._remembered: dict[int, _Proc] = {}
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError:
@@ -136,17 +141,9 @@ class LeaseStore:
         os.replace(tmp, path)
         return lease
 
-    def kill_all(self) -> int:
-        """SIGKILL every process this host holds a lease for, with its tree and what its shim
-        adopted, each after a fresh identity check (thread: any; a closing runtime's last resort,
-        inside its budget). Returns how many leased processes were found alive.
-
-        Fast on purpose (hundreds of trees at once, on a loaded machine): every tree is listed
-        first through the ``/proc`` children files (cost: the trees' sizes, not the process
-        table's; a tree listed after its root died would miss what was re-parented away), then
-        each process group goes with one ``killpg`` and each listed process with one signal."""
-        from ._shim import LINUX, tree_of
-        from ._teardown import _Proc, kill_tree
+    def _alive(self) -> list[Lease]:
+        """This host's leases whose process still lives (identity checked)."""
+        from ._shim import LINUX
 
         alive: list[Lease] = []
         for path in sorted(self.directory.glob(f"{self._host_pid}-*.json")):
@@ -158,21 +155,84 @@ class LeaseStore:
                 continue  # gone already: no psutil round trip
             if _same(lease.pid, lease.create_time) is not None:
                 alive.append(lease)
-        if not LINUX:
-            for lease in alive:
-                kill_tree(lease.pid, max_age=0.25)
-        else:
-            trees = [tree_of(lease.pid) for lease in alive]
-            for lease, tree in zip(alive, trees):
+        return alive
+
+    def remember(self) -> int:
+        """Note every live process the leases cover now (:meth:`recorded`): :meth:`kill_all`
+        kills these too, even once re-parented out of every leased tree. Returns how many."""
+        self._remembered.update(self.recorded())
+        return len(self._remembered)
+
+    def recorded(self) -> dict[int, _Proc]:
+        """Every live process this host's leases cover, by birth identity: each leased process,
+        its descendants (through the ``/proc`` children files: cost the trees' sizes, not the
+        process table's) and what each shim recorded in its tree file (adopted processes that
+        were re-parented away). Linux; elsewhere the leased processes and their psutil
+        descendants. Thread: any."""
+        return self._recorded(self._alive())
+
+    def _recorded(self, alive: list[Lease]) -> dict[int, _Proc]:
+        from ._shim import LINUX, tree_of
+        from ._teardown import _Proc, _snapshot
+
+        found: dict[int, _Proc] = {}
+        for lease in alive:
+            if not LINUX:
+                found.update(_snapshot(lease.pid, 0.25))
+                continue
+            try:
+                found[lease.pid] = _Proc(lease.pid)
+            except psutil.Error:
+                continue
+            for pid, start in tree_of(lease.pid):
+                found[pid] = _Proc(pid, start)
+        for path in self.directory.glob(f"{self._host_pid}-*.tree"):
+            for proc in _read_tree(path):
+                found.setdefault(proc.pid, proc)
+        return found
+
+    def kill_all(self, *, until: float | None = None) -> tuple[int, ...]:
+        """SIGKILL every process this host holds a lease for, with its tree and what its shim
+        adopted, plus what :meth:`remember` noted, all at once, each after a fresh
+        identity check: the last resort of a closing runtime (thread: any).
+
+        With ``until`` (a ``time.monotonic()`` value) it then confirms: it waits until every one
+        is gone (a zombie counts as gone), scanning
+        the leases again for processes spawned meanwhile and killing those too, and returns by
+        ``until`` the pids still alive (empty: nothing survived). Without it, it returns at once
+        after the signals with the pids it signalled."""
+        procs = list(self._remembered.values())
+        while True:
+            alive = self._alive()
+            for pid, proc in self._recorded(alive).items():
+                if pid not in self._remembered:
+                    self._remembered[pid] = proc
+                    procs.append(proc)
+            for lease in alive:  # verified alive: the group is ours
                 try:
-                    os.killpg(lease.pgid, signal.SIGKILL)  # verified alive above: the group is ours
+                    os.killpg(lease.pgid, signal.SIGKILL)
                 except OSError:
                     pass
-                for pid, start in tree:
-                    _Proc(pid, start).signal(signal.SIGKILL)  # re-checks the starttime first
-        for path in sorted(self.directory.glob(f"{self._host_pid}-*.tree")):
-            _kill_recorded(path, wait=False)
-        return len(alive)
+            for proc in procs:
+                proc.signal(signal.SIGKILL)  # re-checks the identity first
+            if until is None:
+                return tuple(p.pid for p in procs)
+            # Wait until they are gone; each pass reads only until the first one still alive
+            # (under load every /proc read may wait for the GIL).
+            settle = min(until, time.monotonic() + 0.5)
+            time.sleep(0.005)
+            while procs:
+                if procs[-1].gone():  # a zombie is gone: its parent reaps it
+                    procs.pop()
+                    continue
+                now = time.monotonic()
+                if now >= settle:
+                    break
+                time.sleep(min(0.01, settle - now))
+            if time.monotonic() >= until:
+                return tuple(sorted(p.pid for p in procs if not p.gone()))
+            if not procs and not self._alive():
+                return ()
 
     def release(self, pid: int) -> None:
         """Forget the lease of ``pid`` and its tree file (after it has been reaped)."""
@@ -201,13 +261,12 @@ def _tree_path(lease_path: Path) -> Path:
     return lease_path.with_suffix(".tree")
 
 
-def _kill_recorded(tree: Path, *, wait: bool = True) -> int:
-    """SIGKILL each ``pid starttime`` of ``tree`` whose starttime still matches, then wait (at
-    most 2 s) until they are gone. Linux only (elsewhere the shim writes no tree file)."""
+def _read_tree(tree: Path) -> list[_Proc]:
+    """The live processes a shim's tree file lists (``pid starttime`` lines), by identity."""
     try:
         lines = tree.read_bytes().splitlines()
     except OSError:
-        return 0
+        return []
     from ._teardown import _Proc
 
     procs = []
@@ -219,11 +278,18 @@ def _kill_recorded(tree: Path, *, wait: bool = True) -> int:
             continue
         if not proc.gone():
             procs.append(proc)
+    return procs
+
+
+def _kill_recorded(tree: Path) -> int:
+    """SIGKILL each ``pid starttime`` of ``tree`` whose starttime still matches, then wait (at
+    most 2 s) until they are gone. Linux only (elsewhere the shim writes no tree file)."""
+    procs = _read_tree(tree)
     killed = len(procs)
     for proc in procs:
         proc.signal(signal.SIGKILL)  # re-checks the starttime right before the signal
     me = os.getpid()
-    deadline = time.monotonic() + (2.0 if wait else 0.0)
+    deadline = time.monotonic() + 2.0
     while procs and time.monotonic() < deadline:
         for proc in procs:
             if proc.zombie_child_of(me):  # re-parented to this host (a subreaper)

@@ -105,6 +105,16 @@ class Scope:
             raise reason.error or PaddockError(f"Scope {self.name!r} stopped during start-up")
         return self
 
+    def request_close(self, deadline: float) -> None:
+        """Ask the root supervisor to stop everything under the scope by ``deadline`` (a
+        ``time.monotonic()`` value) and return at once (thread: any): the request goes ahead of
+        its queued messages, and from the moment it handles it no child is restarted. A deadline
+        already passed kills the children at once. :meth:`close` waits for the end."""
+        with self._lock:
+            ctx = self._ctx
+        if ctx is not None and ctx.actor_ref is not None and not ctx.exited:
+            request_shutdown(ctx.actor_ref, deadline)
+
     def close(self, deadline: float | None = None, *, timeout: float | None = None) -> None:
         """Stop everything under the scope, in reverse start order, and wait for it.
 

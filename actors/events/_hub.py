@@ -93,12 +93,14 @@ class _State:
     """What the handle reads without asking the hub. ``last_seq`` is written by the publishing
     thread only; ``dropped`` by emitters (a best-effort counter)."""
 
-    __slots__ = ("dropped", "failure", "last_seq", "log_path", "refused")
+    __slots__ = ("dropped", "failure", "given_up", "last_seq", "log_path", "refused", "writer")
 
     def __init__(self, log_path: str | None) -> None:
         self.log_path = log_path
         self.last_seq = 0
         self.dropped = 0
+        self.given_up = 0  # events neither logged nor shown: the writer stopped first
+        self.writer: _Writer | None = None  # set by the hub's thread when it starts
         self.failure: str | None = None  # why the writer stopped, written once by it
         self.refused: str | None = None  # why the disk refuses the writer now; written by it
 
@@ -256,15 +258,38 @@ class HubHandle(metaclass=NoPublicConstructor):
         limit); appends that need more are refused as on a full disk (SQLITE_FULL)."""
         self._ask(_Control("limit_pages", pages), "EventHub.limit_log_pages", timeout)
 
-    def close(self, *, timeout: float = 10.0) -> None:
+    @property
+    def given_up(self) -> int:
+        """Events the hub gave up, neither logged nor shown: held for a disk that still refused
+        them when the hub stopped, or queued behind them (0 when every event was logged)."""
+        return self._state.given_up
+
+    def close(self, *, timeout: float = 10.0) -> int:
         """Process what is already queued, stop the hub, end every subscription (each still
-        delivers what was published) and close the log. Idempotent."""
+        delivers what was published) and close the log. Idempotent; never raises.
+
+        Returns within ``timeout`` + 0.5 s whatever the disk does: while the disk refuses the
+        log, or when the hub has not stopped after ``timeout`` (its writer lags behind), the
+        writer gives up what it has not committed and stops, closing the log. Returns how many events
+        were given up so far (:attr:`given_up`)."""
         LOG_MASK.discard(self)
+        stopped = self._ref.actor_stopped
         try:
-            with map_exceptions("EventHub.close", timeout):
-                self._ref.stop(block=True, timeout=timeout)
+            self._ref.stop(block=False)
         except pykka.ActorDeadError:
             pass
+        end = time.monotonic() + max(0.0, timeout)
+        writer = self._state.writer
+        if writer is not None and self._state.refused is not None:
+            writer.give_up()  # what the disk refuses now is given up at the stop anyway: now
+        if not stopped.wait(max(0.0, timeout)):
+            end = time.monotonic() + _GIVE_UP_GRACE
+            if writer is not None:
+                writer.give_up()
+            stopped.wait(_GIVE_UP_GRACE)
+        if writer is not None:  # the log closes in its thread, once it has ended
+            writer.join(max(0.0, end - time.monotonic()))
+        return self._state.given_up
 
     def _ask(self, message: _Control, operation: str, timeout: float):
         why = f" ({self._state.failure})" if self._state.failure else ""
@@ -347,6 +372,11 @@ class _Call:
 
 
 _STOP = object()
+_GIVE_UP_GRACE = 0.5  # seconds a hub that gave its events up has to stop
+
+
+class _GivenUp(Exception):
+    """The writer was told to give up what it had not committed (a close out of time)."""
 
 
 class _Writer:
@@ -373,6 +403,8 @@ class _Writer:
         self.hub = hub
         self.max_queued = max_queued
         self.failed: BaseException | None = None
+        self._give_up = False
+        self._taken: list = []  # the items the writer thread took last (it alone uses it)
         self.refusal: LogRefused | None = None
         """The disk's refusal of the held append while it is retried (set and cleared by the
         writer thread, under ``_cond``)."""
@@ -388,11 +420,12 @@ class _Writer:
     def put(self, out: list[EventBase], rows: list[tuple]) -> None:
         with self._cond:
             if self.failed is not None:
+                self.publisher.state.given_up += len(out)
                 return
             self._items.append((out, rows))
             self._queued += len(out)
             self._cond.notify_all()
-            while self._queued > self.max_queued and self.failed is None:
+            while self._queued > self.max_queued and self.failed is None and not self._give_up:
                 self._cond.wait()
 
     def call(self, fn, *args):
@@ -417,20 +450,36 @@ class _Writer:
             self._cond.notify_all()
         self._thread.join(timeout)
 
+    # any thread ------------------------------------------------------------------------------
+
+    def give_up(self) -> None:
+        """Stop now: what is not committed yet (a held append, everything queued) is given up
+        and counted, the hub's thread no longer waits for room, the log closes."""
+        with self._cond:
+            self._give_up = True
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
     # writer thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
         log = self.log
+        items: list = []
         try:
             while True:
                 with self._cond:
                     while not self._items:
                         self._cond.wait()
-                    items = list(self._items)
+                    items = self._taken = list(self._items)
                     self._items.clear()
                 out: list[EventBase] = []
                 rows: list[tuple] = []
                 for item in items:
+                    if self._give_up:
+                        raise _GivenUp
                     if type(item) is tuple:
                         out += item[0]
                         rows += item[1]
@@ -443,6 +492,8 @@ class _Writer:
                         out, rows = [], []
                     if item is _STOP:
                         return
+                    if item.done.is_set():
+                        continue  # failed while an append before it was held
                     try:
                         item.result = item.fn(*item.args)
                     except Exception as exc:
@@ -450,16 +501,21 @@ class _Writer:
                     item.done.set()
                 if out:
                     self._commit(out, rows)
+                self._taken = []
         except BaseException as exc:
-            self.publisher.state.failure = f"the event hub stopped, its log could not be written: {exc}"
+            self.publisher.state.failure = (
+                "the event hub stopped: its close ran out of time" if isinstance(exc, _GivenUp)
+                else f"the event hub stopped, its log could not be written: {exc}"
+            )
             with self._cond:
                 self.failed = exc
-                pending = list(self._items)
+                pending = items + list(self._items)
                 self._items.clear()
+                self.publisher.state.given_up += self._queued  # put, never committed
                 self._queued = 0
                 self._cond.notify_all()
             for item in pending:
-                if isinstance(item, _Call):
+                if isinstance(item, _Call) and not item.done.is_set():
                     item.error = exc
                     item.done.set()
             try:
@@ -505,13 +561,14 @@ class _Writer:
                 f"the event log cannot be written ({exc.detail}); its events are held in memory and "
                 "written when the disk allows"
             )
-            calls = [item for item in self._items if isinstance(item, _Call)]
-            if calls:
+            calls = [item for item in self._taken if isinstance(item, _Call) and not item.done.is_set()]
+            calls += [item for item in self._items if isinstance(item, _Call)]
+            if any(isinstance(item, _Call) for item in self._items):
                 self._items = deque(item for item in self._items if not isinstance(item, _Call))
-            stopping = _STOP in self._items
+            stopping = self._give_up or _STOP in self._items
             if not stopping:
                 self._cond.wait(delay)
-                stopping = _STOP in self._items
+                stopping = self._give_up or _STOP in self._items
         for call in calls:
             call.error = exc
             call.done.set()
@@ -578,7 +635,7 @@ class EventHub(pykka.ThreadingActor):
 
     def on_start(self) -> None:
         if self._log is not None:
-            self._writer = _Writer(self._log, self._publisher, self.actor_ref)
+            self._writer = self._state.writer = _Writer(self._log, self._publisher, self.actor_ref)
 
     def on_failure(self, exception_type, exception_value, traceback) -> None:
         self._shutdown()
@@ -663,6 +720,9 @@ class EventHub(pykka.ThreadingActor):
         raise arg  # "writer_failed": the hub fails with its writer
 
     def _process(self, batch: list[tuple[tuple[str, str, str], tuple[EventBase, ...]]]) -> None:
+        if self._writer is not None and self._writer.failed is not None:
+            self._state.given_up += sum(len(events) for _, events in batch)  # nothing can log them
+            return
         now = time.time()
         seq = self._seq
         token = self._token

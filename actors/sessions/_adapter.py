@@ -53,7 +53,7 @@ from paddock.contract import (
 from paddock.supervisors import Scope, map_exceptions
 
 from ..events import HubHandle
-from ._control import AnswerUserInput, Compact, Fork, Interrupt, Open, Respond, Rollback, SendTurn, Steer
+from ._control import AnswerUserInput, Compact, FailTurn, Fork, Interrupt, Open, Respond, Rollback, SendTurn, Steer
 from ._idle import IdleStopper
 from ._session import SessionRecord
 
@@ -101,6 +101,8 @@ class SessionAdapter(Generic[S]):
     """Capability -> why this driver lacks it (the protocol fact), for the refusal's message."""
     _await_restart: ClassVar[bool] = False
     """A dead session actor restarts with its process (wait for it) instead of being closed."""
+    _scope: Scope | None = None
+    """The root of the instance's supervision tree while it runs (set by the process model)."""
     _process_name: ClassVar[str | None] = None
     """When set, a :class:`ProcessError` while starting a session becomes
     ``DriverError("could not start <name>: ...")``."""
@@ -359,6 +361,14 @@ class SessionAdapter(Generic[S]):
         ends ``interrupted``. A no-op when no turn (or not ``turn_id``) is running."""
         self._forward(thread_id, Interrupt(turn_id), "interrupt_turn", timeout)
 
+    def fail_turn(self, thread_id: str, turn_id: str, code: str, message: str, *,
+                  detail: dict[str, Any] | None = None, timeout: float | None = None) -> None:
+        """End the running turn ``turn_id`` ``failed`` with ``message``, for a cause the runtime
+        found outside the agent: one ``runtime.error`` ``code``, then the agent is asked to stop
+        (:class:`~._control.FailTurn`). Returns once that is under way; a no-op when the turn
+        is not running."""
+        self._forward(thread_id, FailTurn(turn_id, code, message, detail), "fail_turn", timeout)
+
     def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         """Add ``input`` to the running turn (``turns.steer``); returns that turn's id."""
         self._gate("turns.steer", thread_id)
@@ -458,6 +468,17 @@ class SessionAdapter(Generic[S]):
         if thread_id in self._stopped:
             return self._stopped[thread_id]
         raise SessionNotFoundError(thread_id, **self._where)
+
+    def request_close(self, deadline: float) -> None:
+        """Start closing and return at once (thread: any): no session starts from now on, and the
+        instance's supervisors restart nothing and stop their children by ``deadline`` (a
+        ``time.monotonic()`` value; one already passed kills them at once). :meth:`close` does
+        the rest: the sessions' ``session.exited`` and the wait."""
+        with self._lock:
+            self._closed = True
+            scope = self._scope
+        if scope is not None:
+            scope.request_close(deadline)
 
     def close(self, *, timeout: float = 10.0) -> None:
         """Stop every session (each emits ``session.exited``), then every process of the

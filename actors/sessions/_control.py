@@ -17,7 +17,7 @@ from typing import Any
 from paddock.contract import SendTurnInput
 
 __all__ = [
-    "AnswerUserInput", "Compact", "Fork", "Interrupt", "Open", "Respond", "Rollback", "SendTurn", "Steer",
+    "AnswerUserInput", "Compact", "FailTurn", "Fork", "Interrupt", "Open", "Respond", "Rollback", "SendTurn", "Steer",
     "TransportWarning", "TurnTimerExpired",
 ]
 
@@ -39,6 +39,20 @@ class Interrupt:
     """Interrupt the running turn (``turn_id`` ``None``: whichever runs); answers ``None``."""
 
     turn_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FailTurn:
+    """End the running turn ``turn_id`` failed, for a cause the runtime found outside the agent
+    (a model endpoint that takes no connection): one ``runtime.error`` (``code``, ``message``,
+    ``detail``), the agent is asked to stop as for :class:`Interrupt`, and the turn's one
+    ``turn.completed`` is ``failed`` with ``message`` unless the agent completed it first;
+    answers ``None``. A no-op when ``turn_id`` is not running or is failing already."""
+
+    turn_id: str
+    code: str
+    message: str
+    detail: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from paddock.contract import (
     USAGE_LIMIT,
     RuntimeErrorEvent,
     RuleSubject,
+    RuntimeErrorEvent,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
@@ -62,6 +63,7 @@ from ..execution import SupervisedDispatchActor
 from ._control import (
     AnswerUserInput,
     Compact,
+    FailTurn,
     Fork,
     Interrupt,
     Open,
@@ -405,6 +407,24 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
             )
         return None
 
+    def _fail_turn(self, message: FailTurn) -> None:
+        if self.turn.turn_id != message.turn_id or self.turn.failure is not None:
+            return None
+        self.turn.failure = message.message
+        self.emit([RuntimeErrorEvent(**self.identity, turn_id=message.turn_id, code=message.code,
+                                     message=message.message, detail=message.detail)])
+        if self.turn.interrupt_requested:
+            return None  # an interrupt is under way, bounded: it ends the turn, failed now
+        try:
+            self._interrupt(message.turn_id)
+        except Exception as exc:  # the agent cannot be asked to stop: end the turn here
+            events: list[EventBase] = []
+            self.end_turn(events, "failed", error=f"{message.message} (the agent could not be stopped: {exc})",
+                          answer=True)
+            self.emit(events)
+            self.publish(status="ready", active_turn_id=None)
+        return None
+
     # the agent's process ----------------------------------------------------------------------------
 
     def refuse_unreachable(self, handle: ProcessHandle | None, noun: str, *, gone: bool = True) -> None:
@@ -624,6 +644,7 @@ _CONTROL: dict[type, Callable[[SessionActor[Any, Any], Any], object]] = {
     SendTurn: lambda actor, m: actor._send_turn(m.input),
     Respond: lambda actor, m: actor.respond(m.request_id, m.decision, m.decided_by, m.surface),
     Interrupt: lambda actor, m: actor._interrupt(m.turn_id),
+    FailTurn: lambda actor, m: actor._fail_turn(m),
     Open: lambda actor, m: actor._open(),
     TransportWarning: lambda actor, m: actor._transport_warning(m),
     TurnTimerExpired: lambda actor, m: actor._turn_timer_expired(m),

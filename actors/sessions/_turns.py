@@ -16,15 +16,19 @@ class TurnTracker:
     so every path that may end a turn (its result, a timeout, process death, a stop) can call it.
 
     Used on one thread only (the owning session actor's). ``interrupt_requested`` is set by the
-    host's interrupt and cleared at each start and completion.
+    host's interrupt, ``failure`` by the runtime's ``FailTurn``; both are cleared at each start
+    and completion.
     """
 
-    __slots__ = ("identity", "turn_id", "interrupt_requested", "_carried")
+    __slots__ = ("identity", "turn_id", "interrupt_requested", "failure", "_carried")
 
     def __init__(self, identity: EventIdentity) -> None:
         self.identity = identity
         self.turn_id: str | None = None
         self.interrupt_requested = False
+        self.failure: str | None = None
+        """Why the runtime fails the running turn (``FailTurn``): its completion, unless
+        ``completed``, is ``failed`` with this error."""
         self._carried: tuple[str, str, bool] | None = None
 
     def carry(self, sent: str, user: str, preamble: bool) -> None:
@@ -54,6 +58,7 @@ class TurnTracker:
             raise RuntimeError(f"turn {self.turn_id!r} is still running")
         self.turn_id = turn_id
         self.interrupt_requested = False
+        self.failure = None
         carried, self._carried = self._carried, None
         if carried is not None and fields.get("input_text") == carried[0]:
             fields["input_text"] = carried[1]
@@ -68,5 +73,8 @@ class TurnTracker:
             return None
         self.turn_id = None
         self.interrupt_requested = False
+        failure, self.failure = self.failure, None
+        if failure is not None and state != "completed":
+            state, error = "failed", failure
         return TurnCompleted(**self.identity, turn_id=turn_id, state=state, stop_reason=stop_reason, error=error,
                              usage=usage)

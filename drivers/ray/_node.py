@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import msgspec
+import psutil
 
 from paddock.actors import HubHandle
 from paddock.contract import Capabilities, DriverError, InstanceNotFoundError, PaddockError
@@ -43,7 +44,7 @@ from ._sink import NodeSink, Pulled, encode_pulled
 __all__ = ["CONTROL_METHODS", "NodeActor", "NodeRecipe", "NodeReport", "Prepared"]
 
 CONTROL_METHODS = frozenset({
-    "start_session", "send_turn", "interrupt_turn", "steer_turn", "respond_to_request",
+    "start_session", "send_turn", "interrupt_turn", "fail_turn", "steer_turn", "respond_to_request",
     "respond_to_user_input", "stop_session", "stop_all", "read_thread", "rollback_thread",
     "fork_thread", "fork_native", "compact_thread", "models",
 })
@@ -80,6 +81,8 @@ class NodeReport(msgspec.Struct, frozen=True, kw_only=True):
     node_ip: str
     pid: int
     state_dir: str
+    created: float = 0.0
+    """The worker process's start time (``psutil``'s ``create_time``): its identity with ``pid``."""
     home: str | None = None
     capabilities: Capabilities | None = None
     reason: str | None = None
@@ -118,7 +121,8 @@ class NodeActor:
         recipe = self._recipe
         state_dir = node_state_dir(recipe.placement, node_id)
         swept = len(sweep_leases(state_dir).killed)
-        report = NodeReport(node_id=node_id, node_ip=node_ip, pid=os.getpid(), state_dir=state_dir, swept=swept)
+        report = NodeReport(node_id=node_id, node_ip=node_ip, pid=os.getpid(), created=psutil.Process().create_time(),
+                            state_dir=state_dir, swept=swept)
         spec: DriverSpec | None = BUILT_IN_DRIVERS.get(recipe.driver)
         if spec is None:
             return msgspec.structs.replace(report, reason=f"unknown driver {recipe.driver!r} on this node")

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any, Literal, cast
 
+import psutil
 import pykka
 
 from paddock.contract import (
@@ -48,7 +49,7 @@ from paddock.contract import (
 from paddock.drivers._registry import InstanceContext
 from paddock.supervisors import ChildContext, ChildSpec, ExitReason, Scope, SupervisedActor
 
-from ._cluster import connect
+from ._cluster import connect, unreachable
 from ._errors import NodeLost, unwrap
 from ._node import NodeActor, NodeRecipe, NodeReport
 from ._placement import RayPlacement
@@ -119,12 +120,15 @@ class RayAdapter:
         self._placed: _Placed | None = None
         self._scope: Scope | None = None
         self._failed: str | None = None
+        self._start_error: PaddockError | None = None
         self._closed = False
         self._status = "not placed"
         self._last_node: NodeReport | None = None
         self._sessions: dict[str, Session] = {}
         self._epoch = 0
         self._inflight = 0
+        self._killed: list[psutil.Process] = []  # killed node actors' workers on this machine
+        self._probed: tuple[float, str | None] = (-1.0, None)  # (when, why the cluster did not answer)
         self.placements = 0
         """How many node actors were placed (1 + restarts)."""
 
@@ -144,18 +148,22 @@ class RayAdapter:
                     on_child_exit=self._node_exited, on_escalate=self._escalated,
                 )
                 self._status = "placing"
+                self._start_error = None
                 start = True
             else:
                 start = False
         if start:
             try:
-                connect(self._placement)  # on the caller's thread: Ray sets its handlers on the main one
-                scope.start()
+                connect(self._placement, round(max(0.1, deadline - _MARGIN - time.monotonic()), 1))
             except PaddockError as exc:
                 with self._cond:
                     self._scope = None
                     self._status = f"unavailable: {exc}"
                 raise
+            # The first placement runs in the scope's start: off the caller's thread, so that
+            # the caller waits for it no longer than its own deadline.
+            threading.Thread(target=self._start_scope, args=(scope,), daemon=True,
+                             name=f"paddock-ray-place:{self.instance_id}").start()
         with self._cond:
             while True:
                 if self._placed is not None:
@@ -164,17 +172,33 @@ class RayAdapter:
                     raise DriverError(self.driver, self.instance_id, self._failed)
                 if self._closed:
                     raise InstanceNotFoundError(self.instance_id, "it was closed", driver=self.driver)
+                if self._scope is not scope and self._start_error is not None:
+                    raise self._start_error
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise OperationTimeout("placing the instance on Ray", self._start_timeout, **self._where)
                 self._cond.wait(min(left, 0.5))
+
+    def _start_scope(self, scope: Scope) -> None:
+        """Start ``scope`` (its first placement); a failure reaches the callers waiting in
+        :meth:`_ensure_scope`, and the next call starts a fresh scope (thread: its own)."""
+        try:
+            scope.start()
+        except PaddockError as exc:
+            with self._cond:
+                if self._scope is scope:
+                    self._scope = None
+                self._start_error = exc
+                if not self._status.startswith("unavailable"):
+                    self._status = f"unavailable: {exc}"
+                self._cond.notify_all()
 
     def _place(self, link: pykka.ActorRef[Any]) -> None:
         """Place a fresh node actor and start its pump, which tells ``link`` when the node actor
         dies (thread: the link's on_start)."""
         import ray
 
-        connect(self._placement)
+        connect(self._placement, self._start_timeout)
         p = self._placement
         # Trap: when a Ray worker exits, its core worker SIGKILLs its direct children. Those are
         # our shims, which then cannot kill what they adopted (a terminal's `sh -c` and its
@@ -312,7 +336,8 @@ class RayAdapter:
                 break
 
     def _drop_node(self) -> None:
-        """The link ended: kill its node actor (its worker exits; the shims kill what is left)."""
+        """The link ended: kill its node actor (its worker exits; the shims kill what is left).
+        A worker on this machine is remembered, for :meth:`close` to wait for its exit."""
         import ray
 
         with self._cond:
@@ -326,6 +351,23 @@ class RayAdapter:
             ray.kill(placed.handle, no_restart=True)
         except Exception:
             pass
+        worker = _local_process(placed.report)
+        if worker is not None:
+            with self._cond:
+                self._killed.append(worker)
+
+    def _await_workers(self, deadline: float) -> None:
+        """Wait until the killed node actors' workers on this machine have exited (``ray.kill``
+        returns before they do), SIGKILLing any left at ``deadline`` (thread: the closer's)."""
+        with self._cond:
+            workers, self._killed = self._killed, []
+        _gone, alive = psutil.wait_procs(workers, timeout=max(0.0, deadline - time.monotonic()))
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=1.0)
 
     # calls ------------------------------------------------------------------------------------
 
@@ -393,6 +435,12 @@ class RayAdapter:
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         self._call("interrupt_turn", (thread_id, turn_id), {"timeout": timeout}, self._limit(timeout), thread_id)
+
+    def fail_turn(self, thread_id: str, turn_id: str, code: str, message: str, *,
+                  detail: dict[str, Any] | None = None, timeout: float | None = None) -> None:
+        """The node adapter's ``fail_turn`` (the runtime found the turn's model endpoint dead)."""
+        self._call("fail_turn", (thread_id, turn_id, code, message), {"detail": detail, "timeout": timeout},
+                   self._limit(timeout), thread_id)
 
     def steer_turn(self, thread_id: str, input: SendTurnInput, *, timeout: float | None = None) -> TurnStartResult:
         result: TurnStartResult = self._call("steer_turn", (thread_id, input), {"timeout": timeout},
@@ -481,19 +529,53 @@ class RayAdapter:
         if scope is not None:
             scope.close(deadline)
         self._drop_node()
+        self._await_workers(deadline)
 
     # operators --------------------------------------------------------------------------------
 
     def placement_info(self) -> dict[str, Any]:
-        """``placement``, ``node`` and ``ray`` (status) for ``InstanceInfo`` and ``paddock doctor``."""
+        """``placement``, ``node``, ``ray`` (status) and ``reason`` (why the instance is not
+        available: the cluster does not answer, or its placement failed; else ``None``) for
+        ``InstanceInfo`` and ``paddock doctor``. Unless the node actor is alive (its pulls are
+        the cluster answering), asks the cluster address for a TCP connection, at most once
+        every 2 s and for at most 0.5 s (thread: any)."""
         with self._cond:
             report = self._last_node
-            return {
-                "placement": "ray",
-                "node": None if report is None else f"{report.node_id[:12]} ({report.node_ip}, pid {report.pid})",
-                "ray": self._status,
-                "home": None if report is None else report.home,
-            }
+            status = self._status
+            alive = self._placed is not None
+        reason: str | None = None
+        if self._failed is not None or status.startswith("unavailable"):
+            reason = status.removeprefix("unavailable: ")
+        elif not alive and status != "closed":
+            reason = self._cluster_silent()
+        return {
+            "placement": "ray",
+            "node": None if report is None else f"{report.node_id[:12]} ({report.node_ip}, pid {report.pid})",
+            "ray": status,
+            "home": None if report is None else report.home,
+            "reason": reason,
+        }
+
+    def _cluster_silent(self) -> str | None:
+        when, why = self._probed
+        if time.monotonic() - when < 2.0:
+            return why
+        silent = unreachable(self._placement.address, 0.5)
+        why = None if silent is None else f"the Ray cluster at {self._placement.address!r} does not answer: {silent}"
+        self._probed = (time.monotonic(), why)
+        return why
 
     def __repr__(self) -> str:
         return f"<RayAdapter {self.driver}/{self.instance_id} {self._status}>"
+
+
+def _local_process(report: NodeReport) -> psutil.Process | None:
+    """The node actor's worker if it runs on this machine (same pid and start time), else ``None``."""
+    local = {a.address for addrs in psutil.net_if_addrs().values() for a in addrs}
+    if report.node_ip not in local or not report.created:
+        return None
+    try:
+        proc = psutil.Process(report.pid)
+        return proc if abs(proc.create_time() - report.created) < 0.01 else None
+    except psutil.Error:
+        return None

@@ -9,7 +9,7 @@ import socket
 import ssl
 from urllib.parse import urlsplit
 
-__all__ = ["CREDENTIAL_VARIABLES", "credentials_present", "endpoint_reachable"]
+__all__ = ["CREDENTIAL_VARIABLES", "credentials_present", "endpoint_reachable", "tcp_unreachable"]
 
 CREDENTIAL_VARIABLES = (
     "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
@@ -28,11 +28,9 @@ def endpoint_reachable(url: str, timeout: float) -> tuple[bool, str]:
         return False, f"not an http(s) URL: {url!r}"
     port = parts.port or (443 if parts.scheme == "https" else 80)
     where = f"{parts.hostname}:{port}"
-    try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
-            pass
-    except OSError as exc:
-        return False, f"unreachable: TCP {where}: {exc.strerror or exc}"
+    why = tcp_unreachable(url, timeout)
+    if why is not None:
+        return False, f"unreachable: {why}"
     conn: http.client.HTTPConnection
     if parts.scheme == "https":
         conn = http.client.HTTPSConnection(parts.hostname, port, timeout=timeout, context=ssl.create_default_context())
@@ -46,6 +44,21 @@ def endpoint_reachable(url: str, timeout: float) -> tuple[bool, str]:
     finally:
         conn.close()
     return True, f"reachable (TCP {where}, HTTP {status})"
+
+
+def tcp_unreachable(url: str, timeout: float) -> str | None:
+    """Why the host and port of the http(s) ``url`` take no TCP connection within ``timeout``
+    seconds (``"TCP host:port: Connection refused"``), or ``None`` when they take one."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"not an http(s) URL: {url!r}"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        return f"TCP {parts.hostname}:{port}: {exc.strerror or exc}"
+    return None
 
 
 def credentials_present(api_key: str | None, env: dict[str, str]) -> str | None:

@@ -22,8 +22,7 @@ from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
 from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._instances._isolation import build_env, instance_home, secret_values
 from paddock._instances._probes import credentials_present, endpoint_reachable
-from paddock._state._recovery import kill_leased_processes
-from paddock.actors import HubHandle, Redactor
+from paddock.actors import HubHandle, Redactor, SessionAdapter
 from paddock.contract import (
     Capabilities,
     ConfigError,
@@ -36,7 +35,7 @@ from paddock.contract import (
 )
 from paddock.drivers import BUILT_IN_DRIVERS, DriverConfig, DriverSpec, InstanceContext, ModelAccess, model_access
 from paddock.drivers.ray import Prepared, placed_spec
-from paddock.supervisors import run_command
+from paddock.supervisors import LeaseStore, run_command
 
 __all__ = ["InstanceInfo", "InstanceSlot", "InstanceTable", "mask_error"]
 
@@ -297,6 +296,15 @@ class InstanceTable:
         inst = self._by_id.get(instance_id)
         return inst.adapter if inst is not None else None
 
+    def endpoint_of(self, instance_id: str) -> tuple[str, float] | None:
+        """``(endpoint, endpoint_timeout)`` of an instance running on this host with a model
+        endpoint (the endpoint watch checks it from here), else ``None`` (thread: any)."""
+        inst = self._by_id.get(instance_id)
+        endpoint = getattr(inst.config, "endpoint", None) if inst is not None else None
+        if inst is None or endpoint is None or inst.placement != "local":
+            return None
+        return endpoint, float(getattr(inst.config, "endpoint_timeout", 30.0))
+
     def adapters(self) -> list[ProviderAdapter]:
         """Every adapter created so far."""
         return [inst.adapter for inst in self._by_id.values() if inst.adapter is not None]
@@ -312,6 +320,9 @@ class InstanceTable:
         for inst in self._by_id.values():
             caps = None
             models = None
+            if inst.adapter is None and inst.placement != "local" and not inst.reason:
+                with contextlib.suppress(PaddockError):  # a placed one's proxy places nothing
+                    self.adapter(inst.id)
             if inst.adapter is not None:
                 caps = inst.adapter.capabilities()
                 catalog = getattr(inst.adapter, "models", None)  # optional adapter hook
@@ -319,9 +330,10 @@ class InstanceTable:
             elif inst.spec is not None and inst.reason is None:
                 caps = inst.spec.capabilities
             placed = _placement_info(inst)
+            reason = inst.reason or placed.get("reason")  # a placed instance: its cluster answers?
             out.append(InstanceInfo(
-                id=inst.id, driver=inst.driver, status="unavailable" if inst.reason else "available",
-                reason=inst.reason, capabilities=caps,
+                id=inst.id, driver=inst.driver, status="unavailable" if reason else "available",
+                reason=reason, capabilities=caps,
                 home=placed.get("home") or (str(inst.home) if inst.home else None),
                 binary=getattr(inst.config, "binary", None), models=models,
                 placement=inst.placement, node=placed.get("node"), ray=placed.get("ray"),
@@ -352,7 +364,7 @@ class InstanceTable:
         if info.placement != "local":
             # Its binary and version are the node's (the node's probe checks them at
             # placement); before that, the hook says whether the cluster can place it.
-            if hook is not None and info.status == "available" and inst.adapter is None:
+            if hook is not None and info.status == "available" and info.ray == "not placed":
                 report.update(hook(self._context(inst)))
             report["problems"] = []
             return report
@@ -388,15 +400,20 @@ class InstanceTable:
                 problems.append("no credentials and the agent is not logged in")
         report["problems"] = problems
 
-    def close_all(self, deadline: float) -> None:
-        """Close every created adapter at once, all under the one ``deadline`` (thread: the
-        closer, plus up to 32 short-lived closer threads taking adapters in turn). Each teardown
-        waits out its own graces (the shim gives leftovers 1 s); done one after another they would
-        add up past any timeout. If closers are still running at the deadline (hundreds of
-        teardowns at once lag under load), every process this host holds a lease for is SIGKILLed
-        at once; the closers then get 0.5 s more to finish their bookkeeping."""
+    def close_all(self, kill_at: float, until: float) -> tuple[int, ...]:
+        """Close every created adapter at once and confirm that no process is left; returns the
+        pids still alive at ``until`` (empty: none). Thread: the closer, plus up to 32 short-lived
+        closer threads taking adapters in turn.
+
+        Each teardown waits out its own graces (the shim gives leftovers 1 s); done one after
+        another they would add up past any timeout, and hundreds at once lag under load. So the
+        graceful close has until ``kill_at`` (deadline-driven, not what is left after it): then
+        every instance is told to restart nothing (its supervisors stop their children at once),
+        and every process this host's leases cover, or covered when the close began, is SIGKILLed
+        at once. That kill always runs, as the final check: it waits (until ``until``) for every
+        one to be gone, killing again what was spawned meanwhile. The closers then get until
+        ``until`` to finish their bookkeeping (``session.exited``)."""
         todo = list(reversed(self.adapters()))
-        count = len(todo)
 
         def worker() -> None:
             while True:
@@ -405,22 +422,28 @@ class InstanceTable:
                 except IndexError:
                     return
                 try:
-                    adapter.close(timeout=max(0.0, deadline - time.monotonic()))
+                    adapter.close(timeout=max(0.0, kill_at - time.monotonic()))
                 except Exception:  # a driver bug must not stop the others from closing
                     pass
 
         # A bounded pool: hundreds of teardowns polling at once would starve each other (and
-        # this thread) of the GIL; past the deadline the rest close at once (SIGKILL) anyway.
+        # this thread) of the GIL; past kill_at the rest go at once (SIGKILL) anyway.
         threads = [threading.Thread(target=worker, name="paddock-close", daemon=True)
-                   for _ in range(min(count, _CLOSERS))]
+                   for _ in range(min(len(todo), _CLOSERS))]
         for t in threads:
             t.start()
+        leases = LeaseStore(self._state_dir)
+        leases.remember()  # the trees as they are now: a process re-parented away is still found
         for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+            t.join(max(0.0, kill_at - time.monotonic()))
         if any(t.is_alive() for t in threads):
-            kill_leased_processes(self._state_dir)
-            for t in threads:
-                t.join(max(0.0, deadline + 0.5 - time.monotonic()))
+            for adapter in self.adapters():  # again: one a start in flight created meanwhile too
+                if isinstance(adapter, SessionAdapter):
+                    adapter.request_close(kill_at)  # restart nothing the kill ends
+        survivors = leases.kill_all(until=until)
+        for t in threads:
+            t.join(max(0.0, until - time.monotonic()))
+        return survivors
 
 
 def prepare_instance(instance_id: str, config: DriverConfig, state_dir: str) -> Prepared:

@@ -11,6 +11,12 @@ after each further bound of silence; any event of the thread ends the silence.
 Waiting for a person is not a stall: while a request of the turn is open (a ``request.opened`` or
 ``user-input.requested`` not yet resolved) its clock does not run, and it starts again from the
 last resolution.
+
+The same thread drives the dead-endpoint check (:mod:`._endpoint_watch`): a running turn of an
+instance with a model endpoint, quiet for a second (warnings and errors are no progress: an agent
+retrying its model reports retries), gets its endpoint checked; the check fails the turn when
+the endpoint stays dead for the instance's ``endpoint_timeout``. A turn waiting for a person is
+not checked (its quiet starts again at the resolution).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from paddock.contract import (
     PaddockError,
     RequestOpened,
     RequestResolved,
+    RuntimeErrorEvent,
     RuntimeWarningEvent,
     SessionExited,
     TurnCompleted,
@@ -32,6 +39,7 @@ from paddock.contract import (
     UserInputResolved,
 )
 
+from ._endpoint_watch import EndpointWatch
 from ._event_reader import EventReader
 
 if TYPE_CHECKING:
@@ -45,15 +53,17 @@ _BATCH = 4096
 
 
 class _Turn:
-    __slots__ = ("driver", "instance_id", "turn_id", "heard", "warned", "waiting")
+    __slots__ = ("driver", "instance_id", "turn_id", "heard", "warned", "waiting", "progress", "endpoint")
 
-    def __init__(self, driver: str, instance_id: str, turn_id: str, heard: float) -> None:
+    def __init__(self, driver: str, instance_id: str, turn_id: str, heard: float, endpoint: bool) -> None:
         self.driver = driver
         self.instance_id = instance_id
         self.turn_id = turn_id
         self.heard = heard
         self.warned = 0  # warnings sent in the current silence
         self.waiting: set[str] | None = None  # ids of the turn's open requests (a person decides)
+        self.progress = heard  # the last event that was no warning or error
+        self.endpoint = endpoint  # its endpoint is watched (until the watch failed the turn)
 
 
 class StallWatchdog:
@@ -61,14 +71,20 @@ class StallWatchdog:
     ends the subscription and joins it. ``clock`` is ``time.monotonic`` (injectable for tests
     of the arithmetic only)."""
 
-    def __init__(self, hub: HubHandle, after: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, hub: HubHandle, after: float | None, *, endpoints: EndpointWatch | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._hub = hub
         self._after = after
+        self._endpoints = endpoints
         self._clock = clock
         self._turns: dict[str, _Turn] = {}
-        # It wakes at least every quarter of the bound to compare, events or not.
+        # It wakes at least every quarter of the bound to compare, events or not (every half
+        # second while it watches endpoints).
+        tick = max(0.05, after / 4) if after else 0.5
+        if endpoints is not None:
+            tick = min(tick, 0.5)
         self._reader = EventReader(hub.subscribe, "paddock-watchdog", self._note, most=_BATCH,
-                                   tick=max(0.05, after / 4), on_wake=self._check)
+                                   tick=tick, on_wake=self._check)
 
     def start(self) -> StallWatchdog:
         self._reader.start()
@@ -84,7 +100,8 @@ class StallWatchdog:
         for event in batch:
             if isinstance(event, TurnStarted):
                 if event.turn_id:
-                    turns[event.thread_id] = _Turn(event.driver, event.instance_id, event.turn_id, now)
+                    watched = self._endpoints is not None and self._endpoints.watches(event.instance_id)
+                    turns[event.thread_id] = _Turn(event.driver, event.instance_id, event.turn_id, now, watched)
             elif isinstance(event, (TurnCompleted, SessionExited)):
                 turns.pop(event.thread_id, None)
             elif not (isinstance(event, RuntimeWarningEvent) and event.code == STALLED):
@@ -98,12 +115,19 @@ class StallWatchdog:
                         turn.waiting.add(event.request_id)
                     elif isinstance(event, (RequestResolved, UserInputResolved)) and turn.waiting:
                         turn.waiting.discard(event.request_id or "")
+                    if not isinstance(event, (RuntimeWarningEvent, RuntimeErrorEvent)):
+                        turn.progress = now
 
     def _check(self) -> None:
         now = self._clock()
         for thread_id, turn in list(self._turns.items()):
             if turn.waiting:
-                turn.heard = now  # waiting for a person; the clock starts at the resolution
+                turn.heard = turn.progress = now  # waiting for a person; the clocks start at the resolution
+                continue
+            if turn.endpoint and self._endpoints is not None:
+                if self._endpoints.check(thread_id, turn.instance_id, turn.turn_id, turn.progress):
+                    turn.endpoint = False
+            if not self._after:
                 continue
             silent = now - turn.heard
             if silent < self._after * (turn.warned + 1):

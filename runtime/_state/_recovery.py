@@ -1,6 +1,6 @@
 """Recovery from a host that died without closing: taking the state directory over at open
-(leftover processes of its leases), ending the turns it left open, and the lease backstop of a
-close that overran its deadline. Runs in the opener's (or the closer's) thread.
+(leftover processes of its leases) and ending the turns it left open. Runs in the opener's
+thread.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from paddock.contract import (
     decode_event,
 )
 from paddock._state._store import BindingStore
-from paddock.supervisors import LeaseStore, exit_on_signals, sweep_leases
+from paddock.supervisors import exit_on_signals, sweep_leases
 
-__all__ = ["claim_state_dir", "end_turns_left_open", "kill_leased_processes"]
+__all__ = ["claim_state_dir", "end_turns_left_open"]
 
 _KINDS = ("turn.started", "turn.completed", "request.opened", "request.resolved",
           "user-input.requested", "user-input.resolved")
@@ -106,11 +106,3 @@ def end_turns_left_open(hub: HubHandle, store: BindingStore) -> None:
             store.update(binding.thread_id, status="exited", last_error="the host stopped")
     hub.flush()
 
-
-def kill_leased_processes(state_dir: Path) -> None:
-    """SIGKILL every process this host holds a lease for, at once: the backstop of a close whose
-    teardowns lag behind its deadline."""
-    try:
-        LeaseStore(state_dir).kill_all()
-    except OSError:
-        pass

@@ -237,15 +237,20 @@ class BindingStore:
                 "write the bindings", f"{self.path}: {failed} binding change(s) not written: {failure}"
             )
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Commit what is queued, stop the writer thread and close the database (idempotent).
-        Changes the database still refuses are logged, not raised (``flush`` raises)."""
+        Changes the database still refuses are logged, not raised (``flush`` raises). With
+        ``timeout``, a writer still busy after it (a locked or stalled database) is interrupted
+        and the database closed regardless: its last changes are then lost."""
         with self._mem:
             self._closed = True
             writer = self._writer
             self._cond.notify_all()
         if writer is not None:
-            writer.join()
+            writer.join(timeout)
+            if writer.is_alive():
+                self._db.interrupt()  # thread-safe: its statement fails at once
+                writer.join(0.25)
         if self._failed:
             log.error("%s: %d binding change(s) were never written: %s", self.path, len(self._failed), self._failure)
         self._db.close()

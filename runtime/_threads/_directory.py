@@ -58,6 +58,7 @@ from paddock.contract import (
     PersistenceError,
     ProviderAdapter,
     ResumeCursor,
+    RuntimeErrorEvent,
     RuntimeWarningEvent,
     SendTurnInput,
     Session,
@@ -266,6 +267,28 @@ class ThreadDirectory:
             raise CapabilityUnsupportedError("turns.interrupt", "interrupting a turn", thread_id=a.thread_id)
         adapter.interrupt_turn(a.thread_id, a.turn_id, timeout=_t(a.timeout))
         self._last_used[a.thread_id] = time.monotonic()
+
+    def fail_turn(self, thread_id: str, turn_id: str, code: str, message: str, detail: dict[str, object]) -> None:
+        """End the running turn ``turn_id`` failed for a cause the runtime found (the endpoint
+        watch): the adapter's ``fail_turn`` (one ``runtime.error``, the agent asked to stop, the
+        turn completed ``failed``); an adapter without it gets the ``runtime.error`` emitted here
+        and an interrupt. Never raises: the thread may have ended meanwhile (thread: any)."""
+        adapter = self._live_on(thread_id)
+        instance_id = self._live.get(thread_id)
+        if adapter is None or instance_id is None:
+            return
+        fail = getattr(adapter, "fail_turn", None)  # optional adapter hook
+        try:
+            if callable(fail):
+                fail(thread_id, turn_id, code, message, detail=detail, timeout=10.0)
+                return
+            driver = self._instances.driver(instance_id)
+            self._hub.emitter(driver, instance_id, thread_id).emit(
+                [RuntimeErrorEvent(driver=driver, instance_id=instance_id, thread_id=thread_id,
+                                   turn_id=turn_id, code=code, message=message, detail=detail)])
+            adapter.interrupt_turn(thread_id, turn_id, timeout=10.0)
+        except PaddockError:
+            pass
 
     def steer_turn(self, a: SteerTurnBody) -> TurnStartResult:
         """Steer when the agent can (``decide_steering``), else interrupt the running turn, wait
@@ -479,11 +502,13 @@ class ThreadDirectory:
         self._tracker.close()
         self._files.close(timeout=1.0)  # checkpoints under way publish their diff before the hub closes
 
-    def close(self) -> None:
-        """Join the tracker and the reaper, then close the binding store."""
+    def close(self, timeout: float = 2.0) -> None:
+        """Join the tracker and the reaper, then close the binding store, all within
+        ``timeout`` seconds (the store's database is closed then whatever its writer does)."""
+        deadline = time.monotonic() + timeout
         for t in self._threads:
-            t.join(timeout=1.0)
-        self._store.close()
+            t.join(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+        self._store.close(timeout=max(0.0, deadline - time.monotonic()))
 
     # live sessions ------------------------------------------------------------------------------
 

@@ -175,6 +175,11 @@ class Dialect:
         """A prompt the model answers with a usage limit that resets 3 s after its first call."""
         return "limited SCENARIO:usage_limit"
 
+    def waits_on_model(self) -> str | None:
+        """A prompt whose turn waits on the model (run with the instance's ``endpoint`` on a port
+        that refuses connections)."""
+        return "say hi SCENARIO:text"
+
     def mcp_call(self) -> str | None:
         """A prompt that calls the ``echo`` tool of the MCP server ``tools`` with
         :data:`MCP_ARGUMENTS`."""
@@ -255,6 +260,11 @@ class LocalDialect(Dialect):
     def usage_limit(self) -> str | None:
         return f"@limit-until {time.time() + 3:.3f}\n@reply Back after the reset\nlimited"
 
+    def waits_on_model(self) -> str | None:
+        # It calls no model: a first chunk, then a minute of quiet, stands in for an agent
+        # waiting on one (the runtime's endpoint check is the same for every driver).
+        return "@chunks 2\n@delay 60\n@reply waiting on the model"
+
     def mcp_call(self) -> str | None:
         return f"@mcp tools echo {json.dumps(MCP_ARGUMENTS)}\nuse the tool"
 
@@ -276,6 +286,17 @@ class LocalDialect(Dialect):
     def saw_image(self, p: Probe, events: list[EventBase]) -> bool | None:
         # The agent echoes the blocks its prompt carried besides text.
         return "received: image image/png" in _text(events)
+
+
+class RegistryDialect(Dialect):
+    """An agent from the ACP registry: the scripted model server's prompts, but no ``endpoint``
+    (it gets no mapping of the model keys; its model address is a variable of its own env)."""
+
+    why_not = {"waits_on_model": "a registry agent gets no mapping of the model keys: its model address is a "
+                                 "variable of its own env, not the instance's endpoint"}
+
+    def waits_on_model(self) -> str | None:
+        return None
 
 
 class PlainDialect(Dialect):
@@ -310,6 +331,9 @@ class PlainDialect(Dialect):
 
     def usage_limit(self) -> str | None:
         return None
+
+    def waits_on_model(self) -> str | None:
+        return self.text()[0]
 
     def mcp_call(self) -> str | None:
         return (f"Call the tool echo of the MCP server named tools with the argument text set to "
@@ -1095,6 +1119,55 @@ from . import _conformance_limits as _conformance_limits  # noqa: E402  (registe
 # running -----------------------------------------------------------------------------------------
 
 
+DEAD_ENDPOINT_TIMEOUT = 5.0
+"""The ``endpoint_timeout`` of the dead-endpoint scenario; the turn must end within it plus
+:data:`DEAD_ENDPOINT_SLACK`."""
+DEAD_ENDPOINT_SLACK = 20.0
+
+
+def _refused_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # closed again: nothing listens there
+
+
+@scenario("18-dead-endpoint", "a model endpoint that refuses connections fails the turn within endpoint_timeout",
+          dialect="waits_on_model")
+def _dead_endpoint(p: Probe) -> str:
+    """A second Runtime with the instance's ``endpoint`` on a refused port: the turn ends
+    ``failed``, once, within the bound; when the runtime ended it (the agent may give up first,
+    e.g. with its retries capped), one ``runtime.error`` ``endpoint.unreachable`` names the
+    endpoint and the turn's error does too."""
+    from paddock import Runtime
+
+    prompt = p.dialect.waits_on_model()
+    assert prompt is not None
+    url = _refused_url()
+    instance = {**p.config["instances"][p.instance], "endpoint": url, "endpoint_timeout": DEAD_ENDPOINT_TIMEOUT}
+    config = {**p.config, "instances": {p.instance: instance}}
+    thread_id = p.new_id()
+    with Runtime.open(config, state_dir=p.state_dir.with_name(p.state_dir.name + "-dead-endpoint")) as rt, \
+            rt.subscribe(thread_id=thread_id) as sub:
+        rt.start_session(thread_id, instance=p.instance, cwd=str(p.workspace), runtime_mode="full-access",
+                         timeout=p.timeout)
+        started = time.monotonic()
+        collect_turn(rt, thread_id, prompt, timeout=DEAD_ENDPOINT_TIMEOUT + DEAD_ENDPOINT_SLACK)
+        took = time.monotonic() - started
+        events = _drain(sub)  # the thread's whole stream, and what followed its turn.completed
+    violations = check_grammar(events)
+    assert not violations, [v.code for v in violations]
+    completed = [e for e in events if e.type == "turn.completed"]
+    assert [e.state for e in completed] == ["failed"], [(e.type, getattr(e, "state", None)) for e in events]  # type: ignore[attr-defined]
+    errors = [e for e in events if e.type == "runtime.error" and e.code == "endpoint.unreachable"]  # type: ignore[attr-defined]
+    if errors or took >= DEAD_ENDPOINT_TIMEOUT:
+        assert len(errors) == 1 and url in errors[0].message, [e.type for e in events]  # type: ignore[attr-defined]
+        assert url in (completed[0].error or ""), completed[0]  # type: ignore[attr-defined]
+    return f"the turn failed once within endpoint_timeout + {DEAD_ENDPOINT_SLACK:g} s"
+
+
 @dataclass
 class Target:
     """One instance to check: ``config`` is its ``[instances.<id>]`` table (the model keys are
@@ -1276,7 +1349,7 @@ def live_target(kind: str, *, scenarios: tuple[str, ...] | None = None) -> Targe
         # A registry agent gets no mapping of the model keys: its own variables go in env
         # (ANTHROPIC_BASE_URL is filled in with the model server's URL by run_target).
         return Target(label="acp-registry", config={"driver": "acp-registry", "agent": agent, "env": env,
-                                                    "cancel_timeout": 5.0},
+                                                    "cancel_timeout": 5.0}, dialect=RegistryDialect(),
                       scenarios=scenarios, cli_version="claude-code-acp@registry", secrets=(LIVE_KEY,))
     pin = load_pins()[kind]
     if peer_argv(pin) is None:

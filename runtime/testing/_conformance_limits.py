@@ -1,4 +1,4 @@
-"""The conformance scenario ``18-usage-limit``: the model answers a usage limit that resets 3 s
+"""The conformance scenario ``19-usage-limit``: the model answers a usage limit that resets 3 s
 after its first call, and the case says how the driver handles it: ``runtime.error`` of class
 ``usage_limit`` (with or without ``resets_at``), or the agent retried by itself and the turn
 completed after the reset. A turn that fails without the class fails the case.
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._conformance import Probe
 
 
-@scenario("18-usage-limit", "the model answers a usage limit (3 s)", dialect="usage_limit")
+@scenario("19-usage-limit", "the model answers a usage limit (3 s)", dialect="usage_limit")
 def _usage_limit(p: Probe) -> str:
     prompt = p.dialect.usage_limit()
     assert prompt is not None

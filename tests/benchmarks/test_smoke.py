@@ -90,7 +90,7 @@ def test_soak_shape(capsys):
     assert doc["seed"] == 1 and doc["sessions"] == 4
     assert set(doc["invariants"]) == {
         "turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
-        "resources_flat", "close_within_budget", "one_session_exited_per_session",
+        "resources_flat", "close_within_budget", "one_session_exited_per_session", "starts_survive_restarts",
     }
     for invariant in doc["invariants"].values():
         assert isinstance(invariant["held"], bool) and isinstance(invariant["details"], list)
