@@ -1114,8 +1114,6 @@ def _usage(p: Probe) -> str:
     return "usage reported"
 
 
-from . import _conformance_limits as _conformance_limits  # noqa: E402  (registers its scenario here, in order)
-
 # running -----------------------------------------------------------------------------------------
 
 
@@ -1425,3 +1423,6 @@ def answers_as_mock_model(endpoint: object, *, timeout: float = 2.0) -> bool:
         return False
     finally:
         conn.close()
+
+
+from . import _conformance_limits as _conformance_limits  # noqa: E402  (registers its scenario last)
