@@ -22,6 +22,7 @@ from paddock.contract import (
     ThreadsCaps,
     ToolsCaps,
     TurnsCaps,
+    UsageCaps,
 )
 
 __all__ = ["NATIVE_CAPABILITIES", "override"]
@@ -52,6 +53,8 @@ NATIVE_CAPABILITIES = Capabilities(
     # The CLI enforces the runtime mode itself.
     runtime_policy=RuntimePolicyCaps(enforcement="native",
                                      modes=("approval-required", "auto-accept-edits", "full-access")),
+    # Claude's result.usage and OpenCode's message tokens are per turn, each with a cost.
+    usage=UsageCaps(source="per_turn", cost=True),
 )
 """The common ground of the native CLI drivers; each states its differences with :func:`override`."""
 

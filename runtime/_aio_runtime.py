@@ -24,6 +24,7 @@ from paddock._runtime import CloseReport, Runtime
 from paddock.contract import (
     ApprovalRule,
     Attachment,
+    Budget,
     Decision,
     Event,
     InteractionMode,
@@ -33,6 +34,7 @@ from paddock.contract import (
     RuntimeMode,
     Session,
     Surface,
+    UsageReport,
     ThreadSnapshot,
     TurnStartResult,
 )
@@ -95,6 +97,7 @@ class AsyncRuntimeAPI:
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
         approval_rules: Sequence[ApprovalRule] | None = None,
+        budget: Budget | None = None,
         timeout: float | None = None,
         workspace: Literal["shared", "worktree"] | None = None,
     ) -> Session:
@@ -169,6 +172,13 @@ class AsyncRuntimeAPI:
 
     async def delete_thread(self, thread_id: str, *, keep_branch: bool = False, timeout: float | None = None) -> None:
         return await self._call(ops.DELETE_THREAD, locals())
+    async def usage(self, thread_id: str | None = None, instance: str | None = None, since: float | None = None, *,
+                    timeout: float = 5.0) -> UsageReport:
+        return await self._call(ops.USAGE, locals())
+
+    async def set_budget(self, budget: Budget | None, thread_id: str | None = None,
+                         instance: str | None = None) -> None:
+        return await self._call(ops.SET_BUDGET, locals())
 
 
 class AsyncRuntime(AsyncRuntimeAPI):

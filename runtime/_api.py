@@ -18,6 +18,7 @@ from paddock._workspaces._files import FilesRestored
 from paddock.contract import (
     ApprovalRule,
     Attachment,
+    Budget,
     Decision,
     InteractionMode,
     McpServer,
@@ -27,6 +28,7 @@ from paddock.contract import (
     Surface,
     ThreadSnapshot,
     TurnStartResult,
+    UsageReport,
 )
 from paddock._state._store import Binding
 
@@ -85,6 +87,7 @@ class RuntimeAPI:
         preamble_reminder: str | None = None,
         require: Sequence[str] = (),
         approval_rules: Sequence[ApprovalRule] | None = None,
+        budget: Budget | None = None,
         timeout: float | None = None,
         workspace: Literal["shared", "worktree"] | None = None,
     ) -> Session:
@@ -110,8 +113,10 @@ class RuntimeAPI:
         rides the first turn of each live session incarnation as a delimited prefix of the
         user's text; ``preamble_reminder`` (one line) rides every later turn. A preamble over
         the instance's ``preamble_max_chars`` (default 70,000) is omitted with a
-        ``runtime.warning``, never cut. Raises :class:`ValidationError` for a bad server (a name
-        given twice, an empty command, a non-HTTP url) or a reminder of more than one line.
+        ``runtime.warning``, never cut. ``budget`` bounds what the thread spends (see
+        :meth:`set_budget`); ``None`` keeps the one it had. Raises :class:`ValidationError` for a
+        bad server (a name given twice, an empty command, a non-HTTP url) or a reminder of more
+        than one line.
 
         ``workspace`` (``None``: the instance's ``workspace`` key): ``"shared"`` runs the session
         in ``cwd``; ``"worktree"`` gives the thread a git worktree of its own, on the branch
@@ -154,7 +159,9 @@ class RuntimeAPI:
         reaped or closed (or whose host died) resumes transparently. Raises
         :class:`ValidationError` for an empty or oversized prompt, an invalid mode, or a turn
         sent while another runs; :class:`SessionNotFoundError` for an unknown thread;
-        :class:`SessionClosedError` for a thread stopped with ``stop_session``.
+        :class:`SessionClosedError` for a thread stopped with ``stop_session``;
+        :class:`BudgetExceededError` while a budget over the thread (its own, its instance's, the
+        runtime's) is spent (``steer_turn`` too).
         """
         return self._call(ops.SEND_TURN, locals())
 
@@ -283,3 +290,21 @@ class RuntimeAPI:
         hidden refs; its branch too unless ``keep_branch``. Raises
         :class:`SessionNotFoundError` for an unknown thread."""
         return self._call(ops.DELETE_THREAD, locals())
+
+    # spend --------------------------------------------------------------------------------------
+
+    def usage(self, thread_id: str | None = None, instance: str | None = None, since: float | None = None, *,
+              timeout: float = 5.0) -> UsageReport:
+        """What the turns started at or after ``since`` (Unix time; all when ``None``) spent, from
+        the usage ledger: tokens by kind, cost and its source, turns and their wall time, in total,
+        per instance and per thread, and per turn when ``thread_id`` is given; CPU seconds and
+        peak RSS of the agent processes per instance. It includes every event published before
+        the call (it waits up to ``timeout`` seconds for the ledger to fold them). The ledger
+        lives in the state directory and survives restarts."""
+        return self._call(ops.USAGE, locals())
+
+    def set_budget(self, budget: Budget | None, thread_id: str | None = None, instance: str | None = None) -> None:
+        """Set the budget of a thread, of an instance, or (neither given) of the runtime; ``None``
+        removes it (the config's applies again). Persisted. Raising a spent budget lets
+        ``send_turn`` through again."""
+        return self._call(ops.SET_BUDGET, locals())

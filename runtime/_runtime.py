@@ -36,12 +36,19 @@ from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tra
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._observe._endpoint_watch import ENDPOINT_UNREACHABLE, EndpointWatch
 from paddock._observe._watchdog import StallWatchdog
+from paddock._observe._event_reader import EventReader
+from paddock._state._budgets import Budgets
+from paddock._state._processes import ProcessMeter
+from paddock._state._usage import LEDGER_TYPES, UsageLedger
+from paddock._threads._waits import UsageLimitWaits
 from paddock._workspaces._files import ThreadFiles
 from paddock.actors import EventHub, Subscription
 from paddock.contract import (
     PaddockError,
     PersistenceError,
     SessionClosedError,
+    TurnStartResult,
+    UsageReport,
     ValidationError,
 )
 from paddock.contract._construct import NoPublicConstructor
@@ -51,6 +58,7 @@ __all__ = ["CloseReport", "InstanceInfo", "Runtime", "RuntimeAPI"]
 
 
 R = TypeVar("R")
+_METER_EVERY = 2.0  # seconds between samples of the agent processes' CPU and RSS
 _CLOSE_RESERVE = 3.5  # at most these seconds of close()'s budget follow the last-resort kill
 _CLOSE_TAIL = 0.5  # seconds of close()'s budget kept for the stores once the log is closed
 
@@ -93,10 +101,17 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             owner.release()
             raise
         try:
+            self._ledger = UsageLedger(state_dir / "paddock.db", config.pricing)
+        except BaseException:
+            store.close()
+            owner.release()
+            raise
+        try:
             log_path = private_file(state_dir / "events.db") if config.settings.event_log else None
             self._hub = EventHub.start(log_path=str(log_path) if log_path is not None else None,
                                        max_bytes=config.settings.event_log_max_bytes)
         except BaseException:
+            self._ledger.close()
             store.close()
             owner.release()
             raise
@@ -107,9 +122,28 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             files.sweep({b.thread_id for b in store.list()})  # worktrees and refs of deleted threads
             self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings, files)
             self._pending = PendingRequests(self._hub)
-            self._handlers = self._bind_handlers()
-            self._threads.start()
             hub = self._hub
+            self._meter = ProcessMeter(state_dir)
+            self._budgets = Budgets(
+                self._ledger, runtime=config.settings.budgets,
+                instances={e.instance_id: e.budget for e in config.instances if e.budget is not None},
+                emit=lambda evs: hub.emitter(evs[0].driver, evs[0].instance_id, evs[0].thread_id).emit(evs),
+                interrupt=self._stop_for_budget,
+                instance_of=lambda t: b.instance_id if (b := store.get(t)) is not None else None)
+            # The ledger's reader: it resumes the log after what the ledger folded (all of it
+            # when the ledger is missing), so the ledger is rebuilt from the events.
+            folded = self._ledger.folded_seq
+            self._usage_reader = EventReader(
+                lambda: hub.subscribe(types=LEDGER_TYPES, from_seq=folded + 1 if log_path is not None else None),
+                "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick)
+            self._usage_reader.start()
+            self._handlers = self._bind_handlers()
+            policies = {e.instance_id: e.on_usage_limit for e in config.instances if e.on_usage_limit is not None}
+            default_policy = config.settings.on_usage_limit
+            self._waits = UsageLimitWaits(
+                hub, state_dir / "paddock.db", policy=lambda i: policies.get(i, default_policy),
+                send=lambda thread_id, text: self.send_turn(thread_id, text)).start()
+            self._threads.start()
             after = config.settings.stall_warning
             table = self._instances
             endpoints = None
@@ -125,6 +159,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
                                     skip=self._threads.is_ephemeral).start() if approval_hook is not None else None
         except BaseException:
             self._hub.close()
+            self._ledger.close()
             store.close()
             owner.release()
             raise
@@ -225,6 +260,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         survivors: tuple[int, ...] = ()
         given_up = 0
         try:
+            self._waits.close(timeout=max(0.05, min(1.0, timeout / 4)))  # no turn goes again while closing
             live = self._threads.halt()
             try:
                 survivors = self._instances.close_all(kill_at, confirm_until)
@@ -244,9 +280,13 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             try:
                 given_up = self._hub.close(timeout=max(0.05, deadline - _CLOSE_TAIL - time.monotonic()))
                 log_done = time.monotonic()
-                for reader in (self._spans, self._watchdog):
+                for reader in (self._spans, self._watchdog, self._usage_reader):
                     if reader is not None:
                         reader.close(timeout=max(0.05, deadline - time.monotonic()))
+                if not self._usage_reader.running:  # it read the subscription to its end: every event
+                    self._ledger.read_up_to(self._hub.last_seq)
+                self._budgets.close()
+                self._ledger.close()
                 self._threads.close(timeout=max(0.1, deadline - time.monotonic()))
             finally:
                 self._owner.release()  # last: the next owner finds the log and bindings complete
@@ -277,10 +317,10 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         return {
             ops.INSTANCES: lambda a: instances.infos(),
             ops.DIAGNOSE: lambda a: instances.diagnose(a.timeout),
-            ops.START_SESSION: threads.start_session,
-            ops.SEND_TURN: threads.send_turn,
+            ops.START_SESSION: self._start_session,
+            ops.SEND_TURN: self._send_turn,
             ops.INTERRUPT_TURN: threads.interrupt_turn,
-            ops.STEER_TURN: threads.steer_turn,
+            ops.STEER_TURN: self._steer_turn,
             ops.RESPOND_TO_REQUEST: threads.respond_to_request,
             ops.RESPOND_TO_USER_INPUT: threads.respond_to_user_input,
             ops.STOP_SESSION: threads.stop_session,
@@ -300,6 +340,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.RESTORE_FILES: threads.restore_files,
             ops.DIFF: threads.diff,
             ops.DELETE_THREAD: threads.delete_thread,
+            ops.USAGE: self._usage,
+            ops.SET_BUDGET: lambda a: self._budgets.put(a.budget, thread_id=a.thread_id, instance=a.instance),
         }
 
     def _answer_as_host(self, thread_id: str, request_id: str, decision: str) -> None:
@@ -307,6 +349,59 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         self._check_open()
         self._threads.respond_to_request(ops.RespondToRequestBody(
             thread_id=thread_id, request_id=request_id, decision=decision), decided_by="host")  # type: ignore[arg-type]
+
+    # spend (see paddock._state._usage, _budgets and paddock._threads._waits) --------------------
+
+    def _fold_usage(self, batch: list[Any]) -> None:
+        """The ledger's reader thread: fold a batch, then judge the budgets it touched."""
+        touched = self._ledger.fold(batch)
+        if touched and self._budgets.any:
+            like = {e.thread_id: (e.driver, e.instance_id, e.thread_id, e.turn_id) for e in batch}
+            self._budgets.after(touched, like)
+
+    def _budget_tick(self) -> None:
+        """The ledger's reader thread, after each wake: judge time budgets (every 0.5 s) and
+        sample the agent processes (every 2 s)."""
+        now = time.monotonic()
+        if self._budgets.any and now - self._budget_ticked >= 0.5:
+            self._budget_ticked = now
+            self._budgets.tick()
+        if now - self._metered >= _METER_EVERY:
+            self._metered = now
+            self._ledger.note_processes(self._meter.sample())
+
+    _budget_ticked = 0.0
+    _metered = 0.0
+
+    def _stop_for_budget(self, thread_id: str, turn_id: str) -> None:
+        """Interrupt a turn whose budget is spent (a thread of its own: it may wait on the agent)."""
+        try:
+            self._threads.interrupt_turn(ops.InterruptTurnBody(thread_id=thread_id, turn_id=turn_id or None))
+        except PaddockError:
+            pass  # the turn ended, or the session went away: nothing left to stop
+
+    def _usage(self, a: ops.UsageBody) -> UsageReport:
+        try:
+            self._hub.flush(timeout=a.timeout)
+        except PaddockError:
+            pass  # a closing hub: what was folded so far
+        else:
+            self._metered = 0.0  # the reader samples the processes at its next wake
+            self._usage_reader.sync(a.timeout)
+        return self._ledger.report(a.thread_id, a.instance, a.since)
+
+    def _start_session(self, a: ops.StartSessionBody) -> Any:
+        if a.budget is not None:
+            self._budgets.put(a.budget, thread_id=a.thread_id)
+        return self._threads.start_session(a)
+
+    def _send_turn(self, a: ops.SendTurnBody) -> TurnStartResult:
+        self._budgets.check(a.thread_id)
+        return self._threads.send_turn(a)
+
+    def _steer_turn(self, a: ops.SteerTurnBody) -> TurnStartResult:
+        self._budgets.check(a.thread_id)  # steering spends too (or starts a new turn)
+        return self._threads.steer_turn(a)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -36,6 +36,8 @@ from paddock.contract import (
     RequestOpened,
     RequestResolved,
     ResumeCursor,
+    USAGE_LIMIT,
+    RuntimeErrorEvent,
     RuleSubject,
     RuntimeErrorEvent,
     RuntimeWarningEvent,
@@ -50,6 +52,7 @@ from paddock.contract import (
     TurnStartResult,
     TurnState,
     ValidationError,
+    usage_limit_of,
     decide,
     with_preamble,
     with_reminder,
@@ -542,6 +545,11 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
         self._cancel_interrupt_bound()
         if not self.turn.in_turn:
             return
+        if state == "failed" and error:
+            limited, resets_at = usage_limit_of(error)
+            if limited:  # one classification for every driver: the text its agent reports
+                events.append(RuntimeErrorEvent(**self.identity, turn_id=self.turn.turn_id, code=USAGE_LIMIT,
+                                                message=error, error_class=USAGE_LIMIT, resets_at=resets_at))
         turn_usage = self.close_turn(events, state, usage)
         done = self.turn.complete(state, stop_reason=stop_reason, error=error, usage=turn_usage)
         if done is not None:

@@ -14,6 +14,9 @@ __all__ = ["CODEX_CAPABILITIES"]
 # enforced by Codex itself.
 CODEX_CAPABILITIES = override(
     NATIVE_CAPABILITIES,
+    # thread/tokenUsage/updated carries the thread's running total (after each model response,
+    # also mid-turn) and no cost.
+    usage={"source": "cumulative", "cost": False},
     # thread/fork copies a persisted thread; its `lastTurnId` (inclusive) leaves later turns out.
     sessions={"fork_kind": "from_turn"},
     # thread/revert {beforeTurnId} (0.171.0 has no thread/rollback) replaces the persisted history

@@ -58,13 +58,15 @@ def _env(ctx: InstanceContext) -> dict[str, str]:
 
 
 def _capabilities(caps: Capabilities) -> Capabilities:
-    # The local agent reports usage (usage_update and PromptResponse.usage, with @usage),
+    # The local agent reports usage (usage_update and PromptResponse.usage, with @usage, per
+    # turn; a cost with @cost),
     # offers a "plan" mode in session/new, and answers initialize with loadSession: true (known
     # before the first start, so the runtime can plan a resume).
     return msgspec.structs.replace(
         caps,
         sessions=msgspec.structs.replace(caps.sessions, load=True, resume=True),
         streaming=msgspec.structs.replace(caps.streaming, token_usage=True),
+        usage=msgspec.structs.replace(caps.usage, source="per_turn", cost=True),
         planning=msgspec.structs.replace(caps.planning, plan_mode=True),
     )
 

@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from paddock._instances._handoff import InstanceHandoff, rules_from_config, take_handoff
-from paddock.contract import ApprovalRule, ConfigError
+from paddock._state._usage import Pricing
+from paddock.contract import ApprovalRule, Budget, ConfigError
 from paddock.drivers.ray import RayPlacement
 
 __all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
@@ -48,6 +49,12 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     """Per-turn checkpoints kept per worktree thread; older ones are pruned (their hidden refs
     deleted) as new ones are taken."""
     approval_rules: tuple[ApprovalRule, ...] = ()
+    on_usage_limit: Literal["fail", "wait"] = "fail"
+    """A turn that hits a model's usage limit: ``"fail"`` ends it failed (with a ``runtime.error``
+    of ``error_class = "usage_limit"``); ``"wait"`` also parks the thread and sends the turn again
+    when the limit resets. An instance's own ``on_usage_limit`` wins."""
+    budgets: Budget | None = None
+    """The runtime's budget (``paddock.contract.Budget``'s keys); ``set_budget`` overrides it."""
     ray: dict[str, Any] = {}
     """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
     keys); an instance's own keys win."""
@@ -67,12 +74,18 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     workspace: Literal["shared", "worktree"] = "shared"
     """``"shared"``: a session runs in the ``cwd`` it is given; ``"worktree"``: each thread runs in
     a git worktree of its own (``paddock._workspaces``)."""
+    budget: Budget | None = None
+    """The instance's ``budgets = {...}``; ``set_budget(instance=...)`` overrides it."""
+    on_usage_limit: Literal["fail", "wait"] | None = None
+    """The instance's own ``on_usage_limit``; ``None``: the runtime's."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
     path: str | None
     settings: RuntimeSettings
     instances: tuple[InstanceEntry, ...]
+    pricing: dict[str, Pricing] = {}
+    """The ``[pricing."<model>"]`` tables: USD per million tokens, for agents that report no cost."""
 
 
 DEFAULT_CONFIG: dict[str, Any] = {"instances": {"local": {"driver": "local"}}}
@@ -116,7 +129,7 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
     else:
         raise ConfigError(None, f"expected a path, a mapping or None, got {type(config).__name__}")
 
-    unknown = set(data) - {"runtime", "instances"}
+    unknown = set(data) - {"runtime", "instances", "pricing"}
     if unknown:
         raise ConfigError(path, f"unknown top-level table(s): {', '.join(sorted(unknown))}")
     runtime_table = data.get("runtime", {})
@@ -151,9 +164,21 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         if workspace not in ("shared", "worktree"):
             raise ConfigError(path, f"{where} key 'workspace': \"shared\" (the default) or \"worktree\", got {workspace!r}")
         table, handoff = take_handoff(table, path=path, instance_id=str(instance_id))
+        try:
+            budget = msgspec.convert(table.pop("budgets"), Budget) if "budgets" in table else None
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, _issue(exc, f"{where} budgets")) from None
+        on_limit = table.pop("on_usage_limit", None)
+        if on_limit not in (None, "fail", "wait"):
+            raise ConfigError(path, f"{where} key 'on_usage_limit': expected \"fail\" or \"wait\", got {on_limit!r}")
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
-                                     placement=placement, workspace=workspace))
-    return RuntimeConfig(path=path, settings=settings, instances=tuple(entries))
+                                     placement=placement, workspace=workspace, budget=budget,
+                                     on_usage_limit=on_limit))
+    try:
+        pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
+    except msgspec.ValidationError as exc:
+        raise ConfigError(path, _issue(exc, "[pricing]")) from None
+    return RuntimeConfig(path=path, settings=settings, instances=tuple(entries), pricing=pricing)
 
 
 REMOVED_RUNTIME_KEYS: dict[str, str] = {

@@ -23,7 +23,9 @@ class EventReader:
     a time (a wake waits for the first event at most ``tick`` seconds); ``on_wake``, when given,
     then runs after every wake, with events or without. Both run on the reader thread. The
     thread ends when the subscription does. :meth:`start` subscribes and starts the thread (any
-    thread, once); :meth:`close` ends the subscription and joins the thread (any thread)."""
+    thread, once); :meth:`close` ends the subscription and joins the thread (any thread);
+    :meth:`sync` waits until every event offered to the subscription before it was called has
+    been handed to ``on_batch`` (any thread)."""
 
     def __init__(self, subscribe: Callable[[], Subscription], name: str, on_batch: Callable[[list[Event]], None],
                  *, most: int = 1024, tick: float = 1.0, on_wake: Callable[[], None] | None = None) -> None:
@@ -35,6 +37,8 @@ class EventReader:
         self._name = name
         self._sub: Subscription | None = None
         self._thread: threading.Thread | None = None
+        self._drained = 0  # wakes that ended with nothing left buffered
+        self._synced = threading.Condition()
 
     def start(self) -> None:
         self._sub = self._subscribe()
@@ -47,11 +51,31 @@ class EventReader:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def sync(self, timeout: float) -> bool:
+        """Wait until a wake that began after this call ended with nothing left buffered (at
+        most ``timeout`` seconds, about two ticks when idle); returns whether it did. Use it
+        after ``hub.flush()`` to read what the reader folded of everything published before."""
+        with self._synced:
+            want = self._drained + 2  # the wake under way may have drained before this call
+            return self._synced.wait_for(lambda: self._drained >= want or not self.running, timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def _run(self) -> None:
+        try:
+            self._read()
+        finally:
+            with self._synced:
+                self._synced.notify_all()
+
+    def _read(self) -> None:
         sub = self._sub
         assert sub is not None
         while True:
             first = sub.get(timeout=self._tick)
+            drained = True
             if first is None:
                 if sub.ended:
                     return
@@ -64,5 +88,10 @@ class EventReader:
                         break
                     batch.append(more)
                 self._on_batch(batch)
+                drained = len(batch) < self._most
             if self._on_wake is not None:
                 self._on_wake()
+            if drained:
+                with self._synced:
+                    self._drained += 1
+                    self._synced.notify_all()

@@ -27,6 +27,7 @@ from paddock.contract import (
     MAX_PROMPT_CHARS,
     ApprovalRule,
     Attachment,
+    Budget,
     Decision,
     InteractionMode,
     McpServer,
@@ -36,6 +37,7 @@ from paddock.contract import (
     Surface,
     ThreadSnapshot,
     TurnStartResult,
+    UsageReport,
     ValidationError,
 )
 from paddock._state._store import Binding
@@ -115,6 +117,8 @@ class StartSessionBody(Body, frozen=True):
     approval_rules: tuple[ApprovalRule, ...] | None = None
     """The thread's own rules, before the instance's and the runtime's; ``None``: what the
     thread had (persisted), else none of its own."""
+    budget: Budget | None = None
+    """The thread's own budget (persisted, as ``set_budget(thread_id=...)``); ``None`` keeps the one it had."""
     timeout: Seconds | None = None
 
 
@@ -284,6 +288,26 @@ def subscribe_arguments(args: Mapping[str, object]) -> SubscribeBody:
         raise body_error("subscribe", str(exc)) from None
 
 
+class UsageBody(Body, frozen=True):
+    thread_id: str | None = None
+    instance: str | None = None
+    since: float | None = None
+    """Unix time: only turns started at or after it."""
+    timeout: Annotated[float, msgspec.Meta(gt=0)] = 5.0
+
+
+class SetBudgetBody(Body, frozen=True):
+    budget: Budget | None
+    """``None`` removes the scope's budget (a thread's or an instance's falls back to the config)."""
+    thread_id: str | None = None
+    instance: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.thread_id is not None and self.instance is not None:
+            raise ValueError("give thread_id or instance, not both")
+
+
 @dataclass(frozen=True, eq=False)
 class Operation(Generic[R]):
     """One public operation of the Runtime. ``name`` is the method on every surface and the
@@ -383,6 +407,10 @@ GENERATE_TEXT = _op("generate_text", GenerateTextBody, str, reads=False, wait=No
                     summary="one-shot text from an instance (an ephemeral session with no tools approved)")
 MODELS = _op("models", ModelsBody, list[ModelInfo], reads=True, wait=None,
              summary="an instance's model catalog (cached; refresh asks the agent again)")
+USAGE = _op("usage", UsageBody, UsageReport, reads=True,
+            summary="tokens, cost, turns and turn time per turn, thread, instance and in total (the usage ledger)")
+SET_BUDGET = _op("set_budget", SetBudgetBody, type(None), reads=False,
+                 summary="set or remove the budget of a thread, an instance or the runtime")
 COMPACT_EVENTS = _op("compact_events", CompactEventsBody, int, reads=False, needs_open=False,
                      summary="delete logged events before a seq")
 RESTORE_FILES = _op("restore_files", RestoreFilesBody, FilesRestored, reads=False,
@@ -395,7 +423,7 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
     ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
-    RESTORE_FILES, DIFF, DELETE_THREAD,
+    RESTORE_FILES, DIFF, DELETE_THREAD, USAGE, SET_BUDGET,
 )
 """Every operation, in the order the API documents them."""
 BY_NAME: dict[str, Operation[Any]] = {op.name: op for op in OPERATIONS}

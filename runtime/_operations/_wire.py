@@ -17,6 +17,7 @@ from paddock import contract
 from paddock._operations._table import BY_NAME, Body
 from paddock.contract import (
     CapabilityUnsupportedError,
+    BudgetExceededError,
     ConfigError,
     DriverError,
     InstanceNotFoundError,
@@ -75,6 +76,7 @@ _STATUS: tuple[tuple[type[PaddockError], str, int], ...] = (
     (DriverError, "driver_failed", 502),
     (StateDirLockedError, "state_dir_locked", 409),
     (PersistenceError, "persistence_failed", 503),
+    (BudgetExceededError, "budget_exceeded", 429),
 )
 """Stable error codes and HTTP statuses; a PaddockError not listed (or a subclass added later)
 maps to its nearest listed ancestor, else ``paddock_error`` / 500."""
@@ -93,7 +95,8 @@ class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
     code: str
     """Stable: ``validation``, ``config``, ``instance_not_found``, ``session_not_found``,
     ``session_closed``, ``request_failed``, ``capability_unsupported``, ``timeout``,
-    ``process_failed``, ``driver_failed``, ``state_dir_locked``, ``persistence_failed``, ``paddock_error``, and from the
+    ``process_failed``, ``driver_failed``, ``state_dir_locked``, ``persistence_failed``, ``budget_exceeded``,
+    ``paddock_error``, and from the
     server itself ``unauthorized``, ``not_found``, ``method_not_allowed``."""
     type: str
     """The PaddockError class name (``SessionNotFoundError``)."""

@@ -20,7 +20,7 @@ COMMANDS: dict[str, str] = {
         "demo", "run", "events", "doctor", "init", "config", "sessions", "stop", "version", "bench",
         "mock-model", "peers", "record", "serve", "chat", "requests", "approve", "generate", "conformance",
         "fork", "compact", "rules",
-        "models", "diff",
+        "models", "diff", "usage",
     )
 }
 """Subcommand name -> module path (``paddock.cli._<name>``, ``-`` as ``_``), in help order."""

@@ -38,6 +38,8 @@ A script (JSON or TOML) names scenarios, each a list of steps, and the default o
   type = "mcp"     tool = "echo"   arguments = { text = "hi" }
   [[scenarios.down]]                    # error: answer the call with this HTTP status
   type = "error"   status = 503   message = "overloaded"
+  [[scenarios.limited]]                 # usage_limit: HTTP 429 with the reset, for resets_in s
+  type = "usage_limit"   resets_in = 3.0
 (one key per line in a real file). A call plays up to and including the next tool step; after
 the last one the model says "Tool finished: {output}". The whole format: docs/mock-model.md.
 """

@@ -6,7 +6,7 @@ re-exports them by name and its ``__all__`` is theirs joined."""
 
 from . import (
     _adapter, _attachments, _capabilities, _cursor, _errors, _events, _grammar, _ids, _json, _mcp, _preamble, _require,
-    _rules, _shell, _snapshot,
+    _rules, _shell, _snapshot, _usage, _limits,
 )
 from ._ids import (
     DriverKind as DriverKind,
@@ -17,6 +17,7 @@ from ._ids import (
     TurnId as TurnId,
 )
 from ._errors import (
+    BudgetExceededError as BudgetExceededError,
     CapabilityUnsupportedError as CapabilityUnsupportedError,
     ConfigError as ConfigError,
     DriverError as DriverError,
@@ -36,6 +37,7 @@ from ._events import (
     AccountRateLimitsUpdated as AccountRateLimitsUpdated,
     AccountUpdated as AccountUpdated,
     AuthStatus as AuthStatus,
+    BudgetWarning as BudgetWarning,
     ConfigWarning as ConfigWarning,
     CommandSubject as CommandSubject,
     ContentDelta as ContentDelta,
@@ -122,6 +124,8 @@ from ._capabilities import (
     ThreadsCaps as ThreadsCaps,
     ToolsCaps as ToolsCaps,
     TurnsCaps as TurnsCaps,
+    UsageCaps as UsageCaps,
+    UsageSource as UsageSource,
     decide_steering as decide_steering,
 )
 from ._cursor import (
@@ -207,6 +211,18 @@ from ._rules import (
 )
 from ._shell import CommandPart as CommandPart, split_command as split_command
 from ._snapshot import LIVE_ITEM_CHARS as LIVE_ITEM_CHARS, ThreadFold as ThreadFold, fold_thread as fold_thread
+from ._limits import USAGE_LIMIT as USAGE_LIMIT, usage_limit_of as usage_limit_of
+from ._usage import (
+    BUDGET_KINDS as BUDGET_KINDS,
+    Budget as Budget,
+    BudgetKind as BudgetKind,
+    CostSource as CostSource,
+    InstanceUsage as InstanceUsage,
+    ThreadUsage as ThreadUsage,
+    TurnUsage as TurnUsage,
+    UsageFigures as UsageFigures,
+    UsageReport as UsageReport,
+)
 from ._json import (
     JsonObject as JsonObject,
     JsonValue as JsonValue,
@@ -218,5 +234,5 @@ from ._json import (
 __all__ = sorted(
     _ids.__all__ + _errors.__all__ + _events.__all__ + _capabilities.__all__ + _cursor.__all__
     + _adapter.__all__ + _attachments.__all__ + _snapshot.__all__ + _json.__all__ + _mcp.__all__ + _preamble.__all__
-    + _grammar.__all__ + _require.__all__ + _rules.__all__ + _shell.__all__
+    + _grammar.__all__ + _require.__all__ + _rules.__all__ + _shell.__all__ + _usage.__all__ + _limits.__all__
 )

@@ -1,4 +1,4 @@
-"""Capabilities: what an instance's agent really does, in twelve groups of flags.
+"""Capabilities: what an instance's agent really does, in thirteen groups of flags.
 
 Host code and the runtime read capabilities, never the driver kind. A driver declares its own;
 ACP drivers start from :data:`ACP_DEFAULT_CAPABILITIES` and override only what the agent really
@@ -31,6 +31,8 @@ __all__ = [
     "ThreadsCaps",
     "ToolsCaps",
     "TurnsCaps",
+    "UsageCaps",
+    "UsageSource",
     "decide_steering",
 ]
 
@@ -157,8 +159,21 @@ class RuntimePolicyCaps(_Group, frozen=True):
     modes: tuple[str, ...]
 
 
+UsageSource = Literal["per_turn", "cumulative", "none"]
+"""How an agent reports token usage: per turn (Paddock adds the turns up), as the thread's running
+total, or not at all (a token budget cannot bind it)."""
+
+
+class UsageCaps(_Group, frozen=True):
+    """Where the usage ledger's figures come from: ``source`` (:data:`UsageSource`) and whether
+    the agent reports a cost (``cost``; else the ledger prices tokens from ``[pricing]``)."""
+
+    source: UsageSource
+    cost: bool
+
+
 class Capabilities(_Group, frozen=True):
-    """The twelve capability groups of one instance."""
+    """The thirteen capability groups of one instance."""
 
     sessions: SessionsCaps
     threads: ThreadsCaps
@@ -172,6 +187,7 @@ class Capabilities(_Group, frozen=True):
     checkpointing: CheckpointingCaps
     identity: IdentityCaps
     runtime_policy: RuntimePolicyCaps
+    usage: UsageCaps
 
 
 ACP_DEFAULT_CAPABILITIES = Capabilities(
@@ -199,6 +215,8 @@ ACP_DEFAULT_CAPABILITIES = Capabilities(
     identity=IdentityCaps(thread="strong", turn="none", item="strong", request="weak"),
     runtime_policy=RuntimePolicyCaps(enforcement="client-boundary",
                                      modes=("approval-required", "auto-accept-edits", "full-access")),
+    # PromptResponse.usage is not in ACP v1; usage_update carries a context size and a cost only.
+    usage=UsageCaps(source="none", cost=False),
 )
 """What every ACP v1 agent can do before ``initialize`` says more."""
 

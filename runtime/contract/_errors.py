@@ -8,6 +8,7 @@ native protocol errors are mapped into this family at the adapter boundary.
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceededError",
     "CapabilityUnsupportedError",
     "ConfigError",
     "DriverError",
@@ -221,3 +222,20 @@ class OperationTimeout(PaddockError):
         self.operation = operation
         self.seconds = seconds
         super().__init__(f"{operation} did not finish within {seconds:g} s", **where)
+
+
+class BudgetExceededError(PaddockError):
+    """Raised by ``send_turn`` while a budget over the thread is spent: ``budget`` names which
+    (``tokens``, ``cost``, ``turns`` or ``turn_seconds``), ``scope`` whose (``thread``,
+    ``instance`` or ``runtime``), ``figure`` what was spent and ``limit`` the bound. It holds
+    until the host raises the budget (``set_budget``) or its period rolls over. HTTP 429, code
+    ``budget_exceeded``."""
+
+    def __init__(self, budget: str, scope: str, figure: float, limit: float, **where: str | None) -> None:
+        self.budget = budget
+        self.scope = scope
+        self.figure = figure
+        self.limit = limit
+        super().__init__(
+            f"The {scope}'s {budget} budget is spent ({figure:g} of {limit:g}); raise it with set_budget() "
+            "or wait for its period to roll over", **where)

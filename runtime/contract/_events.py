@@ -19,6 +19,7 @@ __all__ = [
     "AccountRateLimitsUpdated",
     "AccountUpdated",
     "AuthStatus",
+    "BudgetWarning",
     "ConfigWarning",
     "CommandSubject",
     "ContentDelta",
@@ -279,8 +280,12 @@ class ThreadStarted(EventBase, frozen=True, tag="thread.started"):
 
 
 class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
+    """``waiting``: the thread is parked on a usage limit (``on_usage_limit = "wait"``); Paddock
+    sends its turn again at ``resets_at`` (Unix time; else after a capped backoff) by itself."""
+
     type: ClassVar[Literal["thread.state.changed"]]
-    state: Literal["active", "idle", "archived", "closed"]
+    state: Literal["active", "idle", "archived", "closed", "waiting"]
+    resets_at: float | None = None
 
 
 class ThreadRolledBack(EventBase, frozen=True, tag="thread.rolled-back"):
@@ -634,6 +639,30 @@ class RuntimeErrorEvent(EventBase, frozen=True, tag="runtime.error"):
     code: str
     message: str
     detail: dict[str, Any] | None = None
+    error_class: str | None = None
+    """``usage_limit``: a model's rate or usage limit (``paddock.contract.usage_limit_of``)."""
+    resets_at: float | None = None
+    """When a usage limit resets (Unix time), where the agent said."""
+
+
+class BudgetWarning(EventBase, frozen=True, tag="budget.warning"):
+    """A budget over the thread reached its warning fraction (``exceeded`` false), or its limit
+    (``exceeded`` true: the running turn is interrupted for it and ``send_turn`` raises
+    :class:`BudgetExceededError` until the budget is raised or its period rolls over).
+
+    ``budget`` names the bound (``tokens``, ``cost``, ``turns``, ``turn_seconds``), ``scope``
+    whose it is (``thread``, ``instance``, ``runtime``; ``scope_id`` the thread or instance id,
+    ``""`` for the runtime), ``figure`` what was spent in the period and ``limit`` the bound."""
+
+    type: ClassVar[Literal["budget.warning"]]
+
+    budget: str
+    scope: str
+    scope_id: str
+    figure: float
+    limit: float
+    exceeded: bool = False
+    period: str | None = None
 
 
 Event = Union[
@@ -680,6 +709,7 @@ Event = Union[
     FilesPersisted,
     RuntimeWarningEvent,
     RuntimeErrorEvent,
+    BudgetWarning,
 ]
 """Any canonical event; ``event.type`` names which."""
 

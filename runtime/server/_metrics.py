@@ -19,6 +19,7 @@ reader behind the hub.
 | ``paddock_warnings_total{code}`` | ``runtime.warning`` (process restarts, stalls, model retries) |
 | ``paddock_mcp_servers{server,status}`` | ``mcp.status.updated`` |
 | ``paddock_events_total``, ``paddock_event_log_bytes``, ``paddock_metrics_lag_events`` | read when scraped |
+| ``paddock_usage_tokens_total{kind}``, ``paddock_usage_cost_usd_total{source}``, ``paddock_usage_turn_seconds_total`` | the usage ledger, read when scraped |
 
 Every series is labelled with ``instance`` and ``driver``.
 """
@@ -46,6 +47,7 @@ from paddock.contract import (
     SessionStarted,
     TurnCompleted,
     TurnStarted,
+    UsageReport,
 )
 
 __all__ = ["CONTENT_TYPE", "MetricsCollector", "TYPES"]
@@ -67,7 +69,9 @@ class _ScrapeTime(Collector):
     the running turns have been running."""
 
     def __init__(self, last_seq: Callable[[], int], log_path: str | None, read_seq: Callable[[], int],
-                 running: Callable[[], list[tuple[str, str, float]]]) -> None:
+                 running: Callable[[], list[tuple[str, str, float]]],
+                 usage: Callable[[], UsageReport] | None = None) -> None:
+        self._usage = usage
         self._last_seq = last_seq
         self._log_path = log_path
         self._read_seq = read_seq
@@ -95,6 +99,27 @@ class _ScrapeTime(Collector):
             except OSError:
                 size = 0
             yield GaugeMetricFamily("paddock_event_log_bytes", "Size of the event log on disk (with its WAL)", value=size)
+        if self._usage is not None:
+            yield from _usage_metrics(self._usage())
+
+
+def _usage_metrics(report: UsageReport) -> Iterable[Metric]:
+    """The ledger's figures per instance and driver, as counters (they only grow)."""
+    tokens = CounterMetricFamily("paddock_usage_tokens", "Tokens the agents used, by kind (the usage ledger)",
+                                 labels=[*_BY, "kind"])
+    cost = CounterMetricFamily("paddock_usage_cost_usd", "Cost of the turns whose cost is known, in USD",
+                               labels=[*_BY, "source"])
+    seconds = CounterMetricFamily("paddock_usage_turn_seconds", "Wall time of turns (the usage ledger)", labels=list(_BY))
+    for i in report.instances:
+        by = [i.instance_id, i.driver]
+        for kind in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"):
+            tokens.add_metric([*by, kind.removesuffix("_tokens")], getattr(i, kind))
+        if i.cost is not None:
+            cost.add_metric([*by, i.cost_source], i.cost)
+        seconds.add_metric(by, i.turn_seconds)
+    yield tokens
+    yield cost
+    yield seconds
 
 
 class MetricsCollector:
@@ -103,7 +128,7 @@ class MetricsCollector:
     :meth:`close` ends the subscription and joins the thread."""
 
     def __init__(self, subscribe: Callable[[], Subscription], *, last_seq: Callable[[], int],
-                 log_path: str | None) -> None:
+                 log_path: str | None, usage: Callable[[], UsageReport] | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.turns_started = Counter("paddock_turns_started", "Turns started", _BY, registry=r)
@@ -129,7 +154,7 @@ class MetricsCollector:
         self._read_seq = 0
         self._turns: dict[str, tuple[float, bool]] = {}  # turn id -> (started at, first text seen)
         self._turn_labels: dict[str, tuple[str, str]] = {}  # turn id -> (instance, driver)
-        r.register(_ScrapeTime(last_seq, log_path, lambda: self._read_seq, self._running))
+        r.register(_ScrapeTime(last_seq, log_path, lambda: self._read_seq, self._running, usage))
         self._requests: dict[str, float] = {}  # request id -> opened at
         self._live: set[str] = set()  # thread ids
         self._mcp_status: dict[tuple[str, str, str], str] = {}

@@ -198,8 +198,9 @@ def serve(
                 from paddock.server._metrics import TYPES, MetricsCollector
 
                 hub = runtime._hub
+                ledger = runtime._ledger
                 collector = MetricsCollector(lambda: runtime.subscribe(types=TYPES), last_seq=lambda: hub.last_seq,
-                                             log_path=hub.log_path)
+                                             log_path=hub.log_path, usage=lambda: ledger.report())
                 collector.start()
             app = build_app(arun, token=token, transport="unix" if endpoint.socket else "tcp", metrics=collector)
             server = _uvicorn_server(uvicorn.Config(

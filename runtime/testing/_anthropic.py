@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut
+import math
+
+from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut, rfc3339
 from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Anthropic"]
@@ -116,3 +118,12 @@ class Anthropic:
                  429: "rate_limit_error", 529: "overloaded_error"}
         kind = kinds.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": kind, "message": error.message}}
+
+    @staticmethod
+    def error_headers(error: ErrorOut) -> dict[str, str]:
+        """A usage limit's reset: ``retry-after`` (seconds) and Anthropic's RFC 3339 resets."""
+        if error.resets_at is None:
+            return {}
+        stamp = rfc3339(error.resets_at)
+        return {"retry-after": str(math.ceil(error.resets_in or 0)), "anthropic-ratelimit-requests-reset": stamp,
+                "anthropic-ratelimit-tokens-reset": stamp, "anthropic-ratelimit-requests-remaining": "0"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut
-from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_totals
+from ._reply import Call, Ids, Reply, TextOut, ToolOut
+from ._wire import Frames, body_call, dumps, function_tool, openai_error_body, openai_error_headers, text_of, usage_totals
 
 __all__ = ["Chat"]
 
@@ -89,7 +89,5 @@ class Chat:
                 "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
                 "usage": usage_totals(call, reply.parts, input_tokens, _USAGE)}
 
-    @staticmethod
-    def error_body(error: ErrorOut) -> object:
-        kind = "server_error" if error.status >= 500 else "invalid_request_error"
-        return {"error": {"message": error.message, "type": kind, "code": None}}
+    error_body = staticmethod(openai_error_body)
+    error_headers = staticmethod(openai_error_headers)

@@ -171,6 +171,10 @@ class Dialect:
     def usage(self) -> str:
         return "say hi SCENARIO:text"
 
+    def usage_limit(self) -> str | None:
+        """A prompt the model answers with a usage limit that resets 3 s after its first call."""
+        return "limited SCENARIO:usage_limit"
+
     def waits_on_model(self) -> str | None:
         """A prompt whose turn waits on the model (run with the instance's ``endpoint`` on a port
         that refuses connections)."""
@@ -253,6 +257,9 @@ class LocalDialect(Dialect):
     def usage(self) -> str:
         return "@usage 10 5\n@reply counted\ncount"
 
+    def usage_limit(self) -> str | None:
+        return f"@limit-until {time.time() + 3:.3f}\n@reply Back after the reset\nlimited"
+
     def waits_on_model(self) -> str | None:
         # It calls no model: a first chunk, then a minute of quiet, stands in for an agent
         # waiting on one (the runtime's endpoint check is the same for every driver).
@@ -297,7 +304,8 @@ class PlainDialect(Dialect):
     checked loosely."""
 
     why_not = {"http_error": "a real model cannot be told to answer with an HTTP error",
-               "context": "what a real model received cannot be read back"}
+               "context": "what a real model received cannot be read back",
+               "usage_limit": "a real model cannot be told to answer with a usage limit"}
 
     def text(self) -> tuple[str, str]:
         return "Reply with exactly these words and nothing else: Hello from Paddock", "Hello from Paddock"
@@ -320,6 +328,9 @@ class PlainDialect(Dialect):
 
     def usage(self) -> str:
         return self.text()[0]
+
+    def usage_limit(self) -> str | None:
+        return None
 
     def waits_on_model(self) -> str | None:
         return self.text()[0]
@@ -1412,3 +1423,6 @@ def answers_as_mock_model(endpoint: object, *, timeout: float = 2.0) -> bool:
         return False
     finally:
         conn.close()
+
+
+from . import _conformance_limits as _conformance_limits  # noqa: E402  (registers its scenario last)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ._reply import Call, ErrorOut, Ids, Reply, TextOut
 from ._wire import Frames, dumps, function_tool, text_of, usage_totals
 
@@ -119,5 +121,14 @@ class Gemini:
 
     @staticmethod
     def error_body(error: ErrorOut) -> object:
-        return {"error": {"code": error.status, "message": error.message,
-                          "status": _STATUS.get(error.status, "INTERNAL" if error.status >= 500 else "FAILED_PRECONDITION")}}
+        body: dict[str, object] = {
+            "code": error.status, "message": error.message,
+            "status": _STATUS.get(error.status, "INTERNAL" if error.status >= 500 else "FAILED_PRECONDITION")}
+        if error.resets_at is not None:  # google.rpc.RetryInfo: how Gemini says when to retry
+            body["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                                "retryDelay": f"{math.ceil(error.resets_in or 0)}s"}]
+        return {"error": body}
+
+    @staticmethod
+    def error_headers(error: ErrorOut) -> dict[str, str]:
+        return {} if error.resets_at is None else {"retry-after": str(math.ceil(error.resets_in or 0))}

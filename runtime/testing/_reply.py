@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
+import threading
+import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
-from ._scenario import DEFAULT_FINAL_TEXT, TOOL_STEPS, Fail, McpCall, Patch, Script, Shell, Text, Write, find_marker
+from ._scenario import (
+    DEFAULT_FINAL_TEXT, TOOL_STEPS, Fail, McpCall, Patch, Script, Shell, Text, UsageLimit, Write, find_marker,
+)
 
-__all__ = ["Call", "ErrorOut", "Ids", "Reply", "TextOut", "ToolOut", "ToolSpec", "plan_reply", "split_text"]
+__all__ = ["Call", "ErrorOut", "Ids", "Reply", "TextOut", "ToolOut", "ToolSpec", "plan_reply", "rfc3339", "split_text"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,12 @@ class ToolOut:
 class ErrorOut:
     status: int
     message: str
+    resets_at: float | None = None
+    """A usage limit's end (Unix time): the dialects put it in their reset headers and body."""
+
+    @property
+    def resets_in(self) -> float | None:
+        return None if self.resets_at is None else max(0.0, self.resets_at - time.time())
 
 
 @dataclass(frozen=True)
@@ -98,9 +110,16 @@ class Ids:
     ``itertools.count`` is atomic under the GIL)."""
 
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _limits: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next(self, prefix: str) -> str:
         return f"{prefix}{next(self._counter)}"
+
+    def limit_window(self, scenario: str, seconds: float) -> float:
+        """When the usage-limit window of ``scenario`` ends: opened by the first call to ask."""
+        with self._lock:
+            return self._limits.setdefault(scenario, float(math.ceil(time.time() + seconds)))  # a whole second
 
 
 _ERROR_MESSAGES = {400: "mock bad request", 500: "mock internal error"}
@@ -110,6 +129,11 @@ WRITE_TOOLS = ("Write", "write", "write_file", "create", "write_to_file")
 PATCH_TOOLS = ("apply_patch",)
 PATCH_SHELLS = ("exec_command",)
 """Shell tools that apply an ``apply_patch`` heredoc as a patch (Codex's)."""
+
+
+def rfc3339(ts: float) -> str:
+    """Unix time ``ts`` as RFC 3339 in UTC, to the second (``2026-01-02T03:04:05Z``)."""
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def split_text(text: str, chunks: int) -> tuple[str, ...]:
@@ -222,12 +246,19 @@ def plan_reply(call: Call, script: Script, ids: Ids, *, workspace: str | None = 
         if isinstance(step, Fail):
             message = step.message or _ERROR_MESSAGES.get(step.status, f"mock error {step.status}")
             return Reply(scenario=name, segment=index, error=ErrorOut(step.status, message))
+        if isinstance(step, UsageLimit):
+            ends = ids.limit_window(name or "", step.resets_in)
+            if time.time() < ends:
+                message = step.message or f"mock usage limit reached; resets at {rfc3339(ends)}"
+                return Reply(scenario=name, segment=index, error=ErrorOut(429, message, resets_at=ends))
     parts: list[TextOut | ToolOut] = []
     notes: list[str] = []
     for step in segment:
         if isinstance(step, Text):
             text = step.text.replace("{output}", output_head)
             parts.append(TextOut(chunks=split_text(text, step.chunks), delay=step.delay))
+        elif isinstance(step, UsageLimit):
+            continue  # its window is over
         else:
             made = _tool_call(step, call, ids, workspace)
             if isinstance(made, str):

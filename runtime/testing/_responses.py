@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolSpec
-from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
+from ._reply import Call, Ids, Reply, TextOut, ToolSpec
+from ._wire import Frames, body_call, dumps, function_tool, openai_error_body, openai_error_headers, text_of, usage_counts
 
 __all__ = ["Responses"]
 
@@ -113,7 +113,5 @@ class Responses:
                 "output": [done for _, _, done in cls._items(reply, ids)],
                 "usage": cls._usage(call, reply, input_tokens)}
 
-    @staticmethod
-    def error_body(error: ErrorOut) -> object:
-        kind = "server_error" if error.status >= 500 else "invalid_request_error"
-        return {"error": {"message": error.message, "type": kind, "code": None}}
+    error_body = staticmethod(openai_error_body)
+    error_headers = staticmethod(openai_error_headers)

@@ -17,7 +17,8 @@ Script files are JSON or TOML::
 A file that is just a list of steps is the default scenario. The scenario of a call is named by
 the marker ``SCENARIO:<name>`` in the last user text, else the script's default. Built-in
 scenarios (a script may override them): ``text``, ``tool_shell``, ``tool_shell_escalated``,
-``tool_write``, ``patch``, ``slow``, ``http400``, ``http500``, and ``mcp_echo`` (calls the
+``tool_write``, ``patch``, ``slow``, ``http400``, ``http500``, ``usage_limit`` (429 for 3 s
+from its first call, then ``Back after the reset``), and ``mcp_echo`` (calls the
 ``echo`` tool of the test MCP server, :mod:`paddock.testing.mcp_server`).
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "Shell",
     "Step",
     "Text",
+    "UsageLimit",
     "Write",
     "find_marker",
     "load_script",
@@ -99,7 +101,17 @@ class Fail(msgspec.Struct, frozen=True, kw_only=True, tag="error", tag_field="ty
     message: str | None = None
 
 
-Step = Union[Text, Shell, Write, Patch, McpCall, Fail]
+class UsageLimit(msgspec.Struct, frozen=True, kw_only=True, tag="usage_limit", tag_field="type"):
+    """A model's usage limit: the first call that reaches this step starts a window of
+    ``resets_in`` seconds (per scenario, server-wide); every call in the window is answered HTTP
+    429 in the dialect's shape (body, ``retry-after`` and the provider's reset headers, and a
+    message saying when it resets); after the window the step is skipped and the rest plays."""
+
+    resets_in: float = 3.0
+    message: str | None = None
+
+
+Step = Union[Text, Shell, Write, Patch, McpCall, Fail, UsageLimit]
 TOOL_STEPS = (Shell, Write, Patch, McpCall)
 DEFAULT_FINAL_TEXT = "Tool finished: {output}"
 
@@ -130,6 +142,7 @@ BUILTIN_SCENARIOS: dict[str, tuple[Step, ...]] = {
     "slow": (Text(text=_SLOW_TEXT, chunks=100, delay=0.2),),
     "http400": (Fail(status=400),),
     "http500": (Fail(status=500),),
+    "usage_limit": (UsageLimit(resets_in=3.0), Text(text="Back after the reset")),
     "mcp_echo": (McpCall(tool="echo", arguments={"text": "ping from the model"}),),
 }
 

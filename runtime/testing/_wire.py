@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 
-from ._reply import Call, TextOut, ToolOut, ToolSpec
+from ._reply import Call, ErrorOut, TextOut, ToolOut, ToolSpec
 
-__all__ = ["Frames", "body_call", "dumps", "image_parts", "schema_props", "text_of", "usage_counts", "usage_totals"]
+__all__ = [
+    "Frames", "body_call", "dumps", "image_parts", "openai_error_body", "openai_error_headers", "schema_props", "text_of",
+    "usage_counts", "usage_totals",
+]
 
 Frames = list[tuple[float, bytes]]
 """A stream: ``(delay_before_seconds, raw_bytes)`` pairs written in order, flushed one by one."""
@@ -106,3 +110,22 @@ def image_parts(body: object) -> tuple[str, ...]:
         else:
             stack.extend(reversed(list(value.values())))
     return tuple(out)
+
+
+def openai_error_body(error: ErrorOut) -> object:
+    """The error body of both OpenAI dialects (Responses, Chat Completions); a usage limit is
+    ``rate_limit_exceeded`` with its reset (Codex reads ``resets_in_seconds`` where given)."""
+    if error.resets_at is not None:
+        return {"error": {"message": error.message, "type": "usage_limit_reached", "code": "rate_limit_exceeded",
+                          "resets_at": int(error.resets_at), "resets_in_seconds": math.ceil(error.resets_in or 0)}}
+    kind = "server_error" if error.status >= 500 else "invalid_request_error"
+    return {"error": {"message": error.message, "type": kind, "code": None}}
+
+
+def openai_error_headers(error: ErrorOut) -> dict[str, str]:
+    """A usage limit's reset: ``retry-after`` and OpenAI's ``x-ratelimit-reset-*`` durations."""
+    if error.resets_at is None:
+        return {}
+    seconds = f"{math.ceil(error.resets_in or 0)}s"
+    return {"retry-after": seconds[:-1], "x-ratelimit-reset-requests": seconds, "x-ratelimit-reset-tokens": seconds,
+            "x-ratelimit-remaining-requests": "0"}

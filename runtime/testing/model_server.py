@@ -317,9 +317,12 @@ class ModelServer:
         result.setdefault("kind", "not_found")
         self._publish(RequestRecord(**base, **result, duration=round(time.monotonic() - arrived, 4)))
 
-    def _send(self, h: _Handler, status: int, payload: object | None, *, content_type: str = "application/json") -> None:
+    def _send(self, h: _Handler, status: int, payload: object | None, *, content_type: str = "application/json",
+              headers: dict[str, str] | None = None) -> None:
         data = b"" if payload is None else (payload if isinstance(payload, bytes) else dumps(payload).encode())
         h.send_response(status)
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
         h.send_header("Content-Type", content_type)
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
@@ -396,7 +399,7 @@ class ModelServer:
             "note": reply.note,
         }
         if reply.error is not None:
-            self._send(h, reply.error.status, dialect.error_body(reply.error))
+            self._send(h, reply.error.status, dialect.error_body(reply.error), headers=dialect.error_headers(reply.error))
             return {**info, "status": reply.error.status}
         sse = call.stream and (dialect is not Gemini or "alt=sse" in query)
         if not sse:

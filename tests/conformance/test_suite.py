@@ -54,6 +54,9 @@ def test_local_agent_conforms_on_every_scenario(tmp_path):
     assert reasons["06-steer"] == "turns.steer is off"
     # Refused before the process was touched (else the case would have failed), and said so.
     assert reasons["16c-compact"] == "context.compaction is off"
+    # Where usage comes from, in the report; a usage limit is classified with its reset time.
+    assert report.capabilities["usage"] == {"source": "per_turn", "cost": True}
+    assert (results["19-usage-limit"], reasons["19-usage-limit"]) == ("pass", "usage_limit with resets_at")
 
 
 def test_an_attachment_flag_that_is_off_is_refused_and_named(tmp_path):

@@ -26,10 +26,11 @@ SHAPE = {
     "checkpointing": ["diffs", "restore"],
     "identity": ["thread", "turn", "item", "request"],
     "runtime_policy": ["enforcement", "modes"],
+    "usage": ["source", "cost"],
 }
 
 
-def test_twelve_groups_with_the_expected_shape():
+def test_thirteen_groups_with_the_expected_shape():
     groups = msgspec.structs.fields(Capabilities)
     assert [g.name for g in groups] == list(SHAPE)
     for group in groups:

@@ -66,9 +66,9 @@ def test_the_union_has_every_family_of_the_architecture():
     families = {name.split(".")[0] for name in EVENT_TYPES}
     assert families >= {
         "session", "thread", "turn", "item", "content", "request", "user-input", "task", "hook",
-        "tool", "auth", "account", "mcp", "model", "config", "deprecation", "files", "runtime",
+        "tool", "auth", "account", "mcp", "model", "config", "deprecation", "files", "runtime", "budget",
     }
-    assert len(EVENT_TYPES) == 43
+    assert len(EVENT_TYPES) == 44
 
 
 def test_events_are_frozen():

@@ -175,6 +175,26 @@ def test_dashboard_for_many_accounts_puts_the_approval_with_its_command_first(ma
     assert not errors, errors
 
 
+def test_dashboard_session_rows_show_the_ledgers_tokens_and_cost(make_server, browser):
+    served = make_server("tcp")
+    with served.remote() as rt:
+        rt.start_session("spent", instance="local-a", cwd=served.workspace)
+        rt.send_turn("spent", "@cost 0.125\n@usage 1200 300\nhi")
+        deadline = time.monotonic() + 20
+        while rt.usage("spent").total.turns != 1 or rt.usage("spent").turns[0].state != "completed":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    page = browser.new_page()
+    page.goto(f"{served.url}/#token={served.token}")
+    row = "#sessions li[data-thread='spent'] .facts"
+    page.wait_for_selector(row)
+    deadline = time.monotonic() + 20
+    while "1500 tokens" not in (facts := page.text_content(row) or ""):
+        assert time.monotonic() < deadline, facts
+        time.sleep(0.1)
+    assert "1500 tokens (1200 in / 300 out)" in facts and "$0.1250" in facts and "1 turn" in facts, facts
+
+
 def test_dashboard_shows_each_turns_diff_of_a_worktree_thread(make_server, browser):
     from tests.workspaces.conftest import git
 

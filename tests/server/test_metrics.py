@@ -70,3 +70,21 @@ def test_metrics_show_a_turn_while_it_runs_and_its_duration_after(make_server):
         rt.stop_session("m1")
         stopped = _scrape_until(client, lambda s: _value(s, "paddock_sessions_live") == 0)
         assert sum(v for (name, _), v in stopped.items() if name == "paddock_session_exits_total") == 1
+
+
+def test_the_usage_ledger_is_scraped_per_instance_and_a_spent_budget_is_http_429(make_server):
+    from paddock.contract import Budget, BudgetExceededError
+
+    served = make_server("tcp")
+    with served.remote() as rt, served.http() as client:
+        rt.start_session("u1", instance="local-a", cwd=served.workspace, budget=Budget(tokens=100))
+        rt.send_turn("u1", "@usage 90 30\nhi")
+        used = _scrape_until(client, lambda s: _value(s, "paddock_usage_tokens_total", kind="input") == 90)
+        assert _value(used, "paddock_usage_tokens_total", kind="output") == 30
+        assert rt.usage("u1").total.total_tokens == 120
+        r = client.post("/v1/send_turn", json={"thread_id": "u1", "text": "more"})
+        assert r.status_code == 429 and r.json()["error"]["code"] == "budget_exceeded", r.text
+        assert r.json()["error"]["attrs"]["limit"] == 100
+        with pytest.raises(BudgetExceededError) as err:  # rebuilt by the client, with its figures
+            rt.send_turn("u1", "more")
+        assert (err.value.budget, err.value.figure) == ("tokens", 120)

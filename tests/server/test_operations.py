@@ -15,7 +15,7 @@ from paddock import Runtime
 from paddock._operations._table import OPERATIONS, Operation
 from paddock.aio import AsyncRuntime
 from paddock.client import AsyncRemoteRuntime, RemoteRuntime
-from paddock.contract import PaddockError
+from paddock.contract import Budget, PaddockError
 from paddock.server import build_app, openapi_document
 from tests.runtime.conftest import TWO_LOCAL
 
@@ -120,6 +120,8 @@ def _outcomes(rt, ws) -> dict[str, str]:
     call("list_threads")
     call("generate_text", "local-a", "@reply a title")
     call("models", "local-a")
+    call("set_budget", Budget(turns=100), thread_id="t1")
+    call("usage", "t1")
     call("stop_session", "t1")
     call("stop_all")
     call("compact_events", 1)

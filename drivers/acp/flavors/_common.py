@@ -18,8 +18,9 @@ def loads_sessions(caps: Capabilities) -> Capabilities:
 
 
 def reports_usage(caps: Capabilities) -> Capabilities:
-    """``streaming.token_usage`` on: the agent sends ``usage_update`` and ``PromptResponse.usage``."""
-    return override(caps, streaming={"token_usage": True})
+    """``streaming.token_usage`` on: the agent sends ``usage_update`` and ``PromptResponse.usage``
+    (per turn: ``usage.source`` ``per_turn``)."""
+    return override(caps, streaming={"token_usage": True}, usage={"source": "per_turn"})
 
 
 def gemini_family_settings(selected_type: str | None, *, general: Mapping[str, JsonValue] = {}) -> JsonObject:

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,7 @@ _BATCH_BYTES = 16 * 1024
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+RATE_LIMITED = 429  # not a JSON-RPC code: what agents put there for a model's HTTP 429
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 
@@ -121,7 +123,7 @@ class _TurnState:
 
 
 class _Session:
-    __slots__ = ("id", "cwd", "history", "mode", "config", "last_done", "turns", "chunk_prefix", "usage_total", "mcp")
+    __slots__ = ("id", "cwd", "history", "mode", "config", "last_done", "turns", "chunk_prefix", "usage_total", "cost_total", "mcp")
 
     def __init__(self, session_id: str, cwd: str, history: list[Turn], prefix: bytes) -> None:
         self.id = session_id
@@ -136,6 +138,7 @@ class _Session:
         self.turns: set[_TurnState] = set()
         self.chunk_prefix = prefix
         self.usage_total = sum(a + b for t in history if t.usage for a, b in (t.usage,))
+        self.cost_total = 0.0
         self.mcp: dict[str, McpClient] = {}
 
 
@@ -543,6 +546,12 @@ class Agent:
             previous.wait()
         try:
             sent: list[str] = []
+            if d.limit_until is not None and time.time() < d.limit_until:
+                # What a model's usage limit looks like from an ACP agent: an error with its text.
+                self._error(req_id, RATE_LIMITED, f"usage limit reached; resets at {d.limit_until:.3f}",
+                            {"resetsAt": d.limit_until}, throttle=True)
+                session.turns.discard(turn)
+                return
             try:
                 if received and not turn.cancelled:
                     # Echo what the prompt carried besides text, for tests of attachments.
@@ -616,6 +625,10 @@ class Agent:
         else:
             answer = f"You said: {d.prompt}"
 
+        if d.cost is not None:
+            session.cost_total += d.cost
+            self._update(session, {"sessionUpdate": "usage_update", "used": session.usage_total, "size": CONTEXT_SIZE,
+                                   "cost": {"amount": round(session.cost_total, 9), "currency": "USD"}})
         pieces = split_answer(answer, d.chunks if d.chunks is not None else min(3, len(answer)))
         prefix = session.chunk_prefix
         suffix = b"}}}}\n"

@@ -51,6 +51,8 @@ class Directives(msgspec.Struct, frozen=True, kw_only=True):
     delay: float = 0.0
     plan: tuple[str, ...] = ()
     usage: tuple[int, int] | None = None
+    cost: float | None = None
+    limit_until: float | None = None
     actions: tuple[Action, ...] = ()
     env: str | None = None
     crash: int | None = None
@@ -124,6 +126,19 @@ def parse_prompt(text: str) -> Directives:
             if len(parts) != 2:
                 raise DirectiveError(f"@usage needs two integers IN OUT, got {arg!r}")
             found["usage"] = (_int(name, parts[0], minimum=0), _int(name, parts[1], minimum=0))
+        elif name == "limit-until":
+            try:
+                found["limit_until"] = float(arg)
+            except ValueError:
+                raise DirectiveError(f"@limit-until needs a Unix time, got {arg!r}") from None
+        elif name == "cost":
+            try:
+                cost = float(arg)
+            except ValueError:
+                cost = -1.0
+            if not cost >= 0:  # also NaN
+                raise DirectiveError(f"@cost needs a number of USD, got {arg!r}")
+            found["cost"] = cost
         elif name == "run":
             if not arg:
                 raise DirectiveError("@run needs a command")

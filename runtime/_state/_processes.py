@@ -1,0 +1,76 @@
+"""What the agent processes of each instance cost the machine: CPU seconds and peak RSS, read from
+this host's process leases (``<state_dir>/leases/<host pid>-<pid>.json``, whose ``owner`` is the
+instance id) and psutil.
+
+A sample walks each leased process and its live descendants: a tree's CPU is the root's user and
+system time, the time of the children it reaped, and each live descendant's own; its RSS is the sum
+of theirs. CPU is booked per instance as the growth of each tree since the last sample (a tree
+that ends between two samples loses only its last interval); RSS as the highest tree sum seen.
+Runs on the caller's thread (the usage reader's); cost: the leased trees' size.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+import psutil
+
+__all__ = ["ProcessMeter"]
+
+
+class _Lease(msgspec.Struct):
+    pid: int
+    create_time: float
+    owner: str
+
+
+_decode = msgspec.json.Decoder(_Lease).decode
+
+
+class ProcessMeter:
+    """See the module docstring. :meth:`sample` returns, per instance id, the CPU seconds its
+    trees used since the previous sample and their RSS now (bytes)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._leases = state_dir / "leases"
+        self._prefix = f"{os.getpid()}-"
+        self._last: dict[tuple[int, float], float] = {}  # (pid, create time) -> tree CPU seen
+
+    def sample(self) -> dict[str, tuple[float, int]]:
+        out: dict[str, tuple[float, int]] = {}
+        seen: set[tuple[int, float]] = set()
+        try:
+            names = [n for n in os.listdir(self._leases) if n.startswith(self._prefix) and n.endswith(".json")]
+        except OSError:
+            return out
+        for name in names:
+            try:
+                lease = _decode((self._leases / name).read_bytes())
+                root = psutil.Process(lease.pid)
+                if abs(root.create_time() - lease.create_time) >= 0.01:
+                    continue  # the pid names another process now
+                with root.oneshot():
+                    t = root.cpu_times()
+                    cpu = t.user + t.system + t.children_user + t.children_system
+                    rss = root.memory_info().rss
+                for child in root.children(recursive=True):
+                    try:
+                        with child.oneshot():
+                            c = child.cpu_times()
+                            cpu += c.user + c.system
+                            rss += child.memory_info().rss
+                    except psutil.Error:
+                        continue
+            except (OSError, msgspec.DecodeError, psutil.Error):
+                continue
+            key = (lease.pid, lease.create_time)
+            seen.add(key)
+            grew = max(0.0, cpu - self._last.get(key, 0.0))
+            self._last[key] = max(cpu, self._last.get(key, 0.0))
+            before = out.get(lease.owner, (0.0, 0))
+            out[lease.owner] = (before[0] + grew, before[1] + rss)
+        for gone in set(self._last) - seen:
+            del self._last[gone]
+        return out

@@ -1,0 +1,69 @@
+"""Live: the usage ledger and usage limits on every pinned driver against the scripted model
+server, behind the tripwire proxy (issue 39).
+
+- the ledger's totals of a thread equal the usage its agent reported (the last cumulative
+  ``thread.token-usage.updated``), and every turn is counted;
+- a model that answers a usage limit (HTTP 429 with a reset 3 s ahead, ``SCENARIO:usage_limit``)
+  under ``on_usage_limit = "wait"`` ends with the turn completed after the reset with no call from
+  the host: either Paddock parked the thread and sent the turn again (``runtime.error`` of class
+  ``usage_limit``, ``thread.state.changed`` to ``waiting``), or the agent retried by itself. The
+  test prints which, and whether ``resets_at`` was known.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from paddock import Runtime
+from paddock.testing import ModelServer, Text, UsageLimit
+
+from tests.runtime.test_usage_limits import until
+
+from .test_host_handoff import _instance, proxied  # noqa: F401  (proxied: a fixture)
+
+pytestmark = [pytest.mark.live, pytest.mark.timeout(240)]
+
+DRIVERS = ["claude", "codex", "opencode", "gemini", "qwen", "claude-acp", "copilot", "codex-acp"]
+SCRIPT = {"scenarios": {"usage_limit": [UsageLimit(resets_in=3.0), Text(text="Back after the reset", chunks=1)]}}
+
+
+def _events_until_completed(sub, timeout: float) -> list:
+    return until(sub, lambda e: e.type == "turn.completed" and e.state == "completed", timeout)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_the_ledger_and_a_usage_limit_on_every_driver(driver, tmp_path, proxied):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "requests.jsonl") as server:
+        config = {"runtime": {"on_usage_limit": "wait"},
+                  "instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+            rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=90)
+            history: list = []
+            with rt.subscribe(thread_id="t") as sub:
+                for prompt in ("say hi SCENARIO:text", "again SCENARIO:text"):
+                    rt.send_turn("t", prompt, timeout=60)
+                    history += _events_until_completed(sub, 90)
+                reported = [e for e in rt.read_thread("t").turns]
+                began = time.time()
+                rt.send_turn("t", "limited SCENARIO:usage_limit", timeout=60)
+                limited = _events_until_completed(sub, 150)
+                history += limited
+            usage = rt.usage("t")
+    last = [e for e in history if e.type == "thread.token-usage.updated"]
+    ledger = usage.total
+    if last:
+        u = last[-1].usage
+        assert (ledger.input_tokens, ledger.output_tokens) == (u.input_tokens or 0, u.output_tokens or 0), (ledger, u)
+    assert ledger.turns >= len(reported) + 1
+    errors = [e for e in limited if e.type == "runtime.error" and e.error_class == "usage_limit"]
+    parked = [e for e in limited if e.type == "thread.state.changed" and e.state == "waiting"]
+    text = "".join(e.delta for e in limited if e.type == "content.delta" and e.stream == "assistant_text")
+    assert "Back after the reset" in text and time.time() >= began + 2.5
+    how = ("parked by Paddock" if parked else "retried by the agent") + (
+        f", usage_limit {'with' if errors and errors[0].resets_at else 'without'} resets_at" if errors else ", no runtime.error")
+    print(f"{driver}: usage {'reported' if last else 'not reported'} ({ledger.total_tokens} tokens); limit: {how}")
+
