@@ -37,7 +37,6 @@ from paddock.contract import (
     RequestResolved,
     ResumeCursor,
     USAGE_LIMIT,
-    RuntimeErrorEvent,
     RuleSubject,
     RuntimeErrorEvent,
     RuntimeWarningEvent,
