@@ -23,15 +23,19 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
     """Landlock rules for one process tree.
 
     ``read``: read and execute beneath each path. ``write``: every file right beneath each path.
-    ``connect``: ``None`` leaves TCP alone; a tuple allows TCP connect only to those ports and
-    bind only to ``bind`` (Landlock ABI 4+). Signals and abstract unix sockets are scoped to the
-    process's own tree (ABI 6+). ``never``: paths the spawner must not grant as a whole when it
-    adds the executable's installation (the host's home, the state dir): a binary that lives
-    directly in one of them gets only its own folder if that is not one of them either.
+    ``hide``: paths that stay unreachable even beneath a granted path (the state dir, other
+    instances' homes, the host's dotfiles, secrets under ``/etc``): a granted folder that holds
+    one is granted entry by entry instead (symlinks skipped), down to it, when the process is
+    spawned; what is created there later at those levels is not granted. ``connect``: ``None``
+    leaves TCP alone; a tuple allows TCP connect only to those ports and bind only to ``bind``
+    (Landlock ABI 4+). Signals and abstract unix sockets are scoped to the process's own tree
+    (ABI 6+). ``never``: paths the spawner must not grant as a whole when it adds the
+    executable's installation (the host's home).
     """
 
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()
     connect: tuple[int, ...] | None = None
     bind: tuple[int, ...] = ()
     never: tuple[str, ...] = ()
@@ -51,12 +55,33 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
         extra = [real]
         if os.path.basename(real) == "bin":
             extra.append(os.path.dirname(real))
-        never = self.never
-        granted = [p for p in extra if not any(p == n or n.startswith(p.rstrip("/") + "/") for n in never)]
-        lines = [f"r {p}" for p in (*self.read, *granted)] + [f"w {p}" for p in self.write]
+        granted = [p for p in extra if not any(p == n or _beneath(n, p) for n in (*self.never, *self.hide))]
+        lines = [f"r {p}" for p in _minus((*self.read, *granted), self.hide)]
+        lines += [f"w {p}" for p in _minus(self.write, self.hide)]
         if self.connect is not None:
             lines += ["n", *(f"c {port}" for port in self.connect), *(f"b {port}" for port in self.bind)]
         return "\n".join(line for line in lines if "\n" not in line and "\0" not in line)
+
+
+def _beneath(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip("/") + "/")
+
+
+def _minus(paths: tuple[str, ...], hide: tuple[str, ...]) -> list[str]:
+    """``paths`` with every hidden path carved out: a path holding hidden ones is replaced by
+    its entries (not following symlinks), recursively; a hidden path itself is dropped."""
+    out: list[str] = []
+    for path in paths:
+        inside = tuple(h for h in hide if h == path or _beneath(h, path))
+        if not inside:
+            out.append(path)
+        elif path not in inside:
+            try:
+                entries = [e.path for e in os.scandir(path) if not e.is_symlink()]
+            except OSError:
+                continue
+            out += _minus(tuple(entries), inside)
+    return out
 
 
 _abi: int | None = None

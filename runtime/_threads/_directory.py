@@ -122,6 +122,11 @@ class ThreadDirectory:
         cwd = str(folder.resolve())
         slot = self._instances.slot(a.instance)  # the one look-up of the instance this start makes
         adapter = slot.adapter
+        confinement = None
+        if slot.confinement is not None:
+            shared = not getattr(adapter, "process_per_session", False)
+            slot.confinement.check_cwd(cwd, shared=shared, thread_id=a.thread_id)
+            confinement = slot.confinement.session_info(cwd, shared=shared)
         bound = self._store.get(a.thread_id)
         if bound is None or (bound.instance_id, bound.model) != (a.instance, a.model):
             # A resume keeps the model the thread was started with, even if the catalog moved on.
@@ -132,6 +137,9 @@ class ThreadDirectory:
             binding = self._store.get(a.thread_id)
             handing = hand_off(a, slot, binding, transcript, moved_from=self._instances.thread_handoff)
             handed, warnings = handing.handed, handing.warnings
+            unconfined = slot.confinement.start_warning(slot.driver, a.instance, a.thread_id) if slot.confinement else None
+            if unconfined is not None:
+                warnings = (*warnings, unconfined)
             if handing.after_transcript is not None:
                 self._after_transcript[a.thread_id] = handing.after_transcript
             else:
@@ -160,7 +168,7 @@ class ThreadDirectory:
             request = StartSessionInput(
                 thread_id=a.thread_id, cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor, workspace_roots=(cwd,),
-                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2],
+                mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2], confinement=confinement,
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))

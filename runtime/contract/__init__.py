@@ -38,6 +38,7 @@ from ._events import (
     AuthStatus as AuthStatus,
     ConfigWarning as ConfigWarning,
     CommandSubject as CommandSubject,
+    ConfinementInfo as ConfinementInfo,
     ContentDelta as ContentDelta,
     DIFF_CHARS as DIFF_CHARS,
     DeprecationNotice as DeprecationNotice,

@@ -9,7 +9,7 @@ import msgspec
 from ._attachments import Attachment
 from ._capabilities import Capabilities
 from ._cursor import ResumeCursor
-from ._events import Decision, ItemKind, ItemStatus, TurnState
+from ._events import ConfinementInfo, Decision, ItemKind, ItemStatus, TurnState
 from ._mcp import McpServer
 
 __all__ = [
@@ -67,6 +67,9 @@ class StartSessionInput(_Input, frozen=True):
     session incarnation, delimited; already bounded by the runtime."""
     preamble_reminder: str | None = None
     """One line put before the user's text of every later turn."""
+    confinement: ConfinementInfo | None = None
+    """What the kernel confines the session's agent to, as the runtime planned it; the session's
+    ``session.started`` carries it."""
 
 
 class SendTurnInput(_Input, frozen=True):

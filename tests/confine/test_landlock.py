@@ -92,3 +92,19 @@ def test_rules_that_cannot_be_applied_stop_the_exec(tmp_path) -> None:
     assert proc.returncode == 126
     assert b"paddock: cannot confine the agent:" in err
     assert not marker.exists()
+
+
+def test_a_hidden_path_stays_unreachable_beneath_a_granted_folder(tmp_path) -> None:
+    """``hide`` carves the state dir out of a granted workspace: its siblings stay writable."""
+    state = tmp_path / "work" / "state"
+    state.mkdir(parents=True)
+    (state / "events.db").write_text("transcripts")
+    sibling = tmp_path / "work" / "project"
+    sibling.mkdir()
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    rules = Confinement(read=(*SYSTEM, *prefixes), write=(str(tmp_path / "work"),), hide=(str(state),))
+    script = "import sys\nfor p in sys.argv[1:]:\n    try:\n        open(p, 'a').close(); print('ok')\n    except OSError as e:\n        print(e.errno)\n"
+    proc = spawn(SpawnRequest([sys.executable, "-I", "-S", "-c", script, str(state / "events.db"), str(sibling / "f")],
+                              env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL, confinement=rules))
+    out, err = proc.communicate(timeout=30)
+    assert out.decode().split() == ["13", "ok"], err
