@@ -22,12 +22,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import paddock
 from paddock.contract import ConfinementInfo, RuntimeWarningEvent, ValidationError
 from paddock.drivers import DriverConfig
 from paddock.supervisors import Confinement, landlock_abi
 
-__all__ = ["ConfinementPlan", "plan_confinement"]
+__all__ = ["ConfinementPlan", "describe_confinement", "plan_confinement"]
 
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/proc", "/sys",
                "/dev/fd", "/run/systemd/resolve")
@@ -84,6 +83,16 @@ class ConfinementPlan:
                                    code="confinement.unavailable", message=self.warning)
 
 
+def describe_confinement(info: ConfinementInfo) -> str:
+    """One line for ``paddock doctor``: what the kernel confines the instance's agents to."""
+    if info.setting == "none":
+        return 'off (confinement = "none"): the agents run with the host user\'s whole filesystem and network'
+    if not info.confined:
+        return f"NOT confined: {info.reason or 'unknown'}"
+    roots = ", ".join(info.roots) or "none"
+    return f"confined by Landlock ABI {info.landlock_abi}; workspace roots: {roots}; network: {info.network}"
+
+
 def _beneath(path: str, folder: str) -> bool:
     return path.startswith(folder.rstrip("/") + "/")
 
@@ -102,9 +111,9 @@ def _port(url: str) -> int | None:
 
 def _package_folders() -> list[str]:
     """Where Paddock's own code lives (a checkout maps one import name onto several folders)."""
-    folders = {os.path.dirname(os.path.abspath(paddock.__file__))}
-    for name in ("supervisors", "actors", "drivers", "contract"):
-        module = sys.modules.get(f"paddock.{name}")
+    folders = set()
+    for name in ("paddock", "paddock.supervisors", "paddock.actors", "paddock.drivers", "paddock.contract"):
+        module = sys.modules.get(name)
         if module is not None and module.__file__:
             folders.add(os.path.dirname(os.path.abspath(module.__file__)))
     return sorted(folders)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from paddock._instances._confinement import ConfinementPlan, plan_confinement
+from paddock._instances._confinement import ConfinementPlan, describe_confinement, plan_confinement
 from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
 from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._instances._isolation import build_env, instance_home, secret_values
@@ -362,6 +362,7 @@ class InstanceTable:
             "id": info.id, "driver": info.driver, "status": info.status, "reason": info.reason,
             "binary": info.binary, "version": None, "auth": "unknown", "home": info.home,
             "placement": info.placement, "node": info.node, "ray": info.ray,
+            "confinement": describe_confinement(info.confinement) if info.confinement is not None else None,
         }
         hook = inst.spec.diagnose if inst.spec is not None else None
         if info.placement != "local":
