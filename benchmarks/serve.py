@@ -85,7 +85,7 @@ def run_in_process(sessions: int, chunks: int, tmp: str, delay: float | None = N
     try:
         threads = [f"t{n}" for n in range(sessions)]
         for tid in threads:
-            rt.start_session(tid, instance="local0", cwd=state)
+            rt.start_session(tid, instance="local0", cwd=tempfile.gettempdir())
         sub = rt.subscribe(max_buffered=sessions * (chunks + 16))
         cpu0 = self_cpu()
         started = time.perf_counter()

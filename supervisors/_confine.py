@@ -76,12 +76,34 @@ def _minus(paths: tuple[str, ...], hide: tuple[str, ...]) -> list[str]:
         if not inside:
             out.append(path)
         elif path not in inside:
-            try:
-                entries = [e.path for e in os.scandir(path) if not e.is_symlink()]
-            except OSError:
-                continue
-            out += _minus(tuple(entries), inside)
+            prefix = path.rstrip("/") + "/"
+            leading = {h[len(prefix):].split("/", 1)[0] for h in inside}
+            for name in _entries(path):
+                if name in leading:
+                    out += _minus((prefix + name,), inside)
+                else:
+                    out.append(prefix + name)
     return out
+
+
+_listings: dict[str, tuple[int, tuple[str, ...]]] = {}
+
+
+def _entries(folder: str) -> tuple[str, ...]:
+    """The names in ``folder`` but symlinks, cached while its mtime stays (an entry added or
+    removed changes it): a spawn then costs one ``stat`` per carved folder, not a listing."""
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+        hit = _listings.get(folder)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        names = tuple(e.name for e in os.scandir(folder) if not e.is_symlink())
+    except OSError:
+        return ()
+    if len(_listings) > 256:
+        _listings.clear()
+    _listings[folder] = (mtime, names)
+    return names
 
 
 _abi: int | None = None
