@@ -145,7 +145,7 @@ def run_sse(server: _Server, clients: int, sessions: int, chunks: int, round_no:
     rt = RemoteRuntime.connect(server.state)
     try:
         threads = [f"r{round_no}-{clients}-{delay}-{n}" for n in range(sessions)]
-        cwd = server.state
+        cwd = tempfile.gettempdir()
         for tid in threads:
             rt.start_session(tid, instance="local0", cwd=cwd)
         subs = [rt.subscribe(types=None) for _ in range(clients)]
