@@ -40,10 +40,12 @@ class ConfinementPlan:
     (why a ``"workspace"`` instance runs unconfined: said at every session start) and the
     workspace ``roots``. Immutable; thread-safe."""
 
-    __slots__ = ("hidden", "info", "rules", "roots", "unavailable", "warning")
+    __slots__ = ("hidden", "home", "info", "rules", "roots", "unavailable", "warning")
 
     def __init__(self, info: ConfinementInfo, rules: Confinement | None, roots: tuple[str, ...],
-                 hidden: tuple[str, ...], unavailable: str | None = None, warning: str | None = None) -> None:
+                 hidden: tuple[str, ...], home: str, unavailable: str | None = None,
+                 warning: str | None = None) -> None:
+        self.home = home
         self.info = info
         self.rules = rules
         self.roots = roots
@@ -54,8 +56,9 @@ class ConfinementPlan:
     def check_cwd(self, cwd: str, *, shared: bool, thread_id: str) -> None:
         """Refuse (``ValidationError`` naming ``roots``) a session cwd the agent could not
         work in: for a shared-process instance one outside its roots; for any confined instance
-        one inside a hidden path (the state dir, another instance's home)."""
-        if self.rules is None:
+        one inside a hidden path (the state dir, another instance's home). The instance's own
+        home is always allowed."""
+        if self.rules is None or cwd == self.home or _beneath(cwd, self.home):
             return
         if any(cwd == h or _beneath(cwd, h) for h in self.hidden):
             raise ValidationError("start_session", f"cwd {cwd!r} is inside a folder the instance's agents may never "
@@ -152,15 +155,15 @@ def plan_confinement(
     hidden.discard(own_home)  # a granted path inside a hidden one stays granted (Confinement.hide)
     if setting == "none":
         info = ConfinementInfo(confined=False, setting="none", roots=roots, network=network)
-        return ConfinementPlan(info, None, roots, tuple(sorted(hidden)))
+        return ConfinementPlan(info, None, roots, tuple(sorted(hidden)), own_home)
     abi = landlock_abi()
     if abi < 1:
         why = "the kernel offers no Landlock (Linux 5.13+ with Landlock enabled is needed)"
         info = ConfinementInfo(confined=False, setting=setting, roots=roots, network=network, reason=why)
         if setting == "required":
-            return ConfinementPlan(info, None, roots, tuple(sorted(hidden)),
+            return ConfinementPlan(info, None, roots, tuple(sorted(hidden)), own_home,
                                    unavailable=f"confinement = \"required\" but {why}")
-        return ConfinementPlan(info, None, roots, tuple(sorted(hidden)),
+        return ConfinementPlan(info, None, roots, tuple(sorted(hidden)), own_home,
                                warning=f"the agent runs unconfined: {why} (confinement = \"workspace\")")
     read = [*SYSTEM_READ, *_package_folders(), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     peers = env.get("PADDOCK_PEERS_DIR") or os.environ.get("PADDOCK_PEERS_DIR") or str(Path.home() / ".cache" / "paddock" / "peers")
@@ -181,4 +184,4 @@ def plan_confinement(
     rules = Confinement(read=tuple(dict.fromkeys(read)), write=tuple(dict.fromkeys(write)),
                         hide=tuple(sorted(hidden)), connect=connect, never=(host_home,))
     info = ConfinementInfo(confined=True, setting=setting, landlock_abi=abi, roots=roots, network=network)
-    return ConfinementPlan(info, rules, roots, tuple(sorted(hidden)))
+    return ConfinementPlan(info, rules, roots, tuple(sorted(hidden)), own_home)

@@ -200,9 +200,11 @@ _PY_CREATE = "python3 -c \"open('conformance-shell.txt', 'w').close()\""
 def model_script(extra: Mapping[str, list[Any]] | None = None) -> dict[str, Any]:
     """The scripted model server's scenarios this suite's prompts name (``extra`` adds or
     replaces some for one agent)."""
+    from ._conformance_confine import CONFINE_COMMAND
     from ._scenario import McpCall, Patch, Shell
 
     return {"scenarios": {
+        "conf_confine": [Shell(command=CONFINE_COMMAND)],
         "conf_write": [Patch(path="conformance-edit.txt", content="written by the agent\n")],
         # Not `touch`: Claude Code's acceptEdits mode counts touch, mkdir, mv and cp as file
         # edits and runs them unasked; this is a command under every agent's rules.
@@ -1222,3 +1224,6 @@ def live_target(kind: str, *, scenarios: tuple[str, ...] | None = None) -> Targe
     resume_after = 61.0 if kind == "gemini" else 0.0
     return Target(label=kind, config=config, scenarios=scenarios, cli_version=pin.version,
                   secrets=(LIVE_KEY,), script=script, resume_after=resume_after)
+
+
+from . import _conformance_confine  # noqa: E402,F401  (registers 18-confinement; imports this module)
