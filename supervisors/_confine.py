@@ -24,13 +24,13 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
 
     ``read``: read and execute beneath each path. ``write``: every file right beneath each path.
     ``hide``: paths that stay unreachable even beneath a granted path (the state dir, other
-    instances' homes, the host's dotfiles, secrets under ``/etc``): a granted folder that holds
-    one is granted entry by entry instead (symlinks skipped), down to it, when the process is
-    spawned; what is created there later at those levels is not granted. ``connect``: ``None``
-    leaves TCP alone; a tuple allows TCP connect only to those ports and bind only to ``bind``
-    (Landlock ABI 4+). Signals and abstract unix sockets are scoped to the process's own tree
-    (ABI 6+). ``never``: paths the spawner must not grant as a whole when it adds the
-    executable's installation (the host's home).
+    instances' homes, the host's dotfiles, secrets under ``/etc``): the child covers them in a
+    private mount namespace, or, where the kernel refuses one, carves them out of the grants
+    (``_landlock.hide``). A granted path inside a hidden one stays granted (the instance's home
+    in the state dir). ``connect``: ``None`` leaves TCP alone; a tuple allows TCP connect only to
+    those ports and bind only to ``bind`` (Landlock ABI 4+). Signals and abstract unix sockets
+    are scoped to the process's own tree (ABI 6+). ``never``: paths the spawner must not grant as
+    a whole when it adds the executable's installation (the host's home).
     """
 
     read: tuple[str, ...] = ()
@@ -56,8 +56,8 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
         if os.path.basename(real) == "bin":
             extra.append(os.path.dirname(real))
         granted = [p for p in extra if not any(p == n or _beneath(n, p) for n in (*self.never, *self.hide))]
-        lines = [f"r {p}" for p in _minus((*self.read, *granted), self.hide)]
-        lines += [f"w {p}" for p in _minus(self.write, self.hide)]
+        lines = [f"r {p}" for p in (*self.read, *granted)] + [f"w {p}" for p in self.write]
+        lines += [f"h {p}" for p in self.hide]
         if self.connect is not None:
             lines += ["n", *(f"c {port}" for port in self.connect), *(f"b {port}" for port in self.bind)]
         return "\n".join(line for line in lines if "\n" not in line and "\0" not in line)
@@ -65,45 +65,6 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
 
 def _beneath(path: str, folder: str) -> bool:
     return path.startswith(folder.rstrip("/") + "/")
-
-
-def _minus(paths: tuple[str, ...], hide: tuple[str, ...]) -> list[str]:
-    """``paths`` with every hidden path carved out: a path holding hidden ones is replaced by
-    its entries (not following symlinks), recursively; a hidden path itself is dropped."""
-    out: list[str] = []
-    for path in paths:
-        inside = tuple(h for h in hide if h == path or _beneath(h, path))
-        if not inside:
-            out.append(path)
-        elif path not in inside:
-            prefix = path.rstrip("/") + "/"
-            leading = {h[len(prefix):].split("/", 1)[0] for h in inside}
-            for name in _entries(path):
-                if name in leading:
-                    out += _minus((prefix + name,), inside)
-                else:
-                    out.append(prefix + name)
-    return out
-
-
-_listings: dict[str, tuple[int, tuple[str, ...]]] = {}
-
-
-def _entries(folder: str) -> tuple[str, ...]:
-    """The names in ``folder`` but symlinks, cached while its mtime stays (an entry added or
-    removed changes it): a spawn then costs one ``stat`` per carved folder, not a listing."""
-    try:
-        mtime = os.stat(folder).st_mtime_ns
-        hit = _listings.get(folder)
-        if hit is not None and hit[0] == mtime:
-            return hit[1]
-        names = tuple(e.name for e in os.scandir(folder) if not e.is_symlink())
-    except OSError:
-        return ()
-    if len(_listings) > 256:
-        _listings.clear()
-    _listings[folder] = (mtime, names)
-    return names
 
 
 _abi: int | None = None

@@ -22,6 +22,7 @@ line (no JSON: importing ``json`` costs the shim ~9 ms of ``re``)::
 
     r PATH    read and execute beneath PATH
     w PATH    every file right beneath PATH
+    h PATH    hidden: unreachable even beneath a granted PATH (see :func:`hide`)
     n         TCP is restricted (ABI 4+): connect only to the ``c`` ports, bind only to the ``b`` ports
     c PORT
     b PORT
@@ -128,6 +129,8 @@ def parse(document: str) -> dict:
             rules["read"].append(value)
         elif kind == "w":
             rules["write"].append(value)
+        elif kind == "h":
+            rules.setdefault("hide", []).append(value)
         elif kind == "n":
             rules["connect"] = rules["connect"] or []
         elif kind == "c":
@@ -147,6 +150,7 @@ def apply(rules: dict) -> int:
     if version < 1:
         raise OSError(95, "the kernel offers no Landlock")
     libc = _syscall()
+    hide(rules)
     fs = handled_fs(version)
     attr = _RulesetAttr(handled_access_fs=fs)
     connect = rules.get("connect")
@@ -192,3 +196,120 @@ def _add_path(libc, ruleset: int, path: str, rights: int) -> None:
                 raise _fail(f"landlock_add_rule ({path})")
     finally:
         os.close(fd)
+
+
+# Hidden paths beneath granted ones ----------------------------------------------------------------
+#
+# Landlock only adds rights: a folder granted to the agent grants everything beneath it. A hidden
+# path beneath a granted one (the state dir ./.paddock inside the project root) is therefore
+# covered, first choice, in a private mount namespace: an empty read-only tmpfs (a directory) or
+# /dev/null (a file) is mounted over it, the granted paths that lie inside it (the instance's own
+# home) are bound back, and Landlock then forbids the agent any mount change. Where the kernel
+# refuses an unprivileged user namespace, the grants are carved instead: a granted folder holding
+# a hidden path is granted entry by entry down to it (new entries at those levels stay denied).
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+
+
+def _beneath(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def hide(rules: dict) -> None:
+    """Make ``rules["hide"]`` unreachable beneath the granted paths (in place: on carving, the
+    grants change)."""
+    grants = [*rules["read"], *rules["write"]]
+    covered = [h for h in rules.get("hide", ()) if any(_beneath(h, g) for g in grants) and os.path.lexists(h)]
+    covered = [h for h in covered if not any(_beneath(h, o) and h != o for o in covered)]  # the outermost
+    if not covered:
+        return
+    keep = [g for g in grants if any(_beneath(g, h) and g != h for h in covered)]
+    if _libc_unshare() != 0:  # no user namespace for us: carve (a later failure is fatal)
+        rules["read"] = _carve(rules["read"], covered)
+        rules["write"] = _carve(rules["write"], covered)
+        return
+    _overmount(covered, keep)
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _mount(libc, source, target: str, fstype, flags: int, data) -> None:
+    enc = (lambda v: v.encode() if isinstance(v, str) else v)
+    if libc.mount(enc(source), target.encode(), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
+        raise _fail(f"mount over {target}")
+
+
+_ids: tuple = ()
+
+
+def _libc_unshare() -> int:
+    """Enter a new user and mount namespace (0: done)."""
+    global _ids
+    _ids = (os.getuid(), os.getgid())
+    return _syscall().unshare(CLONE_NEWUSER | CLONE_NEWNS)
+
+
+def _overmount(covered: list, keep: list) -> None:
+    libc = _syscall()
+    uid, gid = _ids
+    held = {}
+    for path in keep:
+        try:
+            held[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            pass
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE, None)
+    tmpfs = []
+    for path in sorted(covered, key=len):
+        if os.path.isdir(path) and not os.path.islink(path):
+            _mount(libc, "paddock-hidden", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0700")
+            tmpfs.append(path)
+        else:
+            _mount(libc, "/dev/null", path, None, MS_BIND, None)
+    for path, fd in held.items():
+        source = f"/proc/self/fd/{fd}"
+        if os.path.isdir(source):
+            os.makedirs(path, exist_ok=True)
+        elif not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        _mount(libc, source, path, None, MS_BIND | MS_REC, None)
+        os.close(fd)
+    for path in tmpfs:
+        _mount(libc, None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+
+
+def _carve(paths: list, hidden: list) -> list:
+    out = []
+    for path in paths:
+        inside = [h for h in hidden if _beneath(h, path)]
+        if not inside:
+            out.append(path)
+        elif path not in inside:
+            prefix = path.rstrip("/") + "/"
+            leading = {h[len(prefix):].split("/", 1)[0] for h in inside}
+            try:
+                names = [e.name for e in os.scandir(path) if not e.is_symlink()]
+            except OSError:
+                continue
+            out += _carve([prefix + n for n in names if n in leading], inside)
+            out += [prefix + n for n in names if n not in leading]
+    return out

@@ -59,7 +59,10 @@ def _confinement(p: Probe) -> str:
     # The command's output: in its events, and (for an agent whose events carry none of it, such
     # as Gemini CLI's) in the tool result it sent the scripted model.
     output = shown + " ".join(json.dumps(r.body) for r in p.server.model_calls()) if p.server is not None else shown
-    assert output.count("Permission denied") >= 3, "reading and writing were not all refused"
+    # Outside the roots Landlock answers EACCES; a state dir inside a root is covered by an empty
+    # read-only folder (ENOENT, EROFS).
+    refusals = sum(output.count(s) for s in ("Permission denied", "No such file or directory", "Read-only file system"))
+    assert refusals >= 3, "reading and writing were not all refused"
     assert "Operation not permitted" in output or held.landlock_abi < 6, "signalling the host was not refused"
     return (f"refused by the kernel (Landlock ABI {held.landlock_abi}); the runtime modes stay the agent's and "
             "the runtime's approvals, not the kernel's")

@@ -1,6 +1,8 @@
 """A hostile local agent (its ``@run`` directive) tries what the issue lists; under the default
 ``confinement = "workspace"`` the kernel refuses each access, with ``confinement = "none"`` each
-succeeds (so these tests can fail)."""
+succeeds (so these tests can fail). The instances' roots are the workspace (the state dir lies
+outside them: Landlock answers EACCES); with the default roots the state dir lies inside one (the
+temp folder) and is covered instead (its files do not exist for the agent)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ pytestmark = [
 PY = sys.executable
 
 
-def _config(confinement: str, **extra) -> dict:
+def _config(confinement: str, ws: Path, **extra) -> dict:
+    extra = {"roots": [str(ws)], **extra}
     return {"instances": {
         "a": {"driver": "local", "confinement": confinement, **extra},
         "b": {"driver": "local", "confinement": confinement, **extra},
@@ -72,7 +75,7 @@ def test_the_kernel_refuses_a_hostile_agent(host, tmp_path) -> None:
     home, state, ws = host
     outside = Path(os.path.expanduser("~")) / "outside"  # the fake host home: not a root
     outside.mkdir()
-    with Runtime.open(_config("workspace"), state_dir=state) as rt:
+    with Runtime.open(_config("workspace", ws), state_dir=state) as rt:
         seen = _scenario(rt, state, ws, home, outside)
         info = {i.id: i for i in rt.instances()}["a"]
     assert info.confinement is not None and info.confinement.confined
@@ -90,7 +93,7 @@ def test_without_confinement_every_access_succeeds(host, tmp_path) -> None:
     home, state, ws = host
     outside = Path(os.path.expanduser("~")) / "outside"
     outside.mkdir()
-    with Runtime.open(_config("none"), state_dir=state) as rt:
+    with Runtime.open(_config("none", ws), state_dir=state) as rt:
         seen = _scenario(rt, state, ws, home, outside)
     assert "B-SECRET-CREDENTIAL" in seen["other_home"]
     assert "SERVER-TOKEN-VALUE" in seen["server_token"]
@@ -127,3 +130,26 @@ def test_network_endpoints_allows_only_the_listed_ports(host, confinement) -> No
         assert "Permission denied" in refused, refused
     else:
         assert "connected" in refused
+
+
+def test_with_the_default_roots_the_state_dir_inside_one_is_covered(host) -> None:
+    """The default roots hold the temp folder, and this state dir lies in it: the agent's view of
+    the state dir is an empty read-only folder (its own home bound back in), so the token and
+    the other home's credentials cannot be read, and nothing can be planted there."""
+    home, state, ws = host
+    config = {"instances": {"a": {"driver": "local"}, "b": {"driver": "local"}}}
+    with Runtime.open(config, state_dir=state) as rt:
+        rt.start_session("ta", instance="a", cwd=ws, runtime_mode="full-access")
+        (state / "server.token").write_text("SERVER-TOKEN-VALUE")
+        creds = state / "instances" / "b" / "credentials.json"
+        creds.write_text("B-SECRET-CREDENTIAL")
+        token = _attempt(rt, "ta", f"cat {state / 'server.token'}")
+        other = _attempt(rt, "ta", f"cat {creds}")
+        plant = _attempt(rt, "ta", f"echo x > {state / 'planted'}")
+        own = _attempt(rt, "ta", 'echo mine > "$HOME/own.txt" && cat "$HOME/own.txt"')
+        beside = _attempt(rt, "ta", f"echo x > {ws.parent / 'new-beside-state.txt'}")
+    assert "No such file or directory" in token and "SERVER-TOKEN-VALUE" not in token
+    assert "No such file or directory" in other and "B-SECRET-CREDENTIAL" not in other
+    assert "rc=0" not in plant and not (state / "planted").exists()
+    assert "mine" in own and (state / "instances" / "a" / "own.txt").exists()
+    assert "rc=0" in beside  # the folder holding the state dir stays writable

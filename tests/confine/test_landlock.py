@@ -95,16 +95,22 @@ def test_rules_that_cannot_be_applied_stop_the_exec(tmp_path) -> None:
 
 
 def test_a_hidden_path_stays_unreachable_beneath_a_granted_folder(tmp_path) -> None:
-    """``hide`` carves the state dir out of a granted workspace: its siblings stay writable."""
-    state = tmp_path / "work" / "state"
-    state.mkdir(parents=True)
+    """``hide`` covers the state dir inside a granted workspace (a private mount namespace): its
+    files cannot be read or written, while a new file beside it can be created and the instance
+    home inside it stays writable."""
+    work = tmp_path / "work"
+    state = work / "state"
+    home = state / "instances" / "a"
+    home.mkdir(parents=True)
     (state / "events.db").write_text("transcripts")
-    sibling = tmp_path / "work" / "project"
-    sibling.mkdir()
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    rules = Confinement(read=(*SYSTEM, *prefixes), write=(str(tmp_path / "work"),), hide=(str(state),))
-    script = "import sys\nfor p in sys.argv[1:]:\n    try:\n        open(p, 'a').close(); print('ok')\n    except OSError as e:\n        print(e.errno)\n"
-    proc = spawn(SpawnRequest([sys.executable, "-I", "-S", "-c", script, str(state / "events.db"), str(sibling / "f")],
-                              env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL, confinement=rules))
+    rules = Confinement(read=(*SYSTEM, *prefixes), write=(str(work), str(home)), hide=(str(state),))
+    script = ("import sys\nfor mode, p in zip(sys.argv[1::2], sys.argv[2::2]):\n    try:\n"
+              "        open(p, mode).close(); print('ok')\n    except OSError as e:\n        print('refused')\n")
+    argv = [sys.executable, "-I", "-S", "-c", script, "r", str(state / "events.db"), "a", str(state / "events.db"),
+            "w", str(work / "new-beside.txt"), "w", str(home / "mine.txt")]
+    proc = spawn(SpawnRequest(argv, env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL, confinement=rules))
     out, err = proc.communicate(timeout=30)
-    assert out.decode().split() == ["13", "ok"], err
+    assert out.decode().split() == ["refused", "refused", "ok", "ok"], err
+    assert (state / "events.db").read_text() == "transcripts"
+    assert (home / "mine.txt").exists()

@@ -50,7 +50,9 @@ def test_the_kernel_refuses_an_agent_reading_the_server_token(driver, confinemen
     assert done.state == "completed", done
     outputs = " ".join(str(e) for e in events)  # the command's output items and the model's echo of it
     if confinement == "workspace":
-        assert "Permission denied" in outputs, text
+        # The state dir lies in the temp folder, a default root: it is covered, so the file does
+        # not exist for the agent.
+        assert "No such file or directory" in outputs or "Permission denied" in outputs, text
         assert TOKEN not in outputs
     else:
         assert TOKEN in outputs, text
