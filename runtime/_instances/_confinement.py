@@ -30,6 +30,9 @@ __all__ = ["ConfinementPlan", "describe_confinement", "plan_confinement"]
 
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/proc", "/sys",
                "/dev/fd", "/run/systemd/resolve")
+TOOLCHAIN_SECRETS = (".cargo/credentials", ".cargo/credentials.toml", ".npmrc", ".pypirc", ".gem/credentials")
+"""Credential files inside toolchain folders of the host's home: covered even where the folder
+is granted."""
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
            "/dev/pts", "/dev/shm")
 
@@ -172,7 +175,11 @@ def plan_confinement(
         if folder and os.path.isabs(folder):
             real = _real(folder)
             if real != "/" and not (real == host_home or _beneath(host_home, real)):
-                read.append(real)
+                # A tool folder in the host's home is a toolchain's (pyenv's shims, cargo's bin):
+                # its launchers need the rest of it, so the toolchain's folder is granted.
+                parent = os.path.dirname(real)
+                inside_home = _beneath(real, host_home) and parent != host_home
+                read.append(parent if inside_home else real)
     resolv = os.path.dirname(_real("/etc/resolv.conf"))
     if resolv not in ("/etc", "/"):
         read.append(resolv)
@@ -181,6 +188,9 @@ def plan_confinement(
     if network == "endpoints":
         ports = [_port(u) for u in (config.endpoint or "", *mcp_urls) if u]
         connect = tuple(sorted({p for p in ports if p is not None} | set(config.allow_ports)))
+    granted = set(read) | set(write)
+    hidden = {h for h in hidden if h not in granted}  # a dotfile granted as a toolchain stays granted
+    hidden |= {os.path.join(host_home, name) for name in TOOLCHAIN_SECRETS}
     rules = Confinement(read=tuple(dict.fromkeys(read)), write=tuple(dict.fromkeys(write)),
                         hide=tuple(sorted(hidden)), connect=connect, never=(host_home,))
     info = ConfinementInfo(confined=True, setting=setting, landlock_abi=abi, roots=roots, network=network)

@@ -24,12 +24,13 @@ _CREDENTIAL = "conformance-credential-9b2c"
 CONFINE_COMMAND = (
     "for f in $HOME/../../server.token $HOME/../conf-other/credentials.json; do cat $f 2>&1 | sed 's/.*: //'; done; "
     "(echo x > $HOME/../../planted) 2>&1 | sed 's/.*: //'; "
-    "xargs kill -0 < $HOME/../../../workspace/conformance-host.pid 2>&1 | sed 's/.*: //'"
+    "python3 -c \"import os; os.kill(int(open(os.path.expandvars('$HOME/../../../workspace/conformance-host.pid')).read()), 0)\" "
+    "2>&1 | tail -1 | sed 's/.*] //'"
 )
 """The shell line the agent runs. Paths go through ``$HOME``, the instance's default home
 ``state/instances/<id>`` (some agents run commands in their process's folder, not the session's
 cwd), and the suite keeps ``workspace`` beside ``state``; no command substitution (Gemini CLI
-blocks it)."""
+blocks it) and no ``kill`` command (Copilot CLI refuses one without a literal pid)."""
 
 
 def _prompt(p: Probe) -> str:
