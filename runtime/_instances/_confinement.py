@@ -176,9 +176,11 @@ def plan_confinement(
             real = _real(folder)
             if real != "/" and not (real == host_home or _beneath(host_home, real)):
                 # A tool folder in the host's home is a toolchain's (pyenv's shims, cargo's bin):
-                # its launchers need the rest of it, so the toolchain's folder is granted.
+                # its launchers need the rest of it, so the toolchain's folder is granted; not
+                # ~/.local (its share/ holds other programs' data).
                 parent = os.path.dirname(real)
-                inside_home = _beneath(real, host_home) and parent != host_home
+                inside_home = (_beneath(real, host_home) and parent != host_home
+                               and os.path.basename(parent) != ".local")
                 read.append(parent if inside_home else real)
     resolv = os.path.dirname(_real("/etc/resolv.conf"))
     if resolv not in ("/etc", "/"):
