@@ -48,7 +48,8 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.structs.replace(self, write=(*self.write, *write), bind=(*self.bind, *bind))
 
     def document(self, executable: str) -> str:
-        """The rules document the shim applies (JSON), with ``executable``'s installation added
+        """The rules document the shim applies (text, one rule a line: ``_landlock.parse``), with
+        ``executable``'s installation added
         read-only: its real folder and, when that is a ``bin`` folder, its parent (the prefix
         holding its libraries)."""
         real = os.path.dirname(os.path.realpath(executable))
