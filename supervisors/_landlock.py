@@ -167,7 +167,8 @@ def apply(rules: dict) -> int:
             for path in paths:
                 _add_path(libc, ruleset, path, rights & fs)
         if attr.handled_access_net:
-            for port, right in [(p, NET_CONNECT_TCP) for p in connect] + [(p, NET_BIND_TCP) for p in rules.get("bind", ())]:
+            ports = [(p, NET_CONNECT_TCP) for p in connect or ()] + [(p, NET_BIND_TCP) for p in rules.get("bind", ())]
+            for port, right in ports:
                 net = _NetPortAttr(allowed_access=right, port=int(port))
                 if libc.syscall(SYS_ADD_RULE, ruleset, RULE_NET_PORT, ctypes.byref(net), ctypes.c_uint32(0)) < 0:
                     raise _fail(f"landlock_add_rule (port {port})")
