@@ -140,12 +140,15 @@ def tree_rss() -> int:
 # -- runtime configs ------------------------------------------------------------------------------
 
 
-def local_config(instances: int = 1, *, event_log: bool, prefix: str = "local") -> dict[str, Any]:
-    """A Runtime config with ``instances`` local-agent instances writing buffered output."""
+def local_config(instances: int = 1, *, event_log: bool, prefix: str = "local",
+                 confinement: str | None = None) -> dict[str, Any]:
+    """A Runtime config with ``instances`` local-agent instances writing buffered output
+    (``confinement``: the instances' key, else its default)."""
+    extra = {"confinement": confinement} if confinement else {}
     return {
         "runtime": {"event_log": event_log},
         "instances": {
-            f"{prefix}{n}": {"driver": "local", "env": {"PADDOCK_LOCAL_BUFFERED": "1"}}
+            f"{prefix}{n}": {"driver": "local", "env": {"PADDOCK_LOCAL_BUFFERED": "1"}, **extra}
             for n in range(instances)
         },
     }
@@ -327,7 +330,7 @@ def run_runtime(sessions: int, chunks: int, *, event_log: bool, tmp: str, stall_
     try:
         threads = [f"t{n}" for n in range(sessions)]
         for tid in threads:
-            rt.start_session(tid, instance="local0", cwd=state)
+            rt.start_session(tid, instance="local0", cwd=tempfile.gettempdir())
         tree = TreeCpu()
         # room for every event of the round: the figure is the pipeline's rate to a subscriber that
         # keeps everything (with the default bound a lagging one reads the log, or with the log

@@ -62,7 +62,7 @@ def run_one(instances: int, timeout: float, spawn: float, stop: bool) -> dict:
             threads = [(f"t{n}", f"local{n}") for n in range(instances)]
             t0 = time.perf_counter()
             with ThreadPoolExecutor(16) as pool:
-                for fut in [pool.submit(rt.start_session, tid, instance=inst, cwd=state, timeout=180)
+                for fut in [pool.submit(rt.start_session, tid, instance=inst, cwd=tempfile.gettempdir(), timeout=180)
                             for tid, inst in threads]:
                     try:
                         fut.result()

@@ -43,7 +43,7 @@ def _one(deltas: int, log: bool, turns: int = 1) -> dict:
     with tempfile.TemporaryDirectory(prefix="paddock-bench-item-memory-") as state:
         rt = Runtime.open(local_config(1, event_log=log), state_dir=state)
         try:
-            rt.start_session("t", instance="local0", cwd=state)
+            rt.start_session("t", instance="local0", cwd=tempfile.gettempdir())
             with rt.subscribe(thread_id="t") as sub:  # warm-up turn: imports, pools, caches
                 turn = rt.send_turn("t", "@reply warm")
                 for ev in sub:

@@ -88,7 +88,7 @@ def run(rate: float, seconds: float, sessions: int, *, event_log: bool, warmup: 
     try:
         threads = [f"t{n}" for n in range(sessions)]
         for tid in threads:
-            rt.start_session(tid, instance="paced", cwd=state)
+            rt.start_session(tid, instance="paced", cwd=tempfile.gettempdir())
         sub = rt.subscribe()
         delivered_at: list[float] = []  # parallel flat lists, for the reason given in _Stamps
         delivered: list[str] = []

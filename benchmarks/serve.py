@@ -85,7 +85,7 @@ def run_in_process(sessions: int, chunks: int, tmp: str, delay: float | None = N
     try:
         threads = [f"t{n}" for n in range(sessions)]
         for tid in threads:
-            rt.start_session(tid, instance="local0", cwd=state)
+            rt.start_session(tid, instance="local0", cwd=tempfile.gettempdir())
         sub = rt.subscribe(max_buffered=sessions * (chunks + 16))
         cpu0 = self_cpu()
         started = time.perf_counter()
@@ -145,7 +145,7 @@ def run_sse(server: _Server, clients: int, sessions: int, chunks: int, round_no:
     rt = RemoteRuntime.connect(server.state)
     try:
         threads = [f"r{round_no}-{clients}-{delay}-{n}" for n in range(sessions)]
-        cwd = server.state
+        cwd = tempfile.gettempdir()
         for tid in threads:
             rt.start_session(tid, instance="local0", cwd=cwd)
         subs = [rt.subscribe(types=None) for _ in range(clients)]

@@ -94,7 +94,8 @@ def _cpu() -> tuple[float, float]:
     return r.ru_utime, r.ru_stime
 
 
-def run_one(sessions: int, instances: int, workers: int, close_timeout: float, spawn: float | None = None) -> dict:
+def run_one(sessions: int, instances: int, workers: int, close_timeout: float, spawn: float | None = None,
+            confinement: str | None = None) -> dict:
     """One size, in this process: the figures of one run."""
     from paddock import Runtime
 
@@ -110,14 +111,14 @@ def run_one(sessions: int, instances: int, workers: int, close_timeout: float, s
     start_all = turns_seconds = host_turns = 0.0
     agents_cpu = TreeCpu()
     with tempfile.TemporaryDirectory(prefix="paddock-bench-sessions-") as state:
-        rt = Runtime.open(local_config(instances, event_log=True), state_dir=state)
+        rt = Runtime.open(local_config(instances, event_log=True, confinement=confinement), state_dir=state)
         peaks.start()
         try:
             threads = [(f"t{n}", f"local{n % instances}") for n in range(sessions)]
 
             def start(item: tuple[str, str]) -> float:
                 t0 = time.perf_counter()
-                rt.start_session(item[0], instance=item[1], cwd=state, timeout=120)
+                rt.start_session(item[0], instance=item[1], cwd=tempfile.gettempdir(), timeout=120)
                 return time.perf_counter() - t0
 
             t0 = time.perf_counter()
@@ -229,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--close-timeout", type=float, default=10.0)
     parser.add_argument("--spawn", type=float, default=None,
                         help="each turn leaves a SIGTERM-ignoring grandchild living this many seconds")
+    parser.add_argument("--confinement", choices=("workspace", "required", "none"), default=None,
+                        help="the instances' confinement key (default: the key's default)")
     parser.add_argument("--one", action="store_true", help="run one size in this process (used per size)")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
@@ -238,14 +241,16 @@ def main(argv: list[str] | None = None) -> int:
         sizes = _sizes(args.sizes)
     if args.one:
         [(sessions, instances)] = sizes
-        json.dump(run_one(sessions, instances, args.workers, args.close_timeout, args.spawn), sys.stdout)
+        json.dump(run_one(sessions, instances, args.workers, args.close_timeout, args.spawn, args.confinement),
+                  sys.stdout)
         return 0
     runs = []
     for sessions, instances in sizes:
         proc = subprocess.run(
             [sys.executable, __file__, "--one", "--sessions", str(sessions), "--instances", str(instances),
              "--workers", str(args.workers), "--close-timeout", str(args.close_timeout),
-             *(["--spawn", str(args.spawn)] if args.spawn is not None else [])],
+             *(["--spawn", str(args.spawn)] if args.spawn is not None else []),
+             *(["--confinement", args.confinement] if args.confinement else [])],
             stdout=subprocess.PIPE, text=True, timeout=1800,
         )
         try:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from paddock.actors import HubHandle
 from paddock.contract import Capabilities, PaddockError, ProviderAdapter
-from paddock.supervisors import run_command
+from paddock.supervisors import Confinement, run_command
 
 from ._access import ModelAccess, check_endpoint
 
@@ -61,6 +61,22 @@ class DriverConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Seconds a running turn may wait on an ``endpoint`` that takes no connection: when the agent
     goes quiet or reports only retries, the runtime checks the endpoint itself and fails the
     turn (``runtime.error`` ``endpoint.unreachable``) once it has been dead this long."""
+    confinement: Literal["workspace", "none", "required"] = "workspace"
+    """Kernel confinement of the instance's agents (Landlock, applied by the orphan-guard shim):
+    ``"workspace"`` confines them where the kernel allows and warns at every start where it does
+    not; ``"required"`` makes the instance unavailable where the kernel cannot; ``"none"`` opts
+    out. See docs/architecture.md, "Confinement"."""
+    roots: list[str] | None = None
+    """The workspace roots the agents may write (besides their home). Unset: the folder the
+    runtime was opened in (unless it is ``/``) and the system temp folder, each without the state
+    dir, other instances' homes and the host's dotfiles. A shared-process instance refuses a
+    session whose cwd is outside them; a per-session process also gets its session's cwd."""
+    network: Literal["any", "endpoints"] = "any"
+    """``"endpoints"``: TCP connect only to the instance's ``endpoint``'s port, its HTTP MCP
+    servers' ports and ``allow_ports``; no bind (Landlock ABI 4+)."""
+    allow_ports: list[int] = []
+    hide: list[str] = []
+    """Paths a confined agent must not read even beneath a system folder (``/etc/...``)."""
 
     def __post_init__(self) -> None:
         if self.endpoint is not None:
@@ -110,6 +126,10 @@ class InstanceContext(msgspec.Struct, frozen=True, kw_only=True):
     hub: HubHandle
     access: ModelAccess = ModelAccess()
     """The resolved model keys (endpoint, key, model)."""
+    confinement: Confinement | None = None
+    """The Landlock rules every process of the instance runs under (``None``: unconfined). A
+    driver passes them on in its ``ProcessSpec``s unchanged, a per-session process widened by
+    its session's cwd (``Confinement.widened``), a server by the port it listens on."""
 
 
 class DriverSpec(msgspec.Struct, frozen=True, kw_only=True):

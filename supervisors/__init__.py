@@ -14,6 +14,9 @@ from ._child import RestartType as RestartType
 from ._child import SupervisedActor as SupervisedActor
 from ._child import request_shutdown as request_shutdown
 from ._child import tell_urgent as tell_urgent
+from ._confine import Confinement as Confinement
+from ._confine import landlock_abi as landlock_abi
+from ._confine import set_landlock_probe as set_landlock_probe
 from ._errors import map_exceptions as map_exceptions
 from ._halted import halted as halted
 from ._halted import hung_reason as hung_reason
@@ -48,6 +51,7 @@ __all__ = [
     "ChildSpec",
     "CommandOutput",
     "CommandResult",
+    "Confinement",
     "ExitReason",
     "Lease",
     "LeaseStore",
@@ -67,11 +71,13 @@ __all__ = [
     "halted",
     "hung_reason",
     "kill_tree",
+    "landlock_abi",
     "map_exceptions",
     "request_shutdown",
     "resolve_executable",
     "run_command",
     "run_short",
+    "set_landlock_probe",
     "snapshot_tree",
     "spawn",
     "sweep_leases",

@@ -18,6 +18,10 @@ thread), and:
   (state ``T``/``t``: SIGSTOP, SIGTSTP, a tracer) that long answers nothing, so the shim writes
   :data:`HUNG_MARK` and its state on stderr and SIGKILLs it; the host then sees an agent that
   died (its supervisor restarts it and its sessions resume);
+- confines the agent (Linux, when the host passes a rules document in ``PADDOCK_CONFINE_RULES``):
+  between fork and exec the forked child applies the Landlock ruleset (``_landlock.py``) and
+  only then execs, so the agent and all it spawns inherit it; the shim itself stays outside and
+  can still signal, reap and kill the tree. A failure to confine exits 126 without exec;
 - reports its tree (Linux): with a REPORT_DIR other than ``-`` it keeps
   ``REPORT_DIR/<host pid>-<shim pid>.tree`` listing every descendant it has (``pid starttime``
   per line, starttime being field 22 of ``/proc/<pid>/stat``), rewritten when the tree changes.
@@ -43,6 +47,10 @@ REPORT_MIN = 0.05
 REPORT_MAX = 1.0
 HUNG_MARK = "paddock: the agent was declared hung:"
 """The start of the stderr line the shim writes before it kills a hung agent."""
+CONFINE_VAR = "PADDOCK_CONFINE_RULES"
+"""The environment variable that carries the Landlock rules document from the host to the shim
+(popped: the agent never sees it)."""
+CONFINE_FAILED = "paddock: cannot confine the agent:"
 STOPPED = {b"T": "stopped (SIGSTOP or SIGTSTP)", b"t": "stopped by a tracer"}
 
 
@@ -263,6 +271,21 @@ def _exit_like(st: int) -> None:
     os._exit(os.waitstatus_to_exitcode(st))
 
 
+def _confine(rules: str) -> None:
+    """Apply the Landlock rules document to this (forked agent) process with ``_landlock.py``,
+    imported from this folder (``-I`` keeps it off ``sys.path``; an import, unlike a compile,
+    uses the cached bytecode). Any failure leaves without executing the agent (exit 126): an
+    agent the host asked to confine never runs unconfined."""
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import _landlock
+
+        _landlock.apply(_landlock.parse(rules))
+    except Exception as exc:
+        os.write(2, f"{CONFINE_FAILED} {exc}\n".encode())
+        os._exit(126)
+
+
 def main() -> None:
     watch_fd = int(sys.argv[1])
     host = int(sys.argv[2])
@@ -274,6 +297,7 @@ def main() -> None:
         env.pop("LC_CTYPE", None)
     else:
         env["LC_CTYPE"] = sys.argv[4][1:]
+    rules = env.pop(CONFINE_VAR, None)
     reporter = _Reporter(sys.argv[5], host)
     hang = None if sys.argv[6] == "-" else float(sys.argv[6])
     argv = sys.argv[8:]
@@ -306,6 +330,8 @@ def main() -> None:
                 libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if os.getppid() != shim:
                 os._exit(137)
+            if rules is not None:
+                _confine(rules)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
             os.execve(path, argv, env)
         except OSError as exc:

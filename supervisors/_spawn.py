@@ -39,6 +39,9 @@ from pathlib import Path
 
 from paddock.contract import ProcessError
 
+from ._confine import Confinement
+from ._shim import CONFINE_VAR
+
 __all__ = ["SpawnRequest", "resolve_executable", "spawn"]
 
 _SHIM = str(Path(__file__).with_name("_shim.py"))
@@ -47,7 +50,7 @@ _SHIM = str(Path(__file__).with_name("_shim.py"))
 class SpawnRequest:
     """What to spawn. ``stdin``/``stdout``/``stderr`` take ``subprocess.PIPE``/``DEVNULL``/fd."""
 
-    __slots__ = ("argv", "cwd", "env", "hang_timeout", "orphan_guard", "report_dir", "stderr", "stdin", "stdout")
+    __slots__ = ("argv", "confinement", "cwd", "env", "hang_timeout", "orphan_guard", "report_dir", "stderr", "stdin", "stdout")
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class SpawnRequest:
         stderr: int = subprocess.PIPE,
         report_dir: str | None = None,
         hang_timeout: float | None = None,
+        confinement: Confinement | None = None,
     ) -> None:
         if not argv:
             raise ProcessError("Cannot start an empty command")
@@ -76,6 +80,9 @@ class SpawnRequest:
         self.hang_timeout = hang_timeout
         """Seconds an agent may stay stopped before the shim declares it hung and kills it
         (``None``: :func:`default_hang_timeout`; 0: never)."""
+        self.confinement = confinement
+        """Landlock rules the shim applies to the child before exec (``None``: unconfined). A
+        child that cannot be confined does not start (it exits 126 saying why)."""
 
 
 def resolve_executable(argv0: str, env: Mapping[str, str], cwd: str | None) -> str:
@@ -134,6 +141,11 @@ class _Spawner:
                 future.set_exception(exc)
 
     def _fork(self, request: SpawnRequest, path: str) -> subprocess.Popen:
+        env = request.env
+        if request.confinement is not None:
+            if not request.orphan_guard:
+                raise ProcessError(f"Could not start {request.argv[0]!r}: confinement needs the orphan guard")
+            env = {**env, CONFINE_VAR: request.confinement.document(path)}
         if request.orphan_guard:
             argv = [
                 sys.executable, "-I", "-S", _SHIM,
@@ -151,7 +163,7 @@ class _Spawner:
             return subprocess.Popen(
                 argv,
                 executable=executable,
-                env=request.env,
+                env=env,
                 cwd=request.cwd,
                 stdin=request.stdin,
                 stdout=request.stdout,

@@ -47,11 +47,13 @@ import pykka
 
 from paddock.contract import (
     EVENT_TYPES,
+    ConfinementInfo,
     EventBase,
     PaddockError,
     PersistenceError,
     RuntimeErrorEvent,
     RuntimeWarningEvent,
+    SessionStarted,
     ValidationError,
 )
 from paddock.contract._construct import NoPublicConstructor
@@ -113,10 +115,12 @@ class Emitter(metaclass=NoPublicConstructor):
     ``HubHandle.dropped_batches``.
     """
 
-    __slots__ = ("_key", "_state", "_tell", "driver", "instance_id", "thread_id")
+    __slots__ = ("_confinement", "_key", "_state", "_tell", "driver", "instance_id", "thread_id")
     _public_factory = "HubHandle.emitter(...)"
 
-    def __init__(self, tell, state: _State, driver: str, instance_id: str, thread_id: str) -> None:
+    def __init__(self, tell, state: _State, driver: str, instance_id: str, thread_id: str,
+                 confinement: ConfinementInfo | None = None) -> None:
+        self._confinement = confinement
         self._tell = tell
         self._state = state
         self._key = (driver, instance_id, thread_id)
@@ -128,6 +132,8 @@ class Emitter(metaclass=NoPublicConstructor):
         """Queue ``events`` (in order) for the hub; the hub stamps their identity and ``seq``."""
         try:
             batch = tuple(events)
+            if self._confinement is not None:
+                batch = tuple(_stamp(e, self._confinement) for e in batch)
             if batch:
                 self._tell((self._key, batch))
         except Exception:
@@ -135,6 +141,12 @@ class Emitter(metaclass=NoPublicConstructor):
 
     def __repr__(self) -> str:
         return f"<Emitter {self.driver}/{self.instance_id}/{self.thread_id}>"
+
+
+def _stamp(event: EventBase, confinement: ConfinementInfo) -> EventBase:
+    if type(event) is SessionStarted and event.confinement is None:
+        return msgspec.structs.replace(event, confinement=confinement)
+    return event
 
 
 class HubHandle(metaclass=NoPublicConstructor):
@@ -188,9 +200,12 @@ class HubHandle(metaclass=NoPublicConstructor):
         it has."""
         return self._ref.actor_stopped.wait(timeout)
 
-    def emitter(self, driver: str, instance_id: str, thread_id: str) -> Emitter:
-        """An :class:`Emitter` bound to this identity; the hub labels its events with it."""
-        return Emitter._create(self._ref.tell, self._state, driver, instance_id, thread_id)
+    def emitter(self, driver: str, instance_id: str, thread_id: str, *,
+                confinement: ConfinementInfo | None = None) -> Emitter:
+        """An :class:`Emitter` bound to this identity; the hub labels its events with it. With
+        ``confinement``, every ``session.started`` it emits carries it (the runtime's plan, so
+        that no driver has to)."""
+        return Emitter._create(self._ref.tell, self._state, driver, instance_id, thread_id, confinement)
 
     def instance_warning(self, driver: str, instance_id: str, code: str, message: str,
                          detail: dict[str, Any] | None = None) -> None:

@@ -97,6 +97,9 @@ class SessionAdapter(Generic[S]):
     last snapshot of a stopped session), both guarded by ``_lock``; reads are thread-safe.
     """
 
+    process_per_session: ClassVar[bool] = False
+    """Each session runs its own agent process (its confinement can include the session's cwd);
+    otherwise one process serves every session of the instance."""
     _refusals: ClassVar[Mapping[str, str]] = {}
     """Capability -> why this driver lacks it (the protocol fact), for the refusal's message."""
     _await_restart: ClassVar[bool] = False
@@ -193,7 +196,7 @@ class SessionAdapter(Generic[S]):
             Session(thread_id=thread_id, instance_id=self.instance_id, driver=self.driver, status="starting",
                     cwd=input.cwd, runtime_mode=input.runtime_mode, interaction_mode=input.interaction_mode,
                     model=model, resume_cursor=input.resume_cursor, created_at=now, updated_at=now),
-            input, self._hub.emitter(self.driver, self.instance_id, thread_id), state,
+            input, self._hub.emitter(self.driver, self.instance_id, thread_id, confinement=input.confinement), state,
         )
         record.report_models = self.record_models
         with self._lock:

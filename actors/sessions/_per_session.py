@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pykka
 
@@ -38,6 +38,8 @@ Factory = Callable[[ChildContext], pykka.ActorRef[Any]]
 class ProcessPerSessionAdapter(SessionAdapter[S]):
     """The process-per-session model. A driver implements ``_start`` (spawn spec, readiness
     and resume, through :meth:`_session_scope` and ``_launch``)."""
+
+    process_per_session: ClassVar[bool] = True
 
     def __init__(self, driver: str, instance_id: str, *, hub: HubHandle, request_timeout: float,
                  start_timeout: float, shutdown_timeout: float) -> None:

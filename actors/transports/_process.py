@@ -23,6 +23,7 @@ import pykka
 from paddock.contract import ProcessError
 from paddock.supervisors import (
     ChildContext,
+    Confinement,
     ExitReason,
     LeaseStore,
     SpawnRequest,
@@ -87,6 +88,9 @@ class ProcessSpec:
     owner: str = ""
     lease_dir: str | None = None
     orphan_guard: bool = True
+    confinement: Confinement | None = None
+    """Landlock rules the child runs under (``paddock.supervisors.Confinement``; ``None``:
+    unconfined); a child that cannot be confined fails to start."""
 
     @property
     def label(self) -> str:
@@ -304,7 +308,8 @@ class ProcessActor(SupervisedActor):
         env = {**os.environ, **spec.env} if spec.inherit_env else dict(spec.env)
         popen = spawn(
             SpawnRequest(spec.argv, env=env, cwd=spec.cwd, orphan_guard=spec.orphan_guard,
-                         report_dir=str(self._leases.directory) if self._leases is not None else None)
+                         report_dir=str(self._leases.directory) if self._leases is not None else None,
+                         confinement=spec.confinement)
         )
         handle = self.handle
         handle._popen = popen

@@ -13,7 +13,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
-from paddock.supervisors import SpawnRequest, spawn, teardown
+from paddock.supervisors import Confinement, SpawnRequest, spawn, teardown
 
 __all__ = ["Terminal", "TerminalExit"]
 
@@ -36,9 +36,11 @@ class TerminalExit:
 class Terminal:
     """Start ``argv`` in ``cwd`` with exactly ``env`` (its own process group, under the orphan
     guard). Output (stdout and stderr merged) beyond ``output_limit`` bytes is dropped from the
-    beginning, at a UTF-8 character boundary. Raises ``ProcessError`` when it cannot start."""
+    beginning, at a UTF-8 character boundary. With ``confinement`` the command runs under those
+    Landlock rules (the agent's own). Raises ``ProcessError`` when it cannot start."""
 
-    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, output_limit: int) -> None:
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, output_limit: int,
+                 confinement: Confinement | None = None) -> None:
         self._limit = max(0, output_limit)
         self._buf = bytearray()
         self._truncated = False
@@ -47,7 +49,7 @@ class Terminal:
         self._callbacks: list[Callable[[TerminalExit], None]] = []
         self._popen = spawn(
             SpawnRequest(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+                         stderr=subprocess.STDOUT, confinement=confinement)
         )
         self._reader = threading.Thread(target=self._read, name="terminal-out", daemon=True)
         self._reader.start()

@@ -77,7 +77,7 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
             cancel_retry=flavor.cancel_retry, failed_text=flavor.failed_text, resume_hint=flavor.resume_hint,
             cancel_meta=dict(flavor.cancel_meta), set_model=flavor.set_model, home=ctx.home,
             mcp_stdio=flavor.mcp_stdio, title_is_command=flavor.title_is_command,
-            unlisted_modes=flavor.unlisted_modes,
+            unlisted_modes=flavor.unlisted_modes, confinement=ctx.confinement,
         )
         self._base_caps = self._override(base_capabilities(client_fs=client_fs, client_terminal=client_terminal))
         self._caps = self._base_caps
@@ -101,7 +101,7 @@ class AcpAdapter(SharedProcessAdapter[AcpState, AgentLink]):
         return ProcessSpec(
             argv=tuple(argv), env=self._flavor.child_env(self._ctx), cwd=self._ctx.home,
             name=f"{self.instance_id}:{os.path.basename(argv[0])}", owner=self.instance_id,
-            lease_dir=self._ctx.state_dir, shutdown_timeout=5.0,
+            lease_dir=self._ctx.state_dir, shutdown_timeout=5.0, confinement=self._ctx.confinement,
         )
 
     def _router(self, reject: Callable[[JsonRpcRequest], None]) -> Router:

@@ -160,7 +160,8 @@ class AcpSessionActor(SharedSessionActor[_Pending, AcpState, AgentLink]):
     def on_start(self) -> None:
         super().on_start()
         if self.settings.client_terminal:
-            self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit)
+            self._terminals = Terminals(self.settings.env, self.settings.terminal_output_limit,
+                                        self.settings.confinement)
         if self.start_input.mcp_servers:
             ref = self.actor_ref
 

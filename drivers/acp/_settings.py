@@ -11,6 +11,7 @@ import msgspec
 
 from paddock.actors import SharedState
 from paddock.contract import CUMULATIVE_USAGE, InteractionMode, ResumeCursor, TokenUsage, ValidationError
+from paddock.supervisors import Confinement
 
 __all__ = ["AcpState", "SessionSettings", "created_at_of", "cursor_for", "session_id_of"]
 
@@ -46,6 +47,8 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The flavor's ``mcp_stdio``: the agent takes stdio MCP servers from the client."""
     title_is_command: bool = False
     """An ``execute`` permission's title is its exact command (the flavor's ``title_is_command``)."""
+    confinement: Confinement | None = None
+    """The instance's Landlock rules: ``terminal/*`` commands run under them, as the agent does."""
     unlisted_modes: tuple[str, ...] = ()
     """Mode ids ``session/set_mode`` accepts when the session lists none (the flavor's ``unlisted_modes``)."""
 

@@ -22,6 +22,7 @@ import msgspec
 
 from paddock.actors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Terminal, TerminalExit
 from paddock.contract import JsonObject, JsonValue, PaddockError
+from paddock.supervisors import Confinement
 
 from . import _wire as w
 from ._fs import RESOURCE_NOT_FOUND
@@ -69,8 +70,9 @@ class _Refused(Exception):
 class Terminals:
     """The terminals of one session."""
 
-    def __init__(self, env: Mapping[str, str], default_limit: int) -> None:
+    def __init__(self, env: Mapping[str, str], default_limit: int, confinement: Confinement | None = None) -> None:
         self._env = dict(env)
+        self._confinement = confinement
         self._default_limit = default_limit
         self._terms: dict[str, Terminal] = {}
 
@@ -125,7 +127,7 @@ class Terminals:
         argv = [p.command, *p.args] if p.args else ["/bin/sh", "-c", p.command]
         env = {**self._env, **{v.name: v.value for v in p.env}}
         limit = p.outputByteLimit if p.outputByteLimit is not None else self._default_limit
-        term = Terminal(argv, env=env, cwd=workdir, output_limit=limit)
+        term = Terminal(argv, env=env, cwd=workdir, output_limit=limit, confinement=self._confinement)
         term_id = f"term-{next(_ids)}"
         self._terms[term_id] = term
         return term_id

@@ -117,6 +117,7 @@ class ClaudeAdapter(ProcessPerSessionAdapter[ClaudeState]):
         thread_id = input.thread_id
         spec = ProcessSpec(argv=tuple(argv), env=env, cwd=input.cwd, name=f"{self.instance_id}:{thread_id}:claude",
                            owner=self.instance_id, lease_dir=self._ctx.state_dir,
+                           confinement=confined.widened(write=(input.cwd,)) if (confined := self._ctx.confinement) else None,
                            shutdown_timeout=self._config.shutdown_timeout)
         start_timeout = self._config.start_timeout
 

@@ -76,6 +76,7 @@ def process_spec(ctx: InstanceContext) -> ProcessSpec:
     return ProcessSpec(
         argv=(*found.argv, *config.args, "app-server"), env=env, cwd=str(codex_home),
         name=f"{ctx.instance_id}:codex-app-server", owner=ctx.instance_id, lease_dir=ctx.state_dir,
+        confinement=ctx.confinement,
         shutdown_timeout=config.shutdown_timeout,
         # The app-server writes (and flushes) one line per delta: read them in batches.
         read_coalesce=config.read_coalesce,

@@ -75,7 +75,7 @@ class OpencodeAdapter(ServerAdapter[OpencodeState, ServerLink]):
             driver=DRIVER, instance_id=self.instance_id, password=password, request_timeout=config.request_timeout,
             start_timeout=config.start_timeout, shutdown_timeout=config.shutdown_timeout, url=config.server_url,
             spawn=spawn, lease_dir=self._ctx.state_dir if spawn is not None else None, tap=self._tap,
-            instance_warning=self._instance_warning,
+            instance_warning=self._instance_warning, confinement=self._ctx.confinement,
         )
         if spawn is not None:
             return link, [link.child_spec()]

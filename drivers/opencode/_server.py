@@ -37,7 +37,7 @@ from paddock.actors import (
 from paddock.contract import DriverError, OperationTimeout, PaddockError, ProcessError
 from paddock.drivers._binary import find_binary
 from paddock.drivers._registry import InstanceContext
-from paddock.supervisors import ChildContext, ChildSpec
+from paddock.supervisors import ChildContext, ChildSpec, Confinement
 
 from ._config import API_KEY_VAR, QUIET_ENV, OpencodeConfig, server_config
 
@@ -107,7 +107,8 @@ class ServerLink:
                  start_timeout: float, shutdown_timeout: float, url: str | None = None,
                  spawn: tuple[list[str], dict[str, str], str] | None = None, lease_dir: str | None = None,
                  tap: LineTap | None = None,
-                 instance_warning: Callable[[str, str, dict[str, Any]], None] | None = None) -> None:
+                 instance_warning: Callable[[str, str, dict[str, Any]], None] | None = None,
+                 confinement: Confinement | None = None) -> None:
         self.driver = driver
         self.instance_id = instance_id
         self._password = password
@@ -117,6 +118,7 @@ class ServerLink:
         self._external_url = url
         self._spawn = spawn
         self._lease_dir = lease_dir
+        self._confinement = confinement  # the spawned server's rules, plus binding its own port
         self._tap = tap
         self._instance_warning = instance_warning  # a warning when no session is routed yet
         self._where = {"driver": driver, "instance_id": instance_id}
@@ -288,9 +290,11 @@ class ServerLink:
                 if on_exit is not None:
                     on_exit(info)
 
+            port = free_port()
             spec = ProcessSpec(
-                argv=(*argv, "serve", "--hostname", "127.0.0.1", "--port", str(free_port())), env=env, cwd=cwd,
+                argv=(*argv, "serve", "--hostname", "127.0.0.1", "--port", str(port)), env=env, cwd=cwd,
                 name=f"{self.instance_id}:opencode", owner=self.instance_id, lease_dir=self._lease_dir,
+                confinement=self._confinement.widened(bind=(port,)) if self._confinement is not None else None,
                 # `opencode serve` does not read stdin: the graceful step is SIGTERM to the group.
                 graceful=lambda handle: None, graceful_timeout=0.0, shutdown_timeout=self._shutdown_timeout,
             )

@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from paddock.actors import Redactor, blocking
-from paddock.contract import Event, EventBase, RuntimeWarningEvent, Session
+from paddock.contract import ConfinementInfo, Event, EventBase, RuntimeWarningEvent, Session
 
 __all__ = ["Batch", "NodeEmitter", "NodeSink", "Pulled", "decode_pulled", "encode_pulled"]
 
@@ -98,7 +98,10 @@ class NodeSink:
         self.waits = 0
         """How many emits waited for room (back-pressure reached the node)."""
 
-    def emitter(self, driver: str, instance_id: str, thread_id: str) -> NodeEmitter:
+    def emitter(self, driver: str, instance_id: str, thread_id: str, *,
+                confinement: ConfinementInfo | None = None) -> NodeEmitter:
+        """As ``HubHandle.emitter``; a placed instance's agents are not confined by this host, so
+        ``confinement`` is not stamped."""
         return NodeEmitter(self, driver, instance_id, thread_id)
 
     def instance_warning(self, driver: str, instance_id: str, code: str, message: str,

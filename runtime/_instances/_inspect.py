@@ -84,7 +84,7 @@ def check_config(config: str | os.PathLike[str] | None, *, state_dir: str | os.P
 def _check_one(entry: InstanceEntry, spec: DriverSpec | None, decoded: Any, *, root: Path, versions: bool) -> InstanceCheck:
     """One instance of :func:`check_config` (a worker thread)."""
     from paddock.drivers import BUILT_IN_DRIVERS, InstanceContext
-    from paddock.drivers._access import model_access
+    from paddock.drivers._access import ModelAccess, model_access
 
     if spec is None:
         return InstanceCheck(id=entry.instance_id, driver=entry.driver, ok=False,
@@ -108,7 +108,7 @@ def _check_one(entry: InstanceEntry, spec: DriverSpec | None, decoded: Any, *, r
     ctx = InstanceContext(instance_id=entry.instance_id, driver=entry.driver, config=decoded, home=str(home),
                           env=env, state_dir=str(root),
                           # No adapter is built from this context: nothing emits.
-                          hub=cast("HubHandle", None), **({"access": access} if access else {}))
+                          hub=cast("HubHandle", None), access=access if access is not None else ModelAccess())
     if reason is None and spec.probe is not None:
         reason = spec.probe(ctx)
     report: dict[str, Any] = {}

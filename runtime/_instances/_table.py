@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from paddock._instances._confinement import ConfinementPlan, describe_confinement, plan_confinement
 from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
 from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._instances._isolation import build_env, instance_home, secret_values
@@ -26,6 +27,7 @@ from paddock.actors import HubHandle, Redactor, SessionAdapter
 from paddock.contract import (
     Capabilities,
     ConfigError,
+    ConfinementInfo,
     DriverError,
     InstanceNotFoundError,
     ModelInfo,
@@ -64,6 +66,9 @@ class InstanceInfo(msgspec.Struct, frozen=True, kw_only=True):
     ray: str | None = None
     """A placed instance's Ray status: ``not placed``, ``placing``, ``alive``, ``restarting``,
     ``failed: ...``, ``unavailable: ...``, ``closed``."""
+    confinement: ConfinementInfo | None = None
+    """What the kernel confines the instance's agents to (``None``: not planned here, e.g. a
+    placed instance or an unknown driver)."""
 
 
 class _Instance:
@@ -86,6 +91,7 @@ class _Instance:
         self.workspace: Literal["shared", "worktree"] = "shared"
         self.threads: ThreadHandoffFiles | None = None
         self.placement: Literal["local", "ray"] = "local"
+        self.confinement: ConfinementPlan | None = None
 
 
 class InstanceSlot:
@@ -94,7 +100,7 @@ class InstanceSlot:
     every session and its threads' persisted hand-offs, and its secrets and masking. Thread: the
     caller's; the methods are thread-safe."""
 
-    __slots__ = ("_inst", "_table", "adapter", "driver", "files", "handoff", "instance_id", "workspace")
+    __slots__ = ("_inst", "_table", "adapter", "confinement", "driver", "files", "handoff", "instance_id", "workspace")
 
     def __init__(self, table: InstanceTable, inst: _Instance, adapter: ProviderAdapter) -> None:
         assert inst.threads is not None  # set by _prepare for every instance the table can start
@@ -106,6 +112,8 @@ class InstanceSlot:
         self.files: ThreadHandoffFiles = inst.threads
         self.workspace: Literal["shared", "worktree"] = inst.workspace
         """The instance's ``workspace`` key: where its threads run unless a start says otherwise."""
+        self.confinement: ConfinementPlan | None = inst.confinement
+        """The instance's confinement (``None``: not planned here, e.g. placed on Ray)."""
 
     def add_secrets(self, values: set[str] | tuple[str, ...]) -> None:
         """As :meth:`InstanceTable.add_secrets`, for this instance."""
@@ -128,6 +136,21 @@ class InstanceTable:
         self._by_id: dict[str, _Instance] = {}
         for entry in config.instances:
             self._by_id[entry.instance_id] = self._prepare(entry)
+        self._plan_confinement(os.getcwd())
+
+    def _plan_confinement(self, opened_in: str) -> None:
+        """Each local instance's confinement, knowing every other instance's home; a
+        ``"required"`` one the kernel cannot confine becomes unavailable, naming why."""
+        homes = {inst.id: str(inst.home) for inst in self._by_id.values() if inst.home is not None}
+        for inst in self._by_id.values():
+            if inst.home is None or inst.config is None or inst.placement != "local":
+                continue
+            urls = [u for u in (getattr(s, "url", None) for s in inst.handoff.mcp_servers) if isinstance(u, str)]
+            inst.confinement = plan_confinement(
+                inst.id, inst.config, home=str(inst.home), env=inst.env, state_dir=str(self._state_dir),
+                other_homes=[h for i, h in homes.items() if i != inst.id], opened_in=opened_in, mcp_urls=urls)
+            if inst.confinement.unavailable and inst.reason is None:
+                inst.reason = inst.confinement.unavailable
 
     def _prepare(self, entry: InstanceEntry) -> _Instance:
         inst = _Instance(entry.instance_id, entry.driver)
@@ -197,6 +220,7 @@ class InstanceTable:
         return InstanceContext(
             instance_id=inst.id, driver=inst.driver, config=inst.config, home=str(inst.home),
             env=dict(inst.env), state_dir=str(self._state_dir), hub=self._hub, access=inst.access,
+            confinement=inst.confinement.rules if inst.confinement is not None else None,
         )
 
     def add_secrets(self, inst: _Instance | str, values: set[str] | tuple[str, ...]) -> None:
@@ -337,6 +361,7 @@ class InstanceTable:
                 home=placed.get("home") or (str(inst.home) if inst.home else None),
                 binary=getattr(inst.config, "binary", None), models=models,
                 placement=inst.placement, node=placed.get("node"), ray=placed.get("ray"),
+                confinement=inst.confinement.info if inst.confinement is not None else None,
             ))
         return out
 
@@ -359,6 +384,7 @@ class InstanceTable:
             "id": info.id, "driver": info.driver, "status": info.status, "reason": info.reason,
             "binary": info.binary, "version": None, "auth": "unknown", "home": info.home,
             "placement": info.placement, "node": info.node, "ray": info.ray,
+            "confinement": describe_confinement(info.confinement) if info.confinement is not None else None,
         }
         hook = inst.spec.diagnose if inst.spec is not None else None
         if info.placement != "local":

@@ -131,6 +131,11 @@ class ThreadDirectory:
         cwd = str(folder.resolve())
         slot = self._instances.slot(a.instance)  # the one look-up of the instance this start makes
         adapter = slot.adapter
+        confinement = None
+        if slot.confinement is not None:
+            shared = not getattr(adapter, "process_per_session", False)
+            slot.confinement.check_cwd(cwd, shared=shared, thread_id=a.thread_id)
+            confinement = slot.confinement.session_info(cwd, shared=shared)
         bound = self._store.get(a.thread_id)
         # A resume keeps the model the thread was started with, even if the catalog moved on.
         advice = None if bound is not None and (bound.instance_id, bound.model) == (a.instance, a.model) \
@@ -142,6 +147,9 @@ class ThreadDirectory:
             handing = hand_off(a, slot, binding, transcript, moved_from=self._instances.thread_handoff,
                                runtime_rules=self._settings.approval_rules)
             handed, warnings = handing.handed, handing.warnings
+            unconfined = slot.confinement.start_warning(slot.driver, a.instance, a.thread_id) if slot.confinement else None
+            if unconfined is not None:
+                warnings = (*warnings, unconfined)
             if handing.after_transcript is not None:
                 self._after_transcript[a.thread_id] = handing.after_transcript
             else:
@@ -178,6 +186,7 @@ class ThreadDirectory:
                 thread_id=a.thread_id, cwd=run_in, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor, workspace_roots=(run_in,),
                 mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2], approval_rules=handed[3],
+                confinement=confinement,
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))

@@ -9,7 +9,8 @@ import json
 from paddock.cli._common import add_runtime_options, write
 from paddock.cli._connect import connect
 
-HELP = "check each instance: binary, version, login, credentials (names only), model endpoint reachable; exit 1 on a problem"
+HELP = ("check each instance: binary, version, login, credentials (names only), model endpoint reachable, kernel "
+        "confinement; exit 1 on a problem")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
             if r.get(key):
                 # api_key is already masked by the driver's report; never print a raw value.
                 write(f"    {key + ':':10}{'***' if key == 'api_key' else r[key]}\n")
-        for key, label in (("login", "login:"), ("credentials", "credentials:"), ("endpoint_check", "endpoint check:")):
+        for key, label in (("login", "login:"), ("credentials", "credentials:"), ("endpoint_check", "endpoint check:"),
+                           ("confinement", "confinement:")):
             if r.get(key):
                 write(f"    {label} {r[key]}\n")
         if r.get("placement", "local") != "local":

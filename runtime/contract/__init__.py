@@ -40,6 +40,7 @@ from ._events import (
     BudgetWarning as BudgetWarning,
     ConfigWarning as ConfigWarning,
     CommandSubject as CommandSubject,
+    ConfinementInfo as ConfinementInfo,
     ContentDelta as ContentDelta,
     DIFF_CHARS as DIFF_CHARS,
     Decider as Decider,

@@ -9,7 +9,7 @@ import msgspec
 from ._attachments import Attachment
 from ._capabilities import Capabilities
 from ._cursor import ResumeCursor
-from ._events import Decider, Decision, ItemKind, ItemStatus, Surface, TurnState
+from ._events import ConfinementInfo, Decider, Decision, ItemKind, ItemStatus, Surface, TurnState
 from ._mcp import McpServer
 from ._rules import ApprovalRule
 
@@ -71,6 +71,9 @@ class StartSessionInput(_Input, frozen=True):
     approval_rules: tuple[ApprovalRule, ...] = ()
     """The rules that answer this session's requests before a person (the thread's, then the
     instance's, then the runtime's; :func:`paddock.contract.decide`), applied by the session base."""
+    confinement: ConfinementInfo | None = None
+    """What the kernel confines the session's agent to, as the runtime planned it; the session's
+    ``session.started`` carries it."""
 
 
 class SendTurnInput(_Input, frozen=True):

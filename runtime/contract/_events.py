@@ -22,6 +22,7 @@ __all__ = [
     "BudgetWarning",
     "ConfigWarning",
     "CommandSubject",
+    "ConfinementInfo",
     "ContentDelta",
     "DIFF_CHARS",
     "Decider",
@@ -229,6 +230,24 @@ class EventBase(
 # session -----------------------------------------------------------------------------------------
 
 
+class ConfinementInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """What the kernel confines an instance's agents (and every process they start) to.
+
+    ``confined``: the agent runs under a Landlock ruleset (``landlock_abi``: the kernel's ABI
+    version, 0 when it has none). ``setting``: the instance's ``confinement`` key. ``roots``:
+    the workspace roots the agent may write (besides its home); for a per-session process they
+    include the session's cwd. ``network``: ``"any"`` or ``"endpoints"`` (TCP connect only to the
+    allowed ports, no bind; ABI 4+). ``reason``: why an agent that should be confined is not.
+    """
+
+    confined: bool = False
+    setting: Literal["workspace", "none", "required"] = "none"
+    landlock_abi: int = 0
+    roots: tuple[str, ...] = ()
+    network: Literal["any", "endpoints"] = "any"
+    reason: str | None = None
+
+
 class SessionStarted(EventBase, frozen=True, tag="session.started"):
     """A session bound the thread to an instance. ``resumed`` says it continues a native session
     from the thread's resume cursor; ``resume_failed`` says a resume was tried and a fresh native
@@ -243,6 +262,9 @@ class SessionStarted(EventBase, frozen=True, tag="session.started"):
     resumed: bool = False
     resume_failed: bool = False
     detail: str | None = None
+    confinement: ConfinementInfo | None = None
+    """What the kernel confines this session's agent to (``None`` in logs written before
+    Paddock reported it). Stamped by the runtime, not by the driver."""
 
 
 class SessionConfigured(EventBase, frozen=True, tag="session.configured"):
