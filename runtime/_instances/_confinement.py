@@ -16,6 +16,7 @@ under, what the runtime reports (``ConfinementInfo``), and the check of a sessio
 from __future__ import annotations
 
 import os
+import pwd
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -103,6 +104,18 @@ def _beneath(path: str, folder: str) -> bool:
     return path.startswith(folder.rstrip("/") + "/")
 
 
+def _host_homes() -> tuple[str, ...]:
+    """The host user's home as ``$HOME`` says and as the password database says: a host that
+    points ``HOME`` elsewhere (a test, a service) still has its toolchains (pyenv, cargo) and its
+    dotfiles in the latter."""
+    homes = [_real(Path.home())]
+    try:
+        homes.append(_real(pwd.getpwuid(os.getuid()).pw_dir))
+    except (KeyError, OSError):
+        pass
+    return tuple(dict.fromkeys(h for h in homes if h != "/"))
+
+
 def _real(path: str | Path) -> str:
     return os.path.realpath(os.path.expanduser(str(path)))
 
@@ -140,21 +153,23 @@ def plan_confinement(
     once per process, ``paddock.supervisors.landlock_abi``)."""
     setting = config.confinement
     network = config.network
-    host_home = _real(Path.home())
+    host_homes = _host_homes()
     own_home = _real(home)
     hidden = {_real(state_dir), *(_real(h) for h in other_homes)}
     hidden.discard(own_home)
-    try:
-        hidden |= {e.path for e in os.scandir(host_home) if e.name.startswith(".")}
-    except OSError:
-        pass
+    for host_home in host_homes:
+        try:
+            hidden |= {e.path for e in os.scandir(host_home) if e.name.startswith(".")}
+        except OSError:
+            pass
     hidden |= {_real(p) for p in config.hide}
     if config.roots is not None:
         roots = tuple(dict.fromkeys(_real(r) for r in config.roots))
     else:
         roots = tuple(dict.fromkeys(r for r in (_real(opened_in), _real(tempfile.gettempdir())) if r != "/"))
-    if any(_beneath(host_home, r) for r in roots):
-        hidden.add(host_home)  # a root above the host's home: none of the home is a workspace
+    for host_home in host_homes:
+        if any(_beneath(host_home, r) for r in roots):
+            hidden.add(host_home)  # a root above the host's home: none of the home is a workspace
     hidden.discard(own_home)  # a granted path inside a hidden one stays granted (Confinement.hide)
     if setting == "none":
         info = ConfinementInfo(confined=False, setting="none", roots=roots, network=network)
@@ -174,12 +189,12 @@ def plan_confinement(
     for folder in env.get("PATH", "").split(os.pathsep):
         if folder and os.path.isabs(folder):
             real = _real(folder)
-            if real != "/" and not (real == host_home or _beneath(host_home, real)):
+            if real != "/" and not any(real == h or _beneath(h, real) for h in host_homes):
                 # A tool folder in the host's home is a toolchain's (pyenv's shims, cargo's bin):
                 # its launchers need the rest of it, so the toolchain's folder is granted; not
                 # ~/.local (its share/ holds other programs' data).
                 parent = os.path.dirname(real)
-                inside_home = (_beneath(real, host_home) and parent != host_home
+                inside_home = (any(_beneath(real, h) and parent != h for h in host_homes)
                                and os.path.basename(parent) != ".local")
                 read.append(parent if inside_home else real)
     resolv = os.path.dirname(_real("/etc/resolv.conf"))
@@ -192,8 +207,8 @@ def plan_confinement(
         connect = tuple(sorted({p for p in ports if p is not None} | set(config.allow_ports)))
     granted = set(read) | set(write)
     hidden = {h for h in hidden if h not in granted}  # a dotfile granted as a toolchain stays granted
-    hidden |= {os.path.join(host_home, name) for name in TOOLCHAIN_SECRETS}
+    hidden |= {os.path.join(h, name) for h in host_homes for name in TOOLCHAIN_SECRETS}
     rules = Confinement(read=tuple(dict.fromkeys(read)), write=tuple(dict.fromkeys(write)),
-                        hide=tuple(sorted(hidden)), connect=connect, never=(host_home,))
+                        hide=tuple(sorted(hidden)), connect=connect, never=host_homes)
     info = ConfinementInfo(confined=True, setting=setting, landlock_abi=abi, roots=roots, network=network)
     return ConfinementPlan(info, rules, roots, tuple(sorted(hidden)), own_home)

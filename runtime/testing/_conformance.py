@@ -48,6 +48,7 @@ from paddock.contract import (
     McpStdioServer,
     PaddockError,
     RequestError,
+    RequestOpened,
     USAGE_LIMIT,
     TurnStartResult,
     capability_on,
@@ -643,18 +644,10 @@ def _modes(p: Probe) -> str:
             thread_id = p.thread(mode)
             asked: list[str] = []
 
-            def answer(event: EventBase, turn_id: str, thread_id: str = thread_id) -> None:
-                # Under client-boundary enforcement the runtime itself answers what the mode
-                # allows (request.opened, then request.resolved at once): only a request left
-                # open for the host counts as asking.
-                if event.type == "request.opened":
-                    try:
-                        p.rt.respond_to_request(thread_id, event.request_id or "", "decline")
-                    except RequestError:
-                        return
-                    asked.append(event.kind)  # type: ignore[attr-defined]
-
-            p.turn(thread_id, prompt, on_event=answer)
+            # Under client-boundary enforcement the runtime itself answers what the mode allows
+            # (request.opened, then request.resolved at once): only a request left open for the
+            # host counts as asking.
+            p.turn(thread_id, prompt, on_event=_decline_each(p, thread_id, asked))
             p.rt.stop_session(thread_id)
             if must_ask:
                 assert asked, f"{mode} ran a {kind} without asking"
@@ -664,6 +657,21 @@ def _modes(p: Probe) -> str:
                 assert target.exists(), f"{mode}: the {kind} did not happen"
         said.append(f"{mode}: honoured")
     return "; ".join(said)
+
+
+def _decline_each(p: Probe, thread_id: str, asked: list[str]) -> Callable[[EventBase, str], None]:
+    """An ``on_event`` that declines every request the thread leaves open and records its kind in
+    ``asked`` (a request already resolved, e.g. by the runtime's mode, is not counted)."""
+
+    def answer(event: EventBase, turn_id: str) -> None:
+        if isinstance(event, RequestOpened):
+            try:
+                p.rt.respond_to_request(thread_id, event.request_id, "decline")
+            except RequestError:
+                return
+            asked.append(event.kind)
+
+    return answer
 
 
 @scenario("04b-mode-change", "a thread restarted in a stricter mode asks again",
@@ -678,16 +686,7 @@ def _mode_change(p: Probe) -> str:
     target = p.workspace / path
     target.unlink(missing_ok=True)
     asked: list[str] = []
-
-    def answer(event: EventBase, turn_id: str) -> None:
-        if event.type == "request.opened":
-            try:
-                p.rt.respond_to_request(thread_id, event.request_id or "", "decline")
-            except RequestError:
-                return
-            asked.append(event.kind)  # type: ignore[attr-defined]
-
-    p.turn(thread_id, shell, on_event=answer)
+    p.turn(thread_id, shell, on_event=_decline_each(p, thread_id, asked))
     assert asked, "after the restart in approval-required a command ran without asking"
     assert not target.exists(), "the declined command ran"
     return "asked after the restart"
