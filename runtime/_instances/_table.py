@@ -23,6 +23,7 @@ from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
 from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._instances._isolation import build_env, instance_home, secret_values
 from paddock._instances._probes import credentials_present, endpoint_reachable
+from paddock._state._dir import private_dir
 from paddock.actors import HubHandle, Redactor, SessionAdapter
 from paddock.contract import (
     Capabilities,
@@ -238,6 +239,15 @@ class InstanceTable:
     @property
     def state_dir(self) -> Path:
         return self._state_dir
+
+    def scratch_dir(self, instance_id: str) -> Path:
+        """A private folder for one-shot sessions of the instance (``generate_text``, a catalog
+        read): inside the instance's own home, the one place beside its roots a confined agent may
+        use (the state dir is hidden from it); in the state dir for an instance whose home is on
+        another node. Created 0700 if missing (thread: the caller's)."""
+        inst = self._by_id.get(instance_id)
+        base = inst.home if inst is not None and inst.home is not None else self._state_dir
+        return private_dir(base / "generate")
 
     def driver(self, instance_id: str) -> str:
         return self._by_id[instance_id].driver

@@ -19,7 +19,6 @@ import uuid
 
 from paddock._instances._table import InstanceTable
 from paddock._operations._table import GenerateTextBody
-from paddock._state._dir import private_dir
 from paddock.actors import HubHandle, Subscription
 from paddock.contract import (
     DriverError,
@@ -44,8 +43,7 @@ def generate_text(instances: InstanceTable, hub: HubHandle, ephemeral: set[str],
     or one with no text, and what starting a session raises. Thread: the caller's."""
     deadline = time.monotonic() + a.timeout
     thread_id = f"generate-{uuid.uuid4().hex}"
-    root = private_dir(instances.state_dir / "generate")
-    cwd = tempfile.mkdtemp(prefix="cwd-", dir=root)
+    cwd = tempfile.mkdtemp(prefix="cwd-", dir=instances.scratch_dir(a.instance))
     ephemeral.add(thread_id)
     try:
         with hub.subscribe(thread_id=thread_id) as sub, instances.adapter_once(a.instance) as adapter:

@@ -19,7 +19,6 @@ import time
 import uuid
 
 from paddock._instances._table import InstanceTable
-from paddock._state._dir import private_dir
 from paddock.contract import ModelInfo, PaddockError, ProviderAdapter, StartSessionInput, model_advice
 
 __all__ = ["MODELS_TTL", "ModelCatalogs"]
@@ -86,7 +85,7 @@ class ModelCatalogs:
         """Start a throwaway session (no binding, hidden, in an empty private folder) so the agent
         reports its catalog, then stop it."""
         thread_id = f"models-{uuid.uuid4().hex}"
-        cwd = tempfile.mkdtemp(prefix="cwd-", dir=private_dir(self._instances.state_dir / "generate"))
+        cwd = tempfile.mkdtemp(prefix="cwd-", dir=self._instances.scratch_dir(instance))
         self._ephemeral.add(thread_id)
         try:
             adapter.start_session(StartSessionInput(

@@ -98,5 +98,5 @@ def test_config_check_names_the_servers_and_never_their_secrets(tmp_path):
                            "--state-dir", str(tmp_path / "state")], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "mcp:     files (stdio), docs (http)" in done.stdout and "preamble: 10 characters" in done.stdout
+    assert "mcp:      files (stdio), docs (http)" in done.stdout and "preamble: 10 characters" in done.stdout
     assert "secret" not in done.stdout + done.stderr

@@ -124,7 +124,7 @@ def test_generate_text_returns_the_scripted_text_and_leaves_nothing(driver, tmp_
             left = {pid: p for pid, p in _living_descendants().items() if pid not in before}
             assert not left, [" ".join(p.cmdline())[:200] for p in left.values()]
         assert server.wait_for(lambda r: r.kind == "turn", timeout=5)
-    assert os.listdir(tmp_path / "state" / "generate") == []
+    assert os.listdir(tmp_path / "state" / "instances" / "agent" / "generate") == []
 
 
 def _agents() -> list:
