@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from paddock._state._dir import private_dir
 from paddock.contract import ConfinementInfo, RuntimeWarningEvent, ValidationError
 from paddock.drivers import DriverConfig
 from paddock.supervisors import Confinement, landlock_abi
@@ -200,7 +201,13 @@ def plan_confinement(
     resolv = os.path.dirname(_real("/etc/resolv.conf"))
     if resolv not in ("/etc", "/"):
         read.append(resolv)
-    write = [own_home, *DEVICES, *roots]
+    # The threads' git worktrees (workspace = "worktree") live in the state dir; a shared process
+    # serves threads created after it started, so their folder is granted from the start.
+    try:
+        write_trees = [_real(private_dir(private_dir(Path(state_dir, "workspaces")) / "trees"))]
+    except OSError:
+        write_trees = []
+    write = [own_home, *DEVICES, *roots, *write_trees]
     connect: tuple[int, ...] | None = None
     if network == "endpoints":
         ports = [_port(u) for u in (config.endpoint or "", *mcp_urls) if u]
