@@ -26,7 +26,19 @@ def _alive(proc: psutil.Process) -> bool:
 
 
 def _descendants() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if _alive(p)]
+    """This process's living descendants that the test started: not those already alive when
+    the module's first test began (a Ray cluster an earlier test module let linger)."""
+    return [p for p in psutil.Process().children(recursive=True) if _alive(p) and p.pid not in _EARLIER]
+
+
+_EARLIER: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _earlier_processes():
+    _EARLIER.clear()
+    _EARLIER.update(p.pid for p in psutil.Process().children(recursive=True))
+    yield
 
 
 @pytest.mark.timeout(90)
