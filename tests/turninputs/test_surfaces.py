@@ -44,8 +44,11 @@ def test_async_runtime_models_and_attachments(tmp_path):
     async def main() -> None:
         async with await AsyncRuntime.open(config, state_dir=tmp_path / "state") as rt:
             assert [m.id for m in await rt.models("loc")] == ["m-one", "m-two"]
-            with pytest.raises(ValidationError, match="'m-two'"):
-                await rt.start_session("t1", instance="loc", cwd=ws, model="m-tw")
+            # The catalog is advice: a name it lacks runs, with a warning naming the close match.
+            warnings = rt.subscribe(thread_id="t1", types=["runtime.warning"])
+            await rt.start_session("t1", instance="loc", cwd=ws, model="m-tw")
+            warning = await asyncio.wait_for(anext(warnings), 10)
+            assert warning.code == "model.not_in_catalog" and "'m-two'" in warning.message
             await rt.start_session("t1", instance="loc", cwd=ws, model="m-two")
             with pytest.raises(CapabilityUnsupportedError):
                 await rt.send_turn("t1", "@reply no", attachments=[ImageAttachment(data=PNG, mime_type="image/png")])
