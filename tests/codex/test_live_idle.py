@@ -3,7 +3,6 @@ instance's ``idle_timeout`` and the next start spawns it again; the thread resum
 
 from __future__ import annotations
 
-import psutil
 import pytest
 
 from paddock import Runtime
@@ -11,22 +10,10 @@ from paddock.testing import build_offline_env
 
 from .conftest import offline_config
 from tests.adapter_harness import runtime_turn
-from tests.helpers import until
+from tests.helpers import shim_agents, until
 from tests.live.conftest import require_peer
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
-
-
-def _app_servers() -> list[psutil.Process]:
-    """The live app-servers: the agent each orphan-guard shim forked (its own children aside)."""
-    found = []
-    for shim in psutil.Process().children():
-        try:
-            if "_shim.py" in " ".join(shim.cmdline()):
-                found += [p for p in shim.children() if p.status() != psutil.STATUS_ZOMBIE]
-        except psutil.NoSuchProcess:
-            continue
-    return found
 
 
 def test_an_idle_app_server_stops_and_starts_again_on_demand(tmp_path, workspace, model_server, tripwire):
@@ -38,16 +25,16 @@ def test_an_idle_app_server_stops_and_starts_again_on_demand(tmp_path, workspace
     with Runtime.open(config, state_dir=tmp_path / "state") as rt:
         rt.start_session("t1", instance="codex-work", cwd=str(workspace))
         assert runtime_turn(rt, "t1", "remember OSPREY SCENARIO:text")[-1].state == "completed"
-        [first] = _app_servers()
+        [first] = shim_agents()
         with rt.subscribe(thread_id="t1") as sub:
             rt.stop_session("t1")
-            until(lambda: not _app_servers(), timeout=20)
+            until(lambda: not shim_agents(), timeout=20)
             seen = []
             while (event := sub.get(timeout=0.5)) is not None:
                 seen.append(event.type)
         assert seen == ["session.exited"], seen
         assert rt.start_session("t1", instance="codex-work", cwd=str(workspace)).resumed
-        [second] = _app_servers()
+        [second] = shim_agents()
         assert second.pid != first.pid
         assert runtime_turn(rt, "t1", "what was it? SCENARIO:text")[-1].state == "completed"
     last = [c for c in model_server.requests if c.kind == "turn"][-1]

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 HELPERS = Path(__file__).resolve().parent
 PYTHON = sys.executable
 SLEEP = shutil.which("sleep") or "/bin/sleep"
@@ -24,3 +26,16 @@ def until(predicate: Callable[[], object], timeout: float, poll: float = 0.01) -
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(poll)
+
+
+def shim_agents() -> list[psutil.Process]:
+    """The live agent processes of this test process: what each orphan-guard shim it forked runs
+    (the agents' own children aside)."""
+    found = []
+    for shim in psutil.Process().children():
+        try:
+            if "_shim.py" in " ".join(shim.cmdline()):
+                found += [p for p in shim.children() if p.status() != psutil.STATUS_ZOMBIE]
+        except psutil.NoSuchProcess:
+            continue
+    return found

@@ -7,27 +7,14 @@ from __future__ import annotations
 
 import logging
 
-import psutil
 import pytest
 
 from paddock import Runtime
 from paddock.contract import ConfigError
-from tests.helpers import until
+from tests.helpers import shim_agents, until
 from tests.runtime.conftest import run_turn
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def _agents() -> list[psutil.Process]:
-    """The live agent processes (under their orphan-guard shims) of this test process."""
-    found = []
-    for shim in psutil.Process().children():
-        try:
-            if "_shim.py" in " ".join(shim.cmdline()):
-                found += [p for p in shim.children() if p.status() != psutil.STATUS_ZOMBIE]
-        except psutil.NoSuchProcess:
-            continue
-    return found
 
 
 def test_the_shared_agent_stops_after_its_last_session_and_starts_again_on_demand(tmp_path, workspace, caplog):
@@ -36,14 +23,14 @@ def test_the_shared_agent_stops_after_its_last_session_and_starts_again_on_deman
     with Runtime.open(config, state_dir=tmp_path / "state") as rt:
         rt.start_session("t1", instance="local", cwd=str(workspace))
         run_turn(rt, "t1", "@reply one")
-        [agent] = _agents()
+        [agent] = shim_agents()
         with rt.subscribe(instance_id="local") as sub:
             # A live session keeps its agent, however idle: three bounds without a turn.
             assert sub.get(timeout=1.5) is None
-            assert [p.pid for p in _agents()] == [agent.pid]
+            assert [p.pid for p in shim_agents()] == [agent.pid]
             rt.stop_session("t1")
             agent.wait(timeout=10)  # exits within the bound (psutil.TimeoutExpired otherwise)
-            assert not _agents()
+            assert not shim_agents()
             seen = []
             while (event := sub.get(timeout=0.3)) is not None:
                 seen.append(event)
@@ -52,7 +39,7 @@ def test_the_shared_agent_stops_after_its_last_session_and_starts_again_on_deman
             [(e.type, getattr(e, "code", None)) for e in seen]
         started = rt.start_session("t2", instance="local", cwd=str(workspace), timeout=30)
         assert started.status == "ready"
-        [again] = _agents()
+        [again] = shim_agents()
         assert again.pid != agent.pid
         _, events = run_turn(rt, "t2", "@reply two")
         assert [e.state for e in events if e.type == "turn.completed"] == ["completed"]
@@ -71,7 +58,7 @@ def test_a_start_racing_the_idle_stop_gets_a_working_session(tmp_path, workspace
             rt.start_session(f"t{n}", instance="local", cwd=str(workspace), timeout=30)
             run_turn(rt, f"t{n}", f"@reply {n}")
             rt.stop_session(f"t{n}")
-        until(lambda: not _agents(), timeout=10)
+        until(lambda: not shim_agents(), timeout=10)
 
 
 def test_idle_timeout_must_be_positive(tmp_path):
