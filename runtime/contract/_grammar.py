@@ -250,14 +250,10 @@ class _Checker:
             self.token_usage(ev)
 
     def item(self, t: _Turn, ev: ContentDelta | ItemStarted | ItemUpdated | ItemCompleted) -> None:
-        iid = ev.item_id
-        if iid is None:
+        key = self.fresh(self.done_items, ev, ev.item_id, "grammar.out_of_order", "{type} after item {id!r} completed")
+        if key is None:
             return
-        key = (ev.thread_id, iid)
-        done = self.done_items.get(key)
-        if done is not None:
-            self.report("grammar.out_of_order", f"{ev.type} after item {iid!r} completed", ev, done)
-            return
+        iid = key[1]
         if isinstance(ev, ItemStarted):
             if t.aborted:
                 self.report("grammar.item_after_abort",
@@ -282,16 +278,25 @@ class _Checker:
                                 f"{len(streamed)}; first difference at {at}", ev, *deltas)
 
     def resolution(self, t: _Turn, ev: RequestResolved | UserInputResolved) -> None:
-        rid = ev.request_id
-        if rid is None:
-            return
-        key = (ev.thread_id, rid)
-        first = self.resolved.get(key)
+        key = self.fresh(self.resolved, ev, ev.request_id, "grammar.duplicate_request_resolved",
+                         "request {id!r} resolved a second time")
+        if key is not None:
+            self.resolved[key] = ev
+            t.requests.pop(key[1], None)
+
+    def fresh(self, seen: dict[tuple[str, str], EventBase], ev: EventBase, ident: str | None, code: str,
+              message: str) -> tuple[str, str] | None:
+        """The key ``(thread, ident)`` of ``ev``, or ``None`` when it has no ``ident`` or ``seen``
+        already holds the key (then ``code`` is reported with ``message`` formatted with the event's
+        ``type`` and ``id``, citing the earlier event)."""
+        if ident is None:
+            return None
+        key = (ev.thread_id, ident)
+        first = seen.get(key)
         if first is not None:
-            self.report("grammar.duplicate_request_resolved", f"request {rid!r} resolved a second time", ev, first)
-            return
-        self.resolved[key] = ev
-        t.requests.pop(rid, None)
+            self.report(code, message.format(type=ev.type, id=ident), ev, first)
+            return None
+        return key
 
     def token_usage(self, ev: ThreadTokenUsageUpdated) -> None:
         seen = self.usage.setdefault(ev.thread_id, {})
