@@ -132,7 +132,8 @@ class Emitter(metaclass=NoPublicConstructor):
         """Queue ``events`` (in order) for the hub; the hub stamps their identity and ``seq``."""
         try:
             batch = tuple(events)
-            if self._confinement is not None:
+            # map(type, ...) walks the batch in C: a batch of deltas pays no Python call per event
+            if self._confinement is not None and SessionStarted in set(map(type, batch)):
                 batch = tuple(_stamp(e, self._confinement) for e in batch)
             if batch:
                 self._tell((self._key, batch))
