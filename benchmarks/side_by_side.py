@@ -43,16 +43,38 @@ FIGURES: dict[str, tuple[tuple[str, str, bool], ...]] = {
         ("events/s", "events_per_s_median", True),
         ("us per event", "us_per_event_median", False),
     ),
+    "sessions": tuple(
+        (f"size {n + 1}: {label}", f"runs.{n}.{key}", higher)
+        for n in (0, 1)
+        for label, key, higher in (
+            ("start per session (ms)", "start_per_session_ms", False),
+            ("turns/s", "turns_per_s", True),
+            ("host CPU per turn (ms)", "turn_host_cpu_ms", False),
+            ("host RSS peak (MB)", "host_rss_peak_mb", False),
+            ("close (s)", "close_seconds", False),
+        )
+    ),
+    "serve": (
+        ("in-process events/s", "summary.in_process.events_per_s", True),
+        ("SSE, 1 client, events/s", "summary.sse_1.events_per_s", True),
+        ("SSE, 50 clients, aggregate events/s", "summary.sse_50.aggregate_events_per_s", True),
+        ("paced SSE, 1 client, p99 (ms)", "summary.paced_sse_1.p99_ms", False),
+    ),
 }
-"""The figures :func:`compare` reads per benchmark."""
+"""The figures :func:`compare` reads per benchmark (a size a run lacks compares as ``None``)."""
 
 
 def _figure(doc: dict[str, Any], path: str) -> float | None:
     value: Any = doc
     for key in path.split("."):
-        if not isinstance(value, dict) or key not in value:
+        if isinstance(value, list) and key.isdigit():
+            if int(key) >= len(value):
+                return None
+            value = value[int(key)]
+        elif isinstance(value, dict) and key in value:
+            value = value[key]
+        else:
             return None
-        value = value[key]
     return float(value) if isinstance(value, (int, float)) else None
 
 

@@ -229,3 +229,22 @@ def test_side_by_side_shape(capsys, tmp_path, monkeypatch):
     for side in ("before", "after"):
         [run] = doc["runs"][side]
         assert run["benchmark"] == "teardown" and run["trees"] == 2 and run["survivors"] == 0
+    assert doc["compare"] == []  # teardown has no figures in side_by_side.FIGURES
+
+
+@pytest.mark.timeout(30)
+def test_side_by_side_flags_a_figure_worse_in_its_direction():
+    from benchmarks.side_by_side import compare
+
+    def run(on: float, cpu: float) -> dict:
+        return {"summary": {"runtime_log_on": {"events_per_s_median": on, "host_cpu_per_100k_median": cpu}}}
+
+    runs = {"before": [run(100.0, 0.50), run(110.0, 0.40), run(90.0, 0.60)],
+            "after": [run(85.0, 0.56), run(88.0, 0.54), run(200.0, 0.20)]}
+    rows = {r["figure"]: r for r in compare("throughput", runs, 0.10)}
+    on = rows["log on events/s"]
+    assert (on["before"], on["after"], on["ratio"], on["worse"]) == (100.0, 88.0, 0.88, True)
+    cpu = rows["log on host CPU per 100k events (s)"]
+    assert (cpu["before"], cpu["after"], cpu["ratio"], cpu["worse"]) == (0.5, 0.54, 1.08, False)
+    assert rows["log off events/s"]["ratio"] is None and not rows["log off events/s"]["worse"]
+    assert [r["worse"] for r in compare("throughput", runs, 0.05) if r["figure"].startswith("log on")] == [True, True]
