@@ -14,6 +14,7 @@ from paddock._operations import _table as ops
 from paddock._instances._table import InstanceInfo
 from paddock._operations._table import Operation
 from paddock._operations._pending import PendingRequest
+from paddock._operations._queued import QueuedTurn
 from paddock._workspaces._files import FilesRestored
 from paddock.contract import (
     ApprovalRule,
@@ -245,6 +246,13 @@ class RuntimeAPI:
         still open, across threads or for ``thread_id``, oldest first. Every request opened before
         the call is included; one resolved, whose turn completed or whose session exited is not."""
         return self._call(ops.PENDING_REQUESTS, locals())
+
+    def queue(self, instance: str | None = None) -> list[QueuedTurn]:
+        """The turns admission holds back (``max_running_turns`` reached, ``queue = true``), of
+        ``instance`` or of every instance, in queue order per instance: each with its position,
+        when it was queued and how long it has waited. A queued turn starts when a slot frees;
+        ``interrupt_turn`` removes it (it ends ``interrupted`` without reaching the agent)."""
+        return self._call(ops.QUEUE, locals())
 
     def list_threads(self) -> list[Binding]:
         """Every thread bound in the state directory (live or not), as persisted."""

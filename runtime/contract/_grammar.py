@@ -20,8 +20,9 @@ rule  code                                     broken when
 4     ``grammar.token_usage_backwards``        a cumulative token count of a thread decreases
 5     ``grammar.item_text_mismatch``           ``item.completed`` text differs from its deltas
 6     ``grammar.item_after_abort``             ``item.started`` after ``turn.aborted``
-7     ``grammar.out_of_order``                 an item event after its ``item.completed``, or
-                                               ``turn.started`` of a completed turn
+7     ``grammar.out_of_order``                 an item event after its ``item.completed``,
+                                               ``turn.started`` of a completed turn, or
+                                               ``turn.queued`` that is not its turn's first event
 8     ``grammar.seq_not_increasing``           ``seq`` does not strictly increase
 9     ``grammar.unstable_id``                  an item or request id changes turn, or an item its
                                                kind, within the transcript
@@ -64,6 +65,7 @@ from ._events import (
     TurnPlanUpdated,
     TurnProposedCompleted,
     TurnProposedDelta,
+    TurnQueued,
     TurnStarted,
     UserInputRequested,
     UserInputResolved,
@@ -181,6 +183,9 @@ class _Checker:
         if t.completed is not None:
             self.after_completion(t, ev)
             return
+        if isinstance(ev, TurnQueued) and t.first is not ev:
+            self.report("grammar.out_of_order", f"turn.queued of turn {tid!r} after its first event", ev, t.first)
+            return
         if t.aborted and isinstance(ev, _AFTER_ABORT_FORBIDDEN):
             self.report("grammar.event_after_interrupt",
                         f"{ev.type} of turn {tid!r} after its interrupt was acknowledged", ev)
@@ -241,8 +246,8 @@ class _Checker:
                         t.completed)
         elif isinstance(ev, (ContentDelta, ItemStarted, ItemUpdated, ItemCompleted)):
             self.report("grammar.late_event", f"{ev.type} after turn {ev.turn_id!r} completed", ev, t.completed)
-        elif isinstance(ev, TurnStarted):
-            self.report("grammar.out_of_order", f"turn.started of turn {ev.turn_id!r} after it completed", ev,
+        elif isinstance(ev, (TurnStarted, TurnQueued)):
+            self.report("grammar.out_of_order", f"{ev.type} of turn {ev.turn_id!r} after it completed", ev,
                         t.completed)
         elif isinstance(ev, (RequestResolved, UserInputResolved)):
             self.resolution(t, ev)
