@@ -1,0 +1,36 @@
+"""Admission behind ``paddock serve``: the same ten-turn check as in process, through
+``RemoteRuntime``, and ``CapacityError`` rebuilt by the client from the server's 429."""
+
+from __future__ import annotations
+
+import pytest
+
+from paddock.contract import CapacityError
+from tests.helpers.admission import ADMITTED_TOML, SLOW, ten_turns_two_at_a_time
+
+
+def test_ten_turns_through_a_real_server_run_two_at_a_time_in_order(make_server):
+    served = make_server("unix", config=ADMITTED_TOML)
+    remote = served.remote()
+    try:
+        ten_turns_two_at_a_time(remote, served.workspace)
+    finally:
+        remote.close()
+
+
+def test_a_refused_turn_is_a_capacity_error_over_http(make_server):
+    served = make_server("unix", config=ADMITTED_TOML.replace("max_running_turns = 2",
+                                                             "max_running_turns = 1\nqueue = false"))
+    remote = served.remote()
+    try:
+        remote.start_session("a", instance="gated", cwd=served.workspace)
+        remote.start_session("b", instance="gated", cwd=served.workspace)
+        remote.send_turn("a", SLOW.replace("0.05", "0.5"))
+        with pytest.raises(CapacityError) as err:
+            remote.send_turn("b", "@reply refused")
+        assert (err.value.limit, err.value.scope, err.value.bound) == ("max_running_turns", "instance", 1)
+        with served.http() as http:
+            answer = http.post("/v1/send_turn", json={"thread_id": "b", "text": "@reply refused"})
+        assert answer.status_code == 429 and answer.json()["error"]["code"] == "capacity"
+    finally:
+        remote.close()
