@@ -7,6 +7,9 @@ import pytest
 
 from paddock.contract import CapacityError
 from tests.helpers.admission import ADMITTED_TOML, SLOW, ten_turns_two_at_a_time
+from tests.server.test_metrics import _scrape_until
+
+GATED = (("driver", "local"), ("instance", "gated"))
 
 
 def test_ten_turns_through_a_real_server_run_two_at_a_time_in_order(make_server):
@@ -16,6 +19,10 @@ def test_ten_turns_through_a_real_server_run_two_at_a_time_in_order(make_server)
         ten_turns_two_at_a_time(remote, served.workspace)
     finally:
         remote.close()
+    with served.http() as client:  # /metrics: the queue's depth and each queued turn's wait
+        scraped = _scrape_until(client, lambda s: s.get(("paddock_turn_queue_wait_seconds_count", GATED)) == 8)
+    assert scraped[("paddock_turns_queued", GATED)] == 0
+    assert scraped[("paddock_turn_queue_wait_seconds_sum", GATED)] > 0
 
 
 def test_a_refused_turn_is_a_capacity_error_over_http(make_server):
