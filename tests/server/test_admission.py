@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from paddock.contract import CapacityError
 from tests.helpers.admission import ADMITTED_TOML, SLOW, ten_turns_two_at_a_time
+from tests.server.test_cli import cli
 from tests.server.test_metrics import _scrape_until
 
 GATED = (("driver", "local"), ("instance", "gated"))
@@ -41,3 +45,19 @@ def test_a_refused_turn_is_a_capacity_error_over_http(make_server):
         assert answer.status_code == 429 and answer.json()["error"]["code"] == "capacity"
     finally:
         remote.close()
+
+
+def test_paddock_sessions_shows_a_queued_turn(make_server):
+    served = make_server("unix", config=ADMITTED_TOML.replace("max_running_turns = 2", "max_running_turns = 1"))
+    with served.remote() as rt:
+        for t in ("busy", "waits"):
+            rt.start_session(t, instance="gated", cwd=served.workspace)
+        rt.send_turn("busy", "@chunks 4\n@delay 2\nlong")
+        queued = rt.send_turn("waits", "@reply later")
+        listed = cli("sessions", "--state-dir", str(served.state))
+        assert re.search(r"^waits\s+gated\s+local\s+ready, turn queued #1 \(\d+ s\)", listed.stdout, re.M), listed.stdout
+        rows = [json.loads(line) for line in cli("sessions", "--json", "--state-dir", str(served.state)).stdout.splitlines()]
+        [waiting] = [r for r in rows if r["thread_id"] == "waits"]
+        assert waiting["queued"]["turn_id"] == queued.turn_id and waiting["queued"]["position"] == 1
+        rt.interrupt_turn("waits")
+        rt.interrupt_turn("busy")
