@@ -33,7 +33,7 @@ from paddock._operations._pending import PendingRequests
 from paddock._state._recovery import claim_state_dir, end_turns_left_open
 from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
-from paddock._threads._admission import gates
+from paddock._threads._admission import admission_gates
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._observe._endpoint_watch import ENDPOINT_UNREACHABLE, EndpointWatch
 from paddock._observe._watchdog import StallWatchdog
@@ -122,7 +122,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             files = ThreadFiles(state_dir, self._hub, keep=config.settings.checkpoints_kept)
             files.sweep({b.thread_id for b in store.list()})  # worktrees and refs of deleted threads
             self._meter = ProcessMeter(state_dir)
-            turn_gate, session_gate = gates(config, self._meter.rss)
+            turn_gate, session_gate = admission_gates(config, self._meter.rss)
             self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings, files,
                                             turn_gate=turn_gate, session_gate=session_gate)
             self._pending = PendingRequests(self._hub)

@@ -27,9 +27,10 @@ from collections.abc import Callable, Mapping
 
 from paddock._instances._config import RuntimeConfig
 from paddock._operations._queued import QueuedTurn
+from paddock._operations._table import SendTurnBody
 from paddock.contract import Attachment, CapacityError, ValidationError
 
-__all__ = ["SessionGate", "TurnGate", "Waiting", "gates"]
+__all__ = ["SessionGate", "TurnGate", "Waiting", "admission_gates"]
 
 _MIB = 1024 * 1024
 _STARTED_GRACE = 2.0  # seconds a started session counts before the live map holds it (it takes microseconds)
@@ -40,17 +41,17 @@ class Waiting:
 
     __slots__ = ("attachments", "body", "instance_id", "queued_at", "since", "thread_id", "turn_id")
 
-    def __init__(self, body: object, attachments: tuple[Attachment, ...], instance_id: str, turn_id: str) -> None:
+    def __init__(self, body: SendTurnBody, attachments: tuple[Attachment, ...], instance_id: str, turn_id: str) -> None:
         self.body = body
         self.attachments = attachments
-        self.thread_id: str = body.thread_id  # type: ignore[attr-defined]
+        self.thread_id = body.thread_id
         self.instance_id = instance_id
         self.turn_id = turn_id
         self.queued_at = time.time()
         self.since = time.monotonic()
 
 
-def gates(config: RuntimeConfig, rss: Callable[[], int]) -> tuple[TurnGate | None, SessionGate | None]:
+def admission_gates(config: RuntimeConfig, rss: Callable[[], int]) -> tuple[TurnGate | None, SessionGate | None]:
     """The gates the configuration asks for (``None`` where it sets no bound)."""
     settings = config.settings
     turns = {e.instance_id: e.admission.max_running_turns for e in config.instances
@@ -83,7 +84,6 @@ class TurnGate:
         without the lock (a membership test) to skip every turn the gate never saw."""
         self._queues: dict[str, deque[Waiting]] = {}
         self._by_thread: dict[str, Waiting] = {}  # thread id -> its queued turn
-        self._waited: dict[str, tuple[int, float]] = {}  # instance -> (turns started from the queue, seconds waited)
         self._dispatch: Callable[[Waiting], None] | None = None
         self._worker: threading.Thread | None = None
         self._stopped = False
@@ -157,13 +157,6 @@ class TurnGate:
                     for inst, line in self._queues.items() if instance_id in (None, inst)
                     for i, w in enumerate(line, 1)]
 
-    def figures(self) -> dict[str, tuple[int, int, int, float]]:
-        """Per instance: (running, queued, started from the queue, seconds they waited in all)."""
-        with self._cond:
-            names = set(self._running) | set(self._queues) | set(self._waited)
-            return {i: (self._running.get(i, 0), len(self._queues.get(i, ())), *self._waited.get(i, (0, 0.0)))
-                    for i in names}
-
     def close(self) -> list[Waiting]:
         """Stop the worker; return every turn still queued (the caller ends them)."""
         with self._cond:
@@ -210,8 +203,6 @@ class TurnGate:
             self._queues[best.instance_id].popleft()
             del self._by_thread[best.thread_id]
             self._take(best)
-            count, seconds = self._waited.get(best.instance_id, (0, 0.0))
-            self._waited[best.instance_id] = (count + 1, seconds + time.monotonic() - best.since)
         return best
 
     def _work(self) -> None:

@@ -71,6 +71,7 @@ from paddock.contract import (
     ThreadRolledBack,
     TurnCompleted,
     TurnQueued,
+    TurnState,
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
@@ -323,7 +324,7 @@ class ThreadDirectory:
         """The gate's worker: a slot freed for this queued turn. One that cannot be sent ends
         ``failed`` (a ``runtime.error`` says why)."""
         try:
-            self._send(waiting.body, waiting.attachments, turn_id=waiting.turn_id)  # type: ignore[arg-type]
+            self._send(waiting.body, waiting.attachments, turn_id=waiting.turn_id)
         except PaddockError as exc:
             assert self._turn_gate is not None
             self._turn_gate.release(waiting.turn_id)
@@ -335,7 +336,7 @@ class ThreadDirectory:
                 TurnCompleted(driver=driver, instance_id=waiting.instance_id, thread_id=waiting.thread_id,
                               turn_id=waiting.turn_id, created_at=time.time(), state="failed", error=str(exc))])
 
-    def _end_queued(self, thread_id: str, turn_id: str | None, state: str, why: str) -> bool:
+    def _end_queued(self, thread_id: str, turn_id: str | None, state: TurnState, why: str) -> bool:
         """Take the thread's queued turn out of its queue and end it (``turn.completed``)."""
         assert self._turn_gate is not None
         waiting = self._turn_gate.cancel(thread_id, turn_id)
@@ -344,12 +345,12 @@ class ThreadDirectory:
         self._queued_ended([waiting], state, why)
         return True
 
-    def _queued_ended(self, turns: list[Waiting], state: str, why: str) -> None:
+    def _queued_ended(self, turns: list[Waiting], state: TurnState, why: str) -> None:
         for w in turns:
             driver = self._instances.driver(w.instance_id)
             self._hub.emitter(driver, w.instance_id, w.thread_id).emit([TurnCompleted(
                 driver=driver, instance_id=w.instance_id, thread_id=w.thread_id, turn_id=w.turn_id,
-                created_at=time.time(), state=state, stop_reason=why)])  # type: ignore[arg-type]
+                created_at=time.time(), state=state, stop_reason=why)])
 
     def queue(self, instance: str | None) -> list[QueuedTurn]:
         """The turns admission holds back, in queue order per instance (none without a bound)."""
