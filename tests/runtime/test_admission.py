@@ -157,3 +157,19 @@ def test_an_instance_without_bounds_has_no_gate(tmp_path):
     """The hot path: without a bound no turn or event goes through admission."""
     with Runtime.open({"instances": {"free": {"driver": "local"}}}, state_dir=tmp_path / "state") as rt:
         assert rt._threads._turn_gate is None and rt._threads._session_gate is None
+
+
+def test_turns_still_queued_at_close_end_interrupted_once(tmp_path, workspace):
+    from paddock.contract import check_grammar
+
+    with _open(tmp_path, {"max_running_turns": 1}) as rt:
+        rt.start_session("a", instance="gated", cwd=workspace)
+        rt.start_session("b", instance="gated", cwd=workspace)
+        rt.send_turn("a", LONG)
+        queued = rt.send_turn("b", "@reply never")
+    with _open(tmp_path, {"max_running_turns": 1}) as rt:
+        [turn] = rt.read_thread("b").turns
+        assert (turn.turn_id, turn.state) == (queued.turn_id, "interrupted")
+        with rt.subscribe(from_seq=1) as sub:
+            events = list(iter(lambda: sub.get(timeout=0.5), None))
+    assert [v.code for v in check_grammar(events)] == []
