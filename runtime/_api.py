@@ -132,6 +132,11 @@ class RuntimeAPI:
         the instance's, then the runtime's (``paddock.contract.decide``; the first match
         decides); ``None`` keeps what the thread had. A malformed rule is a
         :class:`ValidationError` naming its index.
+
+        Beyond ``max_live_sessions`` the least recently active idle session of the bound's scope
+        is stopped (it resumes on its next turn), else the start waits for one up to ``timeout``,
+        else raises :class:`CapacityError`; so does a start while the agents' RSS is over
+        ``[runtime] memory_mb``.
         """
         return self._call(ops.START_SESSION, locals())
 
@@ -163,12 +168,19 @@ class RuntimeAPI:
         :class:`SessionClosedError` for a thread stopped with ``stop_session``;
         :class:`BudgetExceededError` while a budget over the thread (its own, its instance's, the
         runtime's) is spent (``steer_turn`` too).
+
+        Beyond ``max_running_turns`` (the instance's or the runtime's) the turn is queued FIFO
+        per instance: this returns at once with ``queued`` (its position) and a ``turn.queued``
+        event; it starts when a slot frees (:meth:`queue` lists the waiting ones). With
+        ``queue = false`` it raises :class:`CapacityError` instead.
         """
         return self._call(ops.SEND_TURN, locals())
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         """Ask the agent to stop the running turn (``turn_id`` or the current one). The turn then
-        ends with ``turn.completed(state="interrupted")``; a finished turn is left alone."""
+        ends with ``turn.completed(state="interrupted")``; a finished turn is left alone. A queued
+        turn (``turn.queued``) is taken out of its queue and ends the same way, never reaching
+        the agent."""
         return self._call(ops.INTERRUPT_TURN, locals())
 
     def steer_turn(self, thread_id: str, text: str, *, attachments: Sequence[Attachment] = (),
