@@ -120,10 +120,11 @@ class GrammarViolation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
 
 class _Turn:
-    __slots__ = ("aborted", "bytes", "completed", "first", "items", "over", "requests", "streamed")
+    __slots__ = ("aborted", "bytes", "completed", "first", "items", "over", "queued", "requests", "streamed")
 
     def __init__(self, first: EventBase) -> None:
         self.first = first
+        self.queued = isinstance(first, TurnQueued)  # only queued so far: no session holds it yet
         self.completed: EventBase | None = None
         self.aborted = False
         self.bytes = 0
@@ -186,6 +187,8 @@ class _Checker:
         if isinstance(ev, TurnQueued) and t.first is not ev:
             self.report("grammar.out_of_order", f"turn.queued of turn {tid!r} after its first event", ev, t.first)
             return
+        if t.queued and ev is not t.first:
+            t.queued = False
         if t.aborted and isinstance(ev, _AFTER_ABORT_FORBIDDEN):
             self.report("grammar.event_after_interrupt",
                         f"{ev.type} of turn {tid!r} after its interrupt was acknowledged", ev)
@@ -315,7 +318,7 @@ class _Checker:
 
     def exited(self, ev: SessionExited) -> None:
         for (thread, tid), t in self.turns.items():
-            if thread == ev.thread_id and t.completed is None:
+            if thread == ev.thread_id and t.completed is None and not t.queued:
                 self.open_turn(t, tid, f"turn {tid!r} had not completed when its session exited", ev)
 
     def open_turn(self, t: _Turn, tid: str, message: str, *more: EventBase) -> None:
