@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from paddock._instances._config import RuntimeConfig
 from paddock._operations._queued import QueuedTurn
 from paddock._operations._table import SendTurnBody
-from paddock.contract import Attachment, CapacityError, ValidationError
+from paddock.contract import Attachment, CapacityError, SessionClosedError, ValidationError
 
 __all__ = ["SessionGate", "TurnGate", "Waiting", "admission_gates"]
 
@@ -103,8 +103,7 @@ class TurnGate:
         instance = waiting.instance_id
         with self._cond:
             if self._stopped:
-                raise CapacityError("max_running_turns", "runtime", self._total, self._runtime_limit or 0,
-                                    instance_id=instance, thread_id=waiting.thread_id)
+                raise SessionClosedError(None, "the runtime is closing")
             queued = self._by_thread.get(waiting.thread_id)
             if queued is not None:
                 raise ValidationError("send_turn", f"turn {queued.turn_id!r} of this thread is queued; wait for its "
@@ -213,9 +212,7 @@ class TurnGate:
                 while waiting is None and not self._stopped:
                     self._cond.wait()
                     waiting = self._next()
-                if self._stopped:
-                    if waiting is not None:
-                        self.release(waiting.turn_id)
+                if self._stopped:  # close() took every queued turn: none is left to start
                     return
             assert self._dispatch is not None and waiting is not None
             try:
