@@ -5,7 +5,10 @@ instance. A turn admitted at once takes a slot before the agent sees it; one bey
 waits in its instance's queue (``turn.queued``, emitted under the gate's lock so that it always
 precedes the turn's ``turn.started``) and is started by the gate's worker thread, in order, when a
 slot frees; with ``queue = false`` it is refused with :class:`CapacityError`. A slot frees when
-the tracker sees the turn's ``turn.completed`` (:meth:`TurnGate.release`).
+the tracker sees the turn's ``turn.completed`` (:meth:`TurnGate.release`). A queued turn taken out
+of its queue (``interrupt_turn``, ``stop_session``, ``delete_thread``, ``close``) ends with its one
+``turn.completed`` (``interrupted``) without reaching the agent; one its worker cannot send ends
+``failed``.
 
 :class:`SessionGate` bounds the live sessions (``max_live_sessions``): a start beyond the bound
 first stops the least recently active idle session in the bound's scope (as the idle reaper
@@ -22,13 +25,27 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 
 from paddock._instances._config import RuntimeConfig
 from paddock._operations._queued import QueuedTurn
 from paddock._operations._table import SendTurnBody
-from paddock.contract import Attachment, CapacityError, SessionClosedError, ValidationError
+from paddock.actors import HubHandle
+from paddock.contract import (
+    Attachment,
+    CapacityError,
+    EventBase,
+    EventIdentity,
+    PaddockError,
+    RuntimeErrorEvent,
+    SessionClosedError,
+    TurnCompleted,
+    TurnQueued,
+    TurnStartResult,
+    ValidationError,
+)
 
 __all__ = ["SessionGate", "TurnGate", "Waiting", "admission_gates"]
 
@@ -66,9 +83,13 @@ def admission_gates(config: RuntimeConfig, rss: Callable[[], int]) -> tuple[Turn
     return turn_gate, session_gate
 
 
+Send = Callable[[SendTurnBody, tuple[Attachment, ...], str], TurnStartResult]
+"""How the directory sends a turn to its thread's session (resumed on demand), with admission's turn id."""
+
+
 class TurnGate:
-    """See the module docstring. :meth:`start` gives it the dispatch its worker runs for each
-    turn leaving a queue (``dispatch(waiting)``; it must end the turn itself if it fails)."""
+    """See the module docstring. :meth:`start` gives it the hub, each instance's driver and the
+    directory's send, which its worker runs for each turn leaving a queue."""
 
     def __init__(self, limits: Mapping[str, int | None], runtime_limit: int | None,
                  queue: Mapping[str, bool], queue_default: bool) -> None:
@@ -84,7 +105,9 @@ class TurnGate:
         without the lock (a membership test) to skip every turn the gate never saw."""
         self._queues: dict[str, deque[Waiting]] = {}
         self._by_thread: dict[str, Waiting] = {}  # thread id -> its queued turn
-        self._dispatch: Callable[[Waiting], None] | None = None
+        self._hub: HubHandle | None = None
+        self._driver_of: Callable[[str], str] = str
+        self._send: Send | None = None
         self._worker: threading.Thread | None = None
         self._stopped = False
 
@@ -92,8 +115,37 @@ class TurnGate:
         """Whether turns of ``instance_id`` go through the gate."""
         return self._runtime_limit is not None or instance_id in self._limits
 
-    def start(self, dispatch: Callable[[Waiting], None]) -> None:
-        self._dispatch = dispatch
+    def start(self, hub: HubHandle, driver_of: Callable[[str], str], send: Send) -> None:
+        self._hub, self._driver_of, self._send = hub, driver_of, send
+
+    def send_turn(self, a: SendTurnBody, attachments: tuple[Attachment, ...], instance: str) -> TurnStartResult:
+        """Send now within ``max_running_turns``, else queue (``turn.queued``) or refuse (the
+        caller's thread)."""
+        assert self._send is not None
+        waiting = Waiting(a, attachments, instance, f"turn-{uuid.uuid4().hex[:16]}")
+        position = self.admit(waiting, lambda place: self._emit(waiting, TurnQueued(
+            **self._who(waiting), turn_id=waiting.turn_id, created_at=time.time(), position=place,
+            input_text=a.text)))
+        if position is not None:
+            return TurnStartResult(thread_id=a.thread_id, turn_id=waiting.turn_id, queued=position)
+        try:
+            return self._send(a, attachments, waiting.turn_id)
+        except BaseException:
+            self.release(waiting.turn_id)
+            raise
+
+    def end(self, thread_id: str, turn_id: str | None, why: str) -> bool:
+        """Take the thread's queued turn (``turn_id``, or whichever it has) out of its queue and
+        end it ``interrupted``; whether there was one. It never reached the agent."""
+        waiting = self.cancel(thread_id, turn_id)
+        if waiting is not None:
+            self._ended(waiting, why)
+        return waiting is not None
+
+    def end_all(self) -> None:
+        """Closing: every queued turn ends ``interrupted``, and none starts any more."""
+        for waiting in self.close():
+            self._ended(waiting, "the runtime closed while it was queued")
 
     def admit(self, waiting: Waiting, on_queued: Callable[[int], None]) -> int | None:
         """Take a slot for the turn (``None``: send it now) or queue it (its position; ``on_queued(position)``
@@ -214,11 +266,37 @@ class TurnGate:
                     waiting = self._next()
                 if self._stopped:  # close() took every queued turn: none is left to start
                     return
-            assert self._dispatch is not None and waiting is not None
+            assert waiting is not None
             try:
-                self._dispatch(waiting)
-            except Exception:  # the dispatch ends the turn itself; nothing may stop the worker
+                self._start_queued(waiting)
+            except Exception:  # nothing may stop the worker
                 self.release(waiting.turn_id)
+
+    def _start_queued(self, waiting: Waiting) -> None:
+        """A slot freed for this queued turn (the worker). One that cannot be sent ends
+        ``failed``, a ``runtime.error`` (``turn.queued_start_failed``) saying why."""
+        assert self._send is not None
+        try:
+            self._send(waiting.body, waiting.attachments, waiting.turn_id)
+        except PaddockError as exc:
+            self.release(waiting.turn_id)
+            who = self._who(waiting)
+            self._emit(waiting, RuntimeErrorEvent(**who, turn_id=waiting.turn_id, code="turn.queued_start_failed",
+                                                  message=f"the queued turn could not be started: {exc}"),
+                       TurnCompleted(**who, turn_id=waiting.turn_id, created_at=time.time(), state="failed",
+                                     error=str(exc)))
+
+    def _ended(self, waiting: Waiting, why: str) -> None:
+        self._emit(waiting, TurnCompleted(**self._who(waiting), turn_id=waiting.turn_id, created_at=time.time(),
+                                          state="interrupted", stop_reason=why))
+
+    def _who(self, waiting: Waiting) -> EventIdentity:
+        return EventIdentity(driver=self._driver_of(waiting.instance_id), instance_id=waiting.instance_id,
+                             thread_id=waiting.thread_id)
+
+    def _emit(self, waiting: Waiting, *events: EventBase) -> None:
+        assert self._hub is not None
+        self._hub.emitter(self._driver_of(waiting.instance_id), waiting.instance_id, waiting.thread_id).emit(events)
 
 
 class SessionGate:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import msgspec
 from paddock._instances._config import RuntimeSettings
 from paddock._services._generate import generate_text
 from paddock._instances._handoff import ThreadHandoff
-from paddock._threads._admission import SessionGate, TurnGate, Waiting
+from paddock._threads._admission import SessionGate, TurnGate
 from paddock._threads._handed import Handed, hand_off
 from paddock._services._transcript import handoff_preamble
 from paddock._instances._table import InstanceTable
@@ -69,9 +68,6 @@ from paddock.contract import (
     SessionNotFoundError,
     StartSessionInput,
     ThreadRolledBack,
-    TurnCompleted,
-    TurnQueued,
-    TurnState,
     ThreadSnapshot,
     TurnStartResult,
     ValidationError,
@@ -103,7 +99,7 @@ class ThreadDirectory:
         self._turn_gate = turn_gate  # admission (paddock._threads._admission); None: no bound configured
         self._session_gate = session_gate
         if turn_gate is not None:
-            turn_gate.start(self._start_queued)
+            turn_gate.start(hub, instances.driver, self._send)
         self._files = files
         self._instances = instances
         self._hub = hub
@@ -264,7 +260,7 @@ class ThreadDirectory:
             binding = self._store.get(a.thread_id)
             instance = self._live.get(a.thread_id) or (binding.instance_id if binding is not None else "")
             if gate.gates(instance):
-                return self._admit_turn(gate, a, attachments, instance)
+                return gate.send_turn(a, attachments, instance)
         return self._send(a, attachments)
 
     def _send(self, a: SendTurnBody, attachments: tuple[Attachment, ...], turn_id: str | None = None) -> TurnStartResult:
@@ -300,58 +296,6 @@ class ThreadDirectory:
 
     # admission (paddock._threads._admission) ----------------------------------------------------
 
-    def _admit_turn(self, gate: TurnGate, a: SendTurnBody, attachments: tuple[Attachment, ...],
-                    instance: str) -> TurnStartResult:
-        """Send now within ``max_running_turns``, else queue (``turn.queued``) or refuse."""
-        waiting = Waiting(a, attachments, instance, f"turn-{uuid.uuid4().hex[:16]}")
-        driver = self._instances.driver(instance)
-
-        def queued(position: int) -> None:
-            self._hub.emitter(driver, instance, a.thread_id).emit([TurnQueued(
-                driver=driver, instance_id=instance, thread_id=a.thread_id, turn_id=waiting.turn_id,
-                created_at=time.time(), position=position, input_text=a.text)])
-
-        position = gate.admit(waiting, queued)
-        if position is not None:
-            return TurnStartResult(thread_id=a.thread_id, turn_id=waiting.turn_id, queued=position)
-        try:
-            return self._send(a, attachments, turn_id=waiting.turn_id)
-        except BaseException:
-            gate.release(waiting.turn_id)
-            raise
-
-    def _start_queued(self, waiting: Waiting) -> None:
-        """The gate's worker: a slot freed for this queued turn. One that cannot be sent ends
-        ``failed`` (a ``runtime.error`` says why)."""
-        try:
-            self._send(waiting.body, waiting.attachments, turn_id=waiting.turn_id)
-        except PaddockError as exc:
-            assert self._turn_gate is not None
-            self._turn_gate.release(waiting.turn_id)
-            driver = self._instances.driver(waiting.instance_id)
-            self._hub.emitter(driver, waiting.instance_id, waiting.thread_id).emit([
-                RuntimeErrorEvent(driver=driver, instance_id=waiting.instance_id, thread_id=waiting.thread_id,
-                                  turn_id=waiting.turn_id, code="turn.queued_start_failed",
-                                  message=f"the queued turn could not be started: {exc}"),
-                TurnCompleted(driver=driver, instance_id=waiting.instance_id, thread_id=waiting.thread_id,
-                              turn_id=waiting.turn_id, created_at=time.time(), state="failed", error=str(exc))])
-
-    def _end_queued(self, thread_id: str, turn_id: str | None, state: TurnState, why: str) -> bool:
-        """Take the thread's queued turn out of its queue and end it (``turn.completed``)."""
-        assert self._turn_gate is not None
-        waiting = self._turn_gate.cancel(thread_id, turn_id)
-        if waiting is None:
-            return False
-        self._queued_ended([waiting], state, why)
-        return True
-
-    def _queued_ended(self, turns: list[Waiting], state: TurnState, why: str) -> None:
-        for w in turns:
-            driver = self._instances.driver(w.instance_id)
-            self._hub.emitter(driver, w.instance_id, w.thread_id).emit([TurnCompleted(
-                driver=driver, instance_id=w.instance_id, thread_id=w.thread_id, turn_id=w.turn_id,
-                created_at=time.time(), state=state, stop_reason=why)])
-
     def queue(self, instance: str | None) -> list[QueuedTurn]:
         """The turns admission holds back, in queue order per instance (none without a bound)."""
         return self._turn_gate.snapshot(instance) if self._turn_gate is not None else []
@@ -359,7 +303,7 @@ class ThreadDirectory:
     def end_queued(self) -> None:
         """Closing: every queued turn ends ``interrupted``, and none starts any more."""
         if self._turn_gate is not None:
-            self._queued_ended(self._turn_gate.close(), "interrupted", "the runtime closed while it was queued")
+            self._turn_gate.end_all()
 
     def _idle_since(self, thread_id: str) -> float | None:
         """When the live thread was last active, if it is idle (no turn running or queued)."""
@@ -379,7 +323,7 @@ class ThreadDirectory:
         return self._live.get(thread_id) != instance_id
 
     def interrupt_turn(self, a: InterruptTurnBody) -> None:
-        if self._turn_gate is not None and self._end_queued(a.thread_id, a.turn_id, "interrupted", "interrupted while queued"):
+        if self._turn_gate is not None and self._turn_gate.end(a.thread_id, a.turn_id, "interrupted while queued"):
             return  # it never reached the agent
         adapter = self._live_adapter(a.thread_id)
         if not adapter.capabilities().turns.interrupt:
@@ -559,7 +503,7 @@ class ThreadDirectory:
 
     def stop_session(self, a: StopSessionBody) -> None:
         if self._turn_gate is not None:
-            self._end_queued(a.thread_id, None, "interrupted", "its session was stopped while it was queued")
+            self._turn_gate.end(a.thread_id, None, "its session was stopped while it was queued")
         with self._thread_lock(a.thread_id):
             if a.thread_id not in self._live:
                 if self._store.get(a.thread_id) is None:
@@ -844,7 +788,7 @@ class ThreadDirectory:
         if self._store.get(a.thread_id) is None and a.thread_id not in self._live and self._files.get(a.thread_id) is None:
             raise SessionNotFoundError(a.thread_id)
         if self._turn_gate is not None:
-            self._end_queued(a.thread_id, None, "interrupted", "its thread was deleted while it was queued")
+            self._turn_gate.end(a.thread_id, None, "its thread was deleted while it was queued")
         with self._thread_lock(a.thread_id):
             if a.thread_id in self._live:
                 self._stop_live(a.thread_id, timeout=a.timeout)
