@@ -173,3 +173,22 @@ def test_turns_still_queued_at_close_end_interrupted_once(tmp_path, workspace):
         with rt.subscribe(from_seq=1) as sub:
             events = list(iter(lambda: sub.get(timeout=0.5), None))
     assert [v.code for v in check_grammar(events)] == []
+
+
+def test_a_queued_turn_that_cannot_start_ends_failed_with_a_runtime_error(tmp_path, workspace):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    with _open(tmp_path, {"max_running_turns": 1}, {"idle_timeout": 0.3}) as rt:
+        with rt.subscribe(thread_id="b") as sub:
+            rt.start_session("b", instance="gated", cwd=gone)
+            assert _until(sub, "session.exited", "b").reason  # reaped while idle: it resumes on its next turn
+            gone.rmdir()  # ... in a folder that is no longer there
+            rt.start_session("a", instance="gated", cwd=workspace)
+            rt.send_turn("a", "@chunks 2\n@delay 0.3\nbusy")
+            queued = rt.send_turn("b", "@reply cannot start")
+            assert queued.queued == 1
+            error = _until(sub, "runtime.error", "b")
+            ended = _until(sub, "turn.completed", "b")
+    assert error.code == "turn.queued_start_failed" and "is not a directory" in error.message
+    assert (ended.turn_id, ended.state) == (queued.turn_id, "failed")
+    assert rt.queue() == []
