@@ -257,9 +257,8 @@ class ThreadDirectory:
         attachments = self._turn_inputs(a.thread_id, a.model, a.attachments, operation="send_turn", steering=False)
         gate = self._turn_gate
         if gate is not None:
-            binding = self._store.get(a.thread_id)
-            instance = self._live.get(a.thread_id) or (binding.instance_id if binding is not None else "")
-            if gate.gates(instance):
+            instance = self._live.get(a.thread_id) or self._resumable(a.thread_id).instance_id
+            if gate.gates(instance):  # refused now, not once queued, when it could not resume
                 return gate.send_turn(a, attachments, instance)
         return self._send(a, attachments)
 
@@ -603,11 +602,7 @@ class ThreadDirectory:
         adapter = self._live_on(thread_id)
         if adapter is not None:
             return adapter
-        binding = self._store.get(thread_id)
-        if binding is None:
-            raise SessionNotFoundError(thread_id)
-        if binding.status not in RESUMABLE:
-            raise SessionClosedError(thread_id, f"it was {binding.status}; call start_session() to resume it")
+        binding = self._resumable(thread_id)
         self.start_session(StartSessionBody(
             thread_id=thread_id, instance=binding.instance_id, cwd=binding.cwd,
             runtime_mode=binding.runtime_mode,  # type: ignore[arg-type]
@@ -615,6 +610,16 @@ class ThreadDirectory:
             model=binding.model, timeout=timeout,
         ))
         return self._instances.adapter(binding.instance_id)
+
+    def _resumable(self, thread_id: str) -> Binding:
+        """The binding of a thread that resumes on its next turn; raises :class:`SessionNotFoundError`
+        or :class:`SessionClosedError` (stopped on purpose, or failed)."""
+        binding = self._store.get(thread_id)
+        if binding is None:
+            raise SessionNotFoundError(thread_id)
+        if binding.status not in RESUMABLE:
+            raise SessionClosedError(thread_id, f"it was {binding.status}; call start_session() to resume it")
+        return binding
 
     def _stop_live(self, thread_id: str, *, timeout: float | None) -> None:
         instance_id = self._live.pop(thread_id, None)

@@ -192,3 +192,16 @@ def test_a_queued_turn_that_cannot_start_ends_failed_with_a_runtime_error(tmp_pa
     assert error.code == "turn.queued_start_failed" and "is not a directory" in error.message
     assert (ended.turn_id, ended.state) == (queued.turn_id, "failed")
     assert rt.queue() == []
+
+
+def test_a_turn_of_a_stopped_thread_is_refused_at_once_not_queued(tmp_path, workspace):
+    from paddock.contract import SessionClosedError
+
+    with _open(tmp_path, {"max_running_turns": 1}) as rt:
+        rt.start_session("a", instance="gated", cwd=workspace)
+        rt.start_session("b", instance="gated", cwd=workspace)
+        rt.stop_session("b")
+        rt.send_turn("a", LONG)
+        with pytest.raises(SessionClosedError):
+            rt.send_turn("b", "@reply stopped")
+        assert rt.queue() == []
