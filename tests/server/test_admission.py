@@ -61,3 +61,14 @@ def test_paddock_sessions_shows_a_queued_turn(make_server):
         assert waiting["queued"]["turn_id"] == queued.turn_id and waiting["queued"]["position"] == 1
         rt.interrupt_turn("waits")
         rt.interrupt_turn("busy")
+
+
+def test_paddock_run_says_its_turn_is_queued(make_server):
+    served = make_server("unix", config=ADMITTED_TOML.replace("max_running_turns = 2", "max_running_turns = 1"))
+    with served.remote() as rt:
+        rt.start_session("busy", instance="gated", cwd=served.workspace)
+        rt.send_turn("busy", "@chunks 3\n@delay 1.5\nbusy")  # runs while the CLI starts
+        r = cli("run", "--state-dir", str(served.state), "--instance", "gated", "--thread", "r1", "--cwd",
+                str(served.workspace), "@reply after the busy one")
+    assert r.returncode == 0 and "after the busy one" in r.stdout, r.stderr
+    assert "the turn is queued (position 1)" in r.stderr
