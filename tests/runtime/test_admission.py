@@ -205,3 +205,13 @@ def test_a_turn_of_a_stopped_thread_is_refused_at_once_not_queued(tmp_path, work
         with pytest.raises(SessionClosedError):
             rt.send_turn("b", "@reply stopped")
         assert rt.queue() == []
+
+
+def test_the_runtimes_max_live_sessions_stops_an_idle_session_of_any_instance(tmp_path, workspace):
+    config = {"runtime": {"max_live_sessions": 1},
+              "instances": {"x": {"driver": "local"}, "y": {"driver": "local"}}}
+    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+        rt.start_session("a", instance="x", cwd=workspace)
+        rt.start_session("b", instance="y", cwd=workspace)
+        assert [s.thread_id for s in rt.list_sessions()] == ["b"]
+        assert {t.thread_id: t.status for t in rt.list_threads()}["a"] == "idle"
