@@ -33,6 +33,7 @@ from paddock._operations._pending import PendingRequests
 from paddock._state._recovery import claim_state_dir, end_turns_left_open
 from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
+from paddock._threads._admission import admission_gates
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
 from paddock._observe._endpoint_watch import ENDPOINT_UNREACHABLE, EndpointWatch
 from paddock._observe._watchdog import StallWatchdog
@@ -120,10 +121,12 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._instances = InstanceTable(config, state_dir=state_dir, hub=self._hub)
             files = ThreadFiles(state_dir, self._hub, keep=config.settings.checkpoints_kept)
             files.sweep({b.thread_id for b in store.list()})  # worktrees and refs of deleted threads
-            self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings, files)
+            self._meter = ProcessMeter(state_dir)
+            turn_gate, session_gate = admission_gates(config, self._meter.rss)
+            self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings, files,
+                                            turn_gate=turn_gate, session_gate=session_gate)
             self._pending = PendingRequests(self._hub)
             hub = self._hub
-            self._meter = ProcessMeter(state_dir)
             self._budgets = Budgets(
                 self._ledger, runtime=config.settings.budgets,
                 instances={e.instance_id: e.budget for e in config.instances if e.budget is not None},
@@ -261,6 +264,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         given_up = 0
         try:
             self._waits.close(timeout=max(0.05, min(1.0, timeout / 4)))  # no turn goes again while closing
+            self._threads.end_queued()  # nor does a queued one start
             live = self._threads.halt()
             try:
                 survivors = self._instances.close_all(kill_at, confirm_until)
@@ -334,6 +338,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.PENDING_REQUESTS: lambda a: pending.snapshot(
                 a.thread_id, timeout=DEFAULT_TIMEOUT if a.timeout is None else a.timeout),
             ops.LIST_THREADS: lambda a: threads.list_threads(),
+            ops.QUEUE: lambda a: threads.queue(a.instance),
             ops.GENERATE_TEXT: threads.generate_text,
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
             ops.MODELS: threads.models,

@@ -20,7 +20,7 @@ from paddock._state._usage import Pricing
 from paddock.contract import ApprovalRule, Budget, ConfigError
 from paddock.drivers.ray import RayPlacement
 
-__all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
+__all__ = ["ADMISSION_KEYS", "Admission", "InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
 
 _INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -55,9 +55,29 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     when the limit resets. An instance's own ``on_usage_limit`` wins."""
     budgets: Budget | None = None
     """The runtime's budget (``paddock.contract.Budget``'s keys); ``set_budget`` overrides it."""
+    max_live_sessions: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Admission (``paddock._threads._admission``): live sessions of all instances together."""
+    max_running_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Running turns of all instances together; more are queued (or refused: ``queue``)."""
+    queue: bool = True
+    """A turn beyond ``max_running_turns`` waits in its instance's queue; ``false``: ``CapacityError``."""
+    memory_mb: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """New sessions are refused (``CapacityError``) while the agents' RSS sums over this many MiB."""
     ray: dict[str, Any] = {}
     """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
     keys); an instance's own keys win."""
+
+
+class Admission(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An instance's admission keys (``max_live_sessions``, ``max_running_turns``, ``queue``);
+    ``None``: no bound of its own (``queue``: the runtime's)."""
+
+    max_live_sessions: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    max_running_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    queue: bool | None = None
+
+
+ADMISSION_KEYS = tuple(Admission.__struct_fields__)
 
 
 class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,6 +98,7 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     """The instance's ``budgets = {...}``; ``set_budget(instance=...)`` overrides it."""
     on_usage_limit: Literal["fail", "wait"] | None = None
     """The instance's own ``on_usage_limit``; ``None``: the runtime's."""
+    admission: Admission = Admission()
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -171,9 +192,13 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         on_limit = table.pop("on_usage_limit", None)
         if on_limit not in (None, "fail", "wait"):
             raise ConfigError(path, f"{where} key 'on_usage_limit': expected \"fail\" or \"wait\", got {on_limit!r}")
+        try:  # admission keys (paddock._threads._admission)
+            admission = msgspec.convert({k: table.pop(k) for k in ADMISSION_KEYS if k in table}, Admission)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, _issue(exc, where)) from None
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
                                      placement=placement, workspace=workspace, budget=budget,
-                                     on_usage_limit=on_limit))
+                                     on_usage_limit=on_limit, admission=admission))
     try:
         pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
     except msgspec.ValidationError as exc:

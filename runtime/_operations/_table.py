@@ -23,6 +23,7 @@ import msgspec
 
 from paddock._instances._table import InstanceInfo
 from paddock._operations._pending import PendingRequest
+from paddock._operations._queued import QueuedTurn
 from paddock.contract import (
     MAX_PROMPT_CHARS,
     ApprovalRule,
@@ -228,6 +229,11 @@ class ListThreadsBody(Body, frozen=True):
     pass
 
 
+class QueueBody(Body, frozen=True):
+    instance: str | None = None
+    """Only this instance's queue; ``None``: every instance's."""
+
+
 class CompactEventsBody(Body, frozen=True):
     before_seq: int
 
@@ -389,6 +395,8 @@ COMPACT_THREAD = _op("compact_thread", CompactThreadBody, TurnStartResult | None
                      summary="summarize a thread's native history to free context")
 PENDING_REQUESTS = _op("pending_requests", PendingRequestsBody, list[PendingRequest], reads=True,  # type: ignore[arg-type]
                        route="requests", summary="open approval and user-input requests")
+QUEUE = _op("queue", QueueBody, list[QueuedTurn], reads=True, needs_open=False,
+             summary="the turns waiting for a running-turn slot (admission), oldest first per instance")
 LIST_THREADS = _op("list_threads", ListThreadsBody, list[Binding], reads=True, route="threads",
                    summary="every bound thread, as persisted")
 GENERATE_TEXT = _op("generate_text", GenerateTextBody, str, reads=False, wait=None,
@@ -410,7 +418,7 @@ DELETE_THREAD = _op("delete_thread", DeleteThreadBody, type(None), reads=False,
 OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
-    ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
+    ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, QUEUE, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
     RESTORE_FILES, DIFF, DELETE_THREAD, USAGE, SET_BUDGET,
 )
 """Every operation, in the order the API documents them."""

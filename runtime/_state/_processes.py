@@ -12,6 +12,7 @@ Runs on the caller's thread (the usage reader's); cost: the leased trees' size.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -41,10 +42,27 @@ class ProcessMeter:
     def sample(self) -> dict[str, tuple[float, int]]:
         out: dict[str, tuple[float, int]] = {}
         seen: set[tuple[int, float]] = set()
+        for key, owner, cpu, rss in self._walk():
+            seen.add(key)
+            grew = max(0.0, cpu - self._last.get(key, 0.0))
+            self._last[key] = max(cpu, self._last.get(key, 0.0))
+            before = out.get(owner, (0.0, 0))
+            out[owner] = (before[0] + grew, before[1] + rss)
+        for gone in set(self._last) - seen:
+            del self._last[gone]
+        return out
+
+    def rss(self) -> int:
+        """The RSS of every leased tree now, summed (bytes). It books no CPU, so any thread may
+        call it (admission's ``[runtime] memory_mb``)."""
+        return sum(rss for _, _, _, rss in self._walk())
+
+    def _walk(self) -> Iterator[tuple[tuple[int, float], str, float, int]]:
+        """Each leased tree still alive: its (pid, create time), owner, CPU seconds and RSS."""
         try:
             names = [n for n in os.listdir(self._leases) if n.startswith(self._prefix) and n.endswith(".json")]
         except OSError:
-            return out
+            return
         for name in names:
             try:
                 lease = _decode((self._leases / name).read_bytes())
@@ -65,12 +83,4 @@ class ProcessMeter:
                         continue
             except (OSError, msgspec.DecodeError, psutil.Error):
                 continue
-            key = (lease.pid, lease.create_time)
-            seen.add(key)
-            grew = max(0.0, cpu - self._last.get(key, 0.0))
-            self._last[key] = max(cpu, self._last.get(key, 0.0))
-            before = out.get(lease.owner, (0.0, 0))
-            out[lease.owner] = (before[0] + grew, before[1] + rss)
-        for gone in set(self._last) - seen:
-            del self._last[gone]
-        return out
+            yield (lease.pid, lease.create_time), lease.owner, cpu, rss

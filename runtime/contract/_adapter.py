@@ -93,6 +93,9 @@ class TurnStartResult(_Input, frozen=True):
     thread_id: str
     turn_id: str
     resume_cursor: ResumeCursor | None = None
+    queued: int | None = None
+    """Set by the runtime when admission queued the turn (``turn.queued``): its position in the
+    instance's queue (1: next). ``None``: the agent accepted it at once."""
 
 
 class Session(_Input, frozen=True):

@@ -79,6 +79,7 @@ __all__ = [
     "TurnPlanUpdated",
     "TurnProposedCompleted",
     "TurnProposedDelta",
+    "TurnQueued",
     "TurnStarted",
     "TurnState",
     "UserInputOption",
@@ -347,6 +348,19 @@ class TurnStarted(EventBase, frozen=True, tag="turn.started"):
     preamble: bool = False
     """The turn carried the session's first-turn preamble (``input_text`` is the user's text
     without it)."""
+
+
+class TurnQueued(EventBase, frozen=True, tag="turn.queued"):
+    """The runtime queued the turn: its instance (or the runtime) runs ``max_running_turns``
+    already. ``position`` is its place in the instance's queue (1: next). It is followed by
+    ``turn.started`` when a slot frees, or by ``turn.completed`` alone (``interrupted`` when
+    ``interrupt_turn`` removed it, ``failed`` when it could not be started): a queued turn never
+    reached the agent before its ``turn.started``."""
+
+    type: ClassVar[Literal["turn.queued"]]
+
+    position: int
+    input_text: str | None = None
 
 
 class TurnCompleted(EventBase, frozen=True, tag="turn.completed"):
@@ -697,6 +711,7 @@ Event = Union[
     ThreadMetadataUpdated,
     ThreadRolledBack,
     ThreadTokenUsageUpdated,
+    TurnQueued,
     TurnStarted,
     TurnCompleted,
     TurnAborted,
