@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from ._shim import HUNG_MARK, STOPPED, read_stat
+from ._shim import HUNG_MARK, LIMIT_MARK, STOPPED, read_stat
 
-__all__ = ["halted", "hung_reason"]
+__all__ = ["halted", "hung_reason", "limit_reason"]
 
 _LINUX = sys.platform.startswith("linux")
 
@@ -39,7 +39,18 @@ def hung_reason(stderr_tail: str) -> str | None:
     """The line in which an orphan-guard shim said it declared its agent hung and killed it
     (``_shim.HUNG_MARK``: stopped for ``hang_timeout``), from the end of the agent's stderr, or
     ``None``."""
-    at = stderr_tail.rfind(HUNG_MARK)
+    return _marked(stderr_tail, HUNG_MARK)
+
+
+def limit_reason(stderr_tail: str) -> str | None:
+    """The line in which an orphan-guard shim said it killed its agent's tree for going over a
+    resource limit (``_shim.LIMIT_MARK``: the limit, the figure and the process that grew most),
+    from the end of the agent's stderr, or ``None``."""
+    return _marked(stderr_tail, LIMIT_MARK)
+
+
+def _marked(stderr_tail: str, mark: str) -> str | None:
+    at = stderr_tail.rfind(mark)
     if at < 0:
         return None
     return stderr_tail[at:].split("\n", 1)[0].strip()

@@ -28,7 +28,16 @@ thread), and:
   If the shim itself is SIGKILLed its adopted processes are re-parented away from the tree; the
   host's lease code reads this file to find them (``_leases.py``). The tree is walked through
   ``/proc/<pid>/task/<tid>/children`` (cost: the tree's size, not the process table's), checked
-  50 ms after a child exits and otherwise at a period that doubles up to 1 s while nothing changes.
+  50 ms after a child exits and otherwise at a period that doubles up to 1 s while nothing changes;
+- holds the tree to resource limits (Linux, when the host passes ``memory_mb=… cpu_percent=…
+  processes=…`` in ``PADDOCK_LIMITS``, popped: the agent never sees it) with the same walk: the
+  sum of the tree's resident memory (``/proc/<pid>/statm``) and its number of processes, every
+  250 ms, every 50 ms once either is past half its limit. A tree over its memory or process
+  limit is SIGKILLed whole, after :data:`LIMIT_MARK` and the figures on stderr (the host then
+  sees an agent that died and restarts it). A CPU limit throttles: every 200 ms the tree's CPU
+  time (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran
+  are SIGSTOPped long enough to bring the average down to it, then SIGCONTed (never killed; a
+  throttle stop never counts as a hang).
 """
 
 import ctypes
@@ -51,6 +60,15 @@ CONFINE_VAR = "PADDOCK_CONFINE_RULES"
 """The environment variable that carries the Landlock rules document from the host to the shim
 (popped: the agent never sees it)."""
 CONFINE_FAILED = "paddock: cannot confine the agent:"
+LIMITS_VAR = "PADDOCK_LIMITS"
+"""The environment variable that carries the resource limits document (``memory_mb=256
+processes=50``) from the host to the shim (popped: the agent never sees it)."""
+LIMIT_MARK = "paddock: the agent exceeded its limit:"
+"""The start of the stderr line the shim writes before it kills a tree over a limit."""
+LIMIT_FAST = 0.05
+LIMIT_SLOW = 0.25
+THROTTLE_WINDOW = 0.2
+THROTTLE_MAX_STOP = 1.0
 STOPPED = {b"T": "stopped (SIGSTOP or SIGTSTP)", b"t": "stopped by a tracer"}
 
 
@@ -67,11 +85,11 @@ class _HangWatch:
             return None
         return max(0.05, min(1.0, self.limit / 4))
 
-    def check(self) -> None:
+    def check(self, throttled: bool = False) -> None:
         if self.limit is None:
             return
         stat = read_stat(self.agent)
-        state = STOPPED.get(stat[0]) if stat is not None else None
+        state = STOPPED.get(stat[0]) if stat is not None and not throttled else None
         if state is None:
             self.since = None
             return
@@ -111,7 +129,12 @@ def _starttime(pid: int) -> bytes | None:
 def tree_of(root: int) -> list[tuple[int, bytes]]:
     """Every live descendant of ``root`` with its starttime, through the children files (Linux;
     empty elsewhere). The host's last-resort kill (``_leases.py``) uses it too."""
-    found: list[tuple[int, bytes]] = []
+    return [(pid, start) for pid, start, _ in walk(root)]
+
+
+def walk(root: int) -> list[tuple[int, bytes, int]]:
+    """Every live descendant of ``root`` as ``(pid, starttime, parent pid)``."""
+    found: list[tuple[int, bytes, int]] = []
     todo = [root]
     seen = {root}
     while todo:
@@ -132,7 +155,7 @@ def tree_of(root: int) -> list[tuple[int, bytes]]:
                 seen.add(kid)
                 start = _starttime(kid)
                 if start is not None:
-                    found.append((kid, start))
+                    found.append((kid, start, pid))
                     todo.append(kid)
     return found
 
@@ -148,10 +171,10 @@ class _Reporter:
     def timeout(self) -> float | None:
         return None if self.path is None else self.period
 
-    def update(self, soon: bool) -> None:
+    def update(self, soon: bool, walked: list[tuple[int, bytes, int]] | None) -> None:
         if self.path is None:
             return
-        tree = sorted(tree_of(os.getpid()))
+        tree = sorted((pid, start) for pid, start, _ in (walk(os.getpid()) if walked is None else walked))
         if tree != self.last:
             self.last = tree
             self.period = REPORT_MIN
@@ -169,6 +192,146 @@ class _Reporter:
             self.period = REPORT_MIN
         else:
             self.period = min(self.period * 2, REPORT_MAX)
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+MIB = 1024 * 1024
+
+
+def parse_limits(text: str | None) -> dict[str, int]:
+    """``memory_mb=256 processes=50`` -> ``{"memory_mb": 256, "processes": 50}``; unknown names and
+    values that are not positive integers are dropped (the host checked them already)."""
+    found: dict[str, int] = {}
+    for part in (text or "").split():
+        name, _, value = part.partition("=")
+        if name in ("memory_mb", "cpu_percent", "processes") and value.isdigit() and int(value) > 0:
+            found[name] = int(value)
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read().strip().decode(errors="replace")
+    except OSError:
+        return "?"
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
+class _Limits:
+    """Holds the tree to its memory and process limits (kill) and its CPU share (throttle).
+    Linux only; a no-op without limits. Called from the shim's loop with the tree it walked."""
+
+    def __init__(self, limits: dict[str, int]) -> None:
+        self.memory = limits["memory_mb"] * MIB if "memory_mb" in limits and LINUX else None
+        self.processes = limits.get("processes") if LINUX else None
+        self.share = limits["cpu_percent"] / 100 if "cpu_percent" in limits and LINUX else None
+        self.period = LIMIT_SLOW
+        self.first_rss: dict[int, int] = {}
+        self.ticks: dict[int, int] = {}
+        self.window = time.monotonic()
+        self.stopped: list[int] = []
+        self.resume_at = 0.0
+        self.active = self.memory is not None or self.processes is not None or self.share is not None
+
+    def timeout(self) -> float | None:
+        if not self.active:
+            return None
+        if self.stopped:
+            return max(0.0, self.resume_at - time.monotonic())
+        period = self.period if self.memory is not None or self.processes is not None else THROTTLE_WINDOW
+        return min(period, THROTTLE_WINDOW) if self.share is not None else period
+
+    def check(self, tree: list[tuple[int, bytes, int]]) -> str | None:
+        """The line to write before killing the tree when it is over a limit, else ``None``
+        (and the CPU throttle takes its step)."""
+        near = False
+        if self.processes is not None:
+            if len(tree) > self.processes:
+                parents: dict[int, int] = {}
+                for _, _, parent in tree:
+                    parents[parent] = parents.get(parent, 0) + 1
+                top = max(parents, key=parents.__getitem__)
+                return (f"{LIMIT_MARK} processes = {self.processes}: its tree had {len(tree)} processes; "
+                        f"grew most: pid {top} ({_comm(top)}) with {parents[top]} children; killed\n")
+            near = len(tree) * 2 > self.processes
+        if self.memory is not None:
+            sizes = {pid: _rss(pid) for pid, _, _ in tree}
+            total = sum(sizes.values())
+            first = self.first_rss
+            for pid in [p for p in first if p not in sizes]:
+                del first[pid]
+            for pid, size in sizes.items():
+                first.setdefault(pid, size)
+            if total > self.memory and sizes:
+                top = max(sizes, key=lambda p: (sizes[p] - first[p], sizes[p]))
+                return (f"{LIMIT_MARK} memory_mb = {self.memory // MIB}: its tree used {total / MIB:.0f} MB; "
+                        f"grew most: pid {top} ({_comm(top)}) +{(sizes[top] - first[top]) / MIB:.0f} MB "
+                        f"to {sizes[top] / MIB:.0f} MB; killed\n")
+            near = near or total * 2 > self.memory
+        self.period = LIMIT_FAST if near else LIMIT_SLOW
+        if self.share is not None:
+            self._throttle(tree)
+        return None
+
+    def _throttle(self, tree: list[tuple[int, bytes, int]]) -> None:
+        now = time.monotonic()
+        if self.stopped:
+            if now < self.resume_at:
+                return
+            self.resume()
+        if now - self.window < THROTTLE_WINDOW:
+            return
+        ran: list[int] = []
+        used = 0
+        ticks: dict[int, int] = {}
+        for pid, _, _ in tree:
+            t = ticks[pid] = _cpu_ticks(pid)
+            delta = t - self.ticks.get(pid, 0)
+            if delta > 0:
+                used += delta
+                ran.append(pid)
+        self.ticks = ticks
+        assert self.share is not None
+        over = used / _TICK - self.share * (now - self.window)
+        self.window = now
+        if over <= 0 or not ran:
+            return
+        for pid in ran:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+        self.stopped = ran
+        self.resume_at = now + min(THROTTLE_MAX_STOP, over / self.share)
+
+    def resume(self) -> None:
+        """SIGCONT what the throttle stopped (also before the tree is ended)."""
+        for pid in self.stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        self.stopped = []
+        self.window = time.monotonic()
 
 
 def children_table(*, zombies: bool) -> dict[int, list[int]]:
@@ -298,6 +461,7 @@ def main() -> None:
     else:
         env["LC_CTYPE"] = sys.argv[4][1:]
     rules = env.pop(CONFINE_VAR, None)
+    limits = _Limits(parse_limits(env.pop(LIMITS_VAR, None)))
     reporter = _Reporter(sys.argv[5], host)
     hang = None if sys.argv[6] == "-" else float(sys.argv[6])
     argv = sys.argv[8:]
@@ -348,13 +512,21 @@ def main() -> None:
     status: list[int] = []
     hung = _HangWatch(agent, hang)
     while True:
-        periods = [t for t in (reporter.timeout(), hung.timeout()) if t is not None]
+        periods = [t for t in (reporter.timeout(), hung.timeout(), limits.timeout()) if t is not None]
         try:
             ready, _, _ = select.select([watch_fd, wake_r], [], [], min(periods) if periods else None)
         except InterruptedError:
             ready = []
-        reporter.update(soon=bool(ready))
-        hung.check()
+        tree = walk(shim) if limits.active else None
+        reporter.update(soon=bool(ready), walked=tree)
+        over = limits.check(tree) if tree is not None else None
+        if over is not None:
+            try:
+                os.write(2, over.encode())
+            except OSError:
+                pass
+            _kill_tree(agent, status, time.monotonic() + 5.0)
+        hung.check(throttled=agent in limits.stopped)
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):
@@ -368,10 +540,12 @@ def main() -> None:
             except OSError:
                 host_dead = True
         if host_dead:
+            limits.resume()
             _kill_tree(agent, status, time.monotonic() + 5.0)
             os._exit(137)
         _reap(agent, status)
         if status:
+            limits.resume()
             _terminate_leftovers(agent, status)
             _exit_like(status[0])
 

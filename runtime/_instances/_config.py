@@ -19,6 +19,7 @@ from paddock._instances._handoff import InstanceHandoff, rules_from_config, take
 from paddock._state._usage import Pricing
 from paddock.contract import ApprovalRule, Budget, ConfigError
 from paddock.drivers.ray import RayPlacement
+from paddock.supervisors import ResourceLimits
 
 __all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
 
@@ -78,6 +79,8 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     """The instance's ``budgets = {...}``; ``set_budget(instance=...)`` overrides it."""
     on_usage_limit: Literal["fail", "wait"] | None = None
     """The instance's own ``on_usage_limit``; ``None``: the runtime's."""
+    limits: ResourceLimits | None = None
+    """The instance's ``limits = {...}``: each agent tree's memory, CPU and process bounds."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -171,9 +174,14 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         on_limit = table.pop("on_usage_limit", None)
         if on_limit not in (None, "fail", "wait"):
             raise ConfigError(path, f"{where} key 'on_usage_limit': expected \"fail\" or \"wait\", got {on_limit!r}")
+        # issue 35, resource limits: held by each agent's orphan-guard shim
+        try:
+            limits = msgspec.convert(table.pop("limits"), ResourceLimits) if "limits" in table else None
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, _issue(exc, f"{where} limits")) from None
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
                                      placement=placement, workspace=workspace, budget=budget,
-                                     on_usage_limit=on_limit))
+                                     on_usage_limit=on_limit, limits=limits or None))
     try:
         pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
     except msgspec.ValidationError as exc:
