@@ -32,10 +32,10 @@ thread), and:
 - holds the tree to resource limits (Linux, when the host passes ``memory_mb=… cpu_percent=…
   processes=…`` in ``PADDOCK_LIMITS``, popped: the agent never sees it) with the same walk: the
   sum of the tree's resident memory (``/proc/<pid>/statm``) and its number of processes, every
-  250 ms, every 50 ms once either is past half its limit. A tree over its memory or process
+  500 ms, every 50 ms once either is past half its limit. A tree over its memory or process
   limit is SIGKILLed whole, after :data:`LIMIT_MARK` and the figures on stderr (the host then
-  sees an agent that died and restarts it). A CPU limit throttles: every 200 ms the tree's CPU
-  time (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran
+  sees an agent that died and restarts it). A CPU limit throttles: every 200 ms (up to 1 s while
+  the tree stays under half its share) the tree's CPU time (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran
   are SIGSTOPped long enough to bring the average down to it, then SIGCONTed (never killed; a
   throttle stop never counts as a hang).
 """
@@ -66,8 +66,9 @@ processes=50``) from the host to the shim (popped: the agent never sees it)."""
 LIMIT_MARK = "paddock: the agent exceeded its limit:"
 """The start of the stderr line the shim writes before it kills a tree over a limit."""
 LIMIT_FAST = 0.05
-LIMIT_SLOW = 0.25
+LIMIT_SLOW = 0.5
 THROTTLE_WINDOW = 0.2
+THROTTLE_IDLE = 1.0
 THROTTLE_MAX_STOP = 1.0
 STOPPED = {b"T": "stopped (SIGSTOP or SIGTSTP)", b"t": "stopped by a tracer"}
 
@@ -248,6 +249,7 @@ class _Limits:
         self.first_rss: dict[int, int] = {}
         self.ticks: dict[int, int] = {}
         self.window = time.monotonic()
+        self.step = THROTTLE_WINDOW
         self.stopped: list[int] = []
         self.resume_at = 0.0
         self.active = self.memory is not None or self.processes is not None or self.share is not None
@@ -257,8 +259,8 @@ class _Limits:
             return None
         if self.stopped:
             return max(0.0, self.resume_at - time.monotonic())
-        period = self.period if self.memory is not None or self.processes is not None else THROTTLE_WINDOW
-        return min(period, THROTTLE_WINDOW) if self.share is not None else period
+        period = self.period if self.memory is not None or self.processes is not None else THROTTLE_IDLE
+        return min(period, self.step) if self.share is not None else period
 
     def check(self, tree: list[tuple[int, bytes, int]]) -> str | None:
         """The line to write before killing the tree when it is over a limit, else ``None``
@@ -298,7 +300,7 @@ class _Limits:
             if now < self.resume_at:
                 return
             self.resume()
-        if now - self.window < THROTTLE_WINDOW:
+        if now - self.window < self.step:
             return
         ran: list[int] = []
         used = 0
@@ -311,8 +313,11 @@ class _Limits:
                 ran.append(pid)
         self.ticks = ticks
         assert self.share is not None
-        over = used / _TICK - self.share * (now - self.window)
+        allowed = self.share * (now - self.window)
+        over = used / _TICK - allowed
         self.window = now
+        # a tree well under its share is sampled less often (up to 1 s), a busy one every 200 ms
+        self.step = min(THROTTLE_IDLE, self.step * 2) if used / _TICK * 2 < allowed else THROTTLE_WINDOW
         if over <= 0 or not ran:
             return
         for pid in ran:
