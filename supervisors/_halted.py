@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._shim import HUNG_MARK, LIMIT_MARK, STOPPED, read_stat
+from ._shim import HUNG_MARK, LIMIT_MARK, STOPPED, THROTTLE_NAME, comm_of, read_stat
 
 __all__ = ["halted", "hung_reason", "limit_reason"]
 
@@ -14,7 +14,8 @@ _LINUX = sys.platform.startswith("linux")
 def halted(pid: int) -> str | None:
     """Why the process ``pid`` runs nothing now ("stopped (SIGSTOP or SIGTSTP)", "stopped by a
     tracer"), or ``None``. When ``pid`` is an orphan-guard shim, the agent it forked (its
-    children) counts too. Thread: any; two or three small ``/proc`` reads."""
+    children) counts too, unless the shim's CPU-limit throttle stopped it (for at most 1 s; the
+    shim's name says so, ``_shim.THROTTLE_NAME``). Thread: any; a few small ``/proc`` reads."""
     if not _LINUX:
         return None
     stat = read_stat(pid)
@@ -31,6 +32,8 @@ def halted(pid: int) -> str | None:
     for child in children:
         stat = read_stat(int(child))
         if stat is not None and stat[0] in STOPPED:
+            if comm_of(pid) == THROTTLE_NAME:
+                return None  # its CPU limit's throttle stopped it for a moment: it resumes by itself
             return STOPPED[stat[0]]
     return None
 

@@ -36,8 +36,9 @@ thread), and:
   limit is SIGKILLed whole, after :data:`LIMIT_MARK` and the figures on stderr (the host then
   sees an agent that died and restarts it). A CPU limit throttles: every 200 ms (up to 1 s while
   the tree stays under half its share) the tree's CPU time (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran
-  are SIGSTOPped long enough to bring the average down to it, then SIGCONTed (never killed; a
-  throttle stop never counts as a hang).
+  are SIGSTOPped long enough to bring the average down to it (1 s at most), then SIGCONTed
+  (never killed). Meanwhile the shim names itself :data:`THROTTLE_NAME`, so neither its hang
+  watch nor the host's ``halted`` takes the stop for a halt.
 """
 
 import ctypes
@@ -49,6 +50,10 @@ import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NAME = 15
+THROTTLE_NAME = "paddock-thrott"
+"""The shim's own name (``/proc/<pid>/comm``) while its CPU throttle holds processes of the tree
+stopped: a stop the host must not take for a halt (``_halted.halted``)."""
 LINUX = sys.platform.startswith("linux")
 LEFTOVER_GRACE = 1.0
 TERMINATING = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
@@ -211,7 +216,7 @@ def parse_limits(text: str | None) -> dict[str, int]:
     return found
 
 
-def _comm(pid: int) -> str:
+def comm_of(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/comm", "rb") as f:
             return f.read().strip().decode(errors="replace")
@@ -241,7 +246,9 @@ class _Limits:
     """Holds the tree to its memory and process limits (kill) and its CPU share (throttle).
     Linux only; a no-op without limits. Called from the shim's loop with the tree it walked."""
 
-    def __init__(self, limits: dict[str, int]) -> None:
+    def __init__(self, limits: dict[str, int], libc: ctypes.CDLL | None) -> None:
+        self.libc = libc
+        self.name = comm_of(os.getpid()).encode()
         self.memory = limits["memory_mb"] * MIB if "memory_mb" in limits and LINUX else None
         self.processes = limits.get("processes") if LINUX else None
         self.share = limits["cpu_percent"] / 100 if "cpu_percent" in limits and LINUX else None
@@ -273,7 +280,7 @@ class _Limits:
                     parents[parent] = parents.get(parent, 0) + 1
                 top = max(parents, key=parents.__getitem__)
                 return (f"{LIMIT_MARK} processes = {self.processes}: its tree had {len(tree)} processes; "
-                        f"grew most: pid {top} ({_comm(top)}) with {parents[top]} children; killed\n")
+                        f"grew most: pid {top} ({comm_of(top)}) with {parents[top]} children; killed\n")
             near = len(tree) * 2 > self.processes
         if self.memory is not None:
             sizes = {pid: _rss(pid) for pid, _, _ in tree}
@@ -286,7 +293,7 @@ class _Limits:
             if total > self.memory and sizes:
                 top = max(sizes, key=lambda p: (sizes[p] - first[p], sizes[p]))
                 return (f"{LIMIT_MARK} memory_mb = {self.memory // MIB}: its tree used {total / MIB:.0f} MB; "
-                        f"grew most: pid {top} ({_comm(top)}) +{(sizes[top] - first[top]) / MIB:.0f} MB "
+                        f"grew most: pid {top} ({comm_of(top)}) +{(sizes[top] - first[top]) / MIB:.0f} MB "
                         f"to {sizes[top] / MIB:.0f} MB; killed\n")
             near = near or total * 2 > self.memory
         self.period = LIMIT_FAST if near else LIMIT_SLOW
@@ -320,6 +327,7 @@ class _Limits:
         self.step = min(THROTTLE_IDLE, self.step * 2) if used / _TICK * 2 < allowed else THROTTLE_WINDOW
         if over <= 0 or not ran:
             return
+        self._rename(THROTTLE_NAME.encode())  # before the stop: the host must never see it unnamed
         for pid in ran:
             try:
                 os.kill(pid, signal.SIGSTOP)
@@ -335,8 +343,14 @@ class _Limits:
                 os.kill(pid, signal.SIGCONT)
             except OSError:
                 pass
+        if self.stopped:
+            self._rename(self.name)
         self.stopped = []
         self.window = time.monotonic()
+
+    def _rename(self, name: bytes) -> None:
+        if self.libc is not None:
+            self.libc.prctl(PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
 
 
 def children_table(*, zombies: bool) -> dict[int, list[int]]:
@@ -466,11 +480,11 @@ def main() -> None:
     else:
         env["LC_CTYPE"] = sys.argv[4][1:]
     rules = env.pop(CONFINE_VAR, None)
-    limits = _Limits(parse_limits(env.pop(LIMITS_VAR, None)))
+    libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
+    limits = _Limits(parse_limits(env.pop(LIMITS_VAR, None)), libc)
     reporter = _Reporter(sys.argv[5], host)
     hang = None if sys.argv[6] == "-" else float(sys.argv[6])
     argv = sys.argv[8:]
-    libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

@@ -115,11 +115,22 @@ def test_a_cpu_limit_throttles_the_agent_without_killing_it(tmp_path, workspace)
         rt.start_session("t1", instance="slow", cwd=str(workspace))
         run_turn(rt, "t1", "@reply before")
         agent = _agent(_home(rt, "slow"))
+        rt.start_session("t2", instance="slow", cwd=str(workspace))
         before = agent.cpu_times()
         started = time.monotonic()
-        _, events = run_turn(rt, "t1", "@burn 3", timeout=30)
-        took = time.monotonic() - started
-        after = agent.cpu_times()
+        with rt.subscribe(thread_id="t2") as sub2:
+            with rt.subscribe(thread_id="t1") as sub:
+                burning = rt.send_turn("t1", "@burn 3")
+                time.sleep(1.0)  # into the burn: the throttle stops the agent most of the time
+                # a send while the throttle holds the agent stopped is taken, not refused as a halt
+                other = rt.send_turn("t2", "@reply meanwhile")
+                events = _wait_for(sub, lambda e: e.type == "turn.completed" and e.turn_id == burning.turn_id,
+                                   timeout=30)
+            took = time.monotonic() - started
+            after = agent.cpu_times()
+            other_events = _wait_for(sub2, lambda e: e.type == "turn.completed" and e.turn_id == other.turn_id,
+                                     timeout=30)
+        assert other_events[-1].state == "completed" and text_of(other_events) == "meanwhile"
         used = (after.user + after.system) - (before.user + before.system)
         assert text_of(events) == "burned 3 s"
         assert not [e for e in events if e.type == "runtime.warning"], events
