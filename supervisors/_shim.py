@@ -32,7 +32,9 @@ thread), and:
 - holds the tree to resource limits (Linux, when the host passes ``memory_mb=… cpu_percent=…
   processes=…`` in ``PADDOCK_LIMITS``, popped: the agent never sees it) with the same walk: the
   sum of the tree's resident memory (``/proc/<pid>/statm``) and its number of processes, every
-  500 ms, every 50 ms once either is past half its limit. A tree over its memory or process
+  500 ms, every 50 ms once either is past half its limit; with a process limit the shim also
+  reads the host's last assigned pid (``/proc/loadavg``) every 50 ms and walks at once when it
+  moved by half the tree's headroom, so a burst of forks is caught within about 50 ms. A tree over its memory or process
   limit is SIGKILLed whole, after :data:`LIMIT_MARK` and the figures on stderr (the host then
   sees an agent that died and restarts it). A CPU limit throttles: every 200 ms (up to 1 s while
   the tree stays under half its share) the tree's CPU time (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran
@@ -173,14 +175,18 @@ class _Reporter:
         self.path = None if directory == "-" or not LINUX else os.path.join(directory, f"{host}-{os.getpid()}.tree")
         self.last: list[tuple[int, bytes]] = []
         self.period = REPORT_MIN
+        self.next = 0.0
 
-    def timeout(self) -> float | None:
-        return None if self.path is None else self.period
+    def timeout(self, now: float) -> float | None:
+        return None if self.path is None else max(0.0, self.next - now)
 
-    def update(self, soon: bool, walked: list[tuple[int, bytes, int]] | None) -> None:
+    def due(self, now: float, soon: bool) -> bool:
+        return self.path is not None and (soon or now >= self.next)
+
+    def update(self, soon: bool, walked: list[tuple[int, bytes, int]]) -> None:
         if self.path is None:
             return
-        tree = sorted((pid, start) for pid, start, _ in (walk(os.getpid()) if walked is None else walked))
+        tree = sorted((pid, start) for pid, start, _ in walked)
         if tree != self.last:
             self.last = tree
             self.period = REPORT_MIN
@@ -198,6 +204,7 @@ class _Reporter:
             self.period = REPORT_MIN
         else:
             self.period = min(self.period * 2, REPORT_MAX)
+        self.next = time.monotonic() + self.period
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -232,6 +239,14 @@ def _rss(pid: int) -> int:
         return 0
 
 
+def _last_pid() -> int:
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return int(f.read().split()[4])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _cpu_ticks(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -252,27 +267,42 @@ class _Limits:
         self.memory = limits["memory_mb"] * MIB if "memory_mb" in limits and LINUX else None
         self.processes = limits.get("processes") if LINUX else None
         self.share = limits["cpu_percent"] / 100 if "cpu_percent" in limits and LINUX else None
-        self.period = LIMIT_SLOW
         self.first_rss: dict[int, int] = {}
         self.ticks: dict[int, int] = {}
         self.window = time.monotonic()
         self.step = THROTTLE_WINDOW
         self.stopped: list[int] = []
         self.resume_at = 0.0
+        self.next = 0.0
+        self.count = 0
+        self.last_pid = _last_pid()
         self.active = self.memory is not None or self.processes is not None or self.share is not None
 
-    def timeout(self) -> float | None:
+    def timeout(self, now: float) -> float | None:
         if not self.active:
             return None
-        if self.stopped:
-            return max(0.0, self.resume_at - time.monotonic())
-        period = self.period if self.memory is not None or self.processes is not None else THROTTLE_IDLE
-        return min(period, self.step) if self.share is not None else period
+        wait = max(0.0, (self.resume_at if self.stopped else self.next) - now)
+        return min(wait, LIMIT_FAST) if self.processes is not None else wait
+
+    def due(self, now: float) -> bool:
+        """Whether to walk the tree now: its period is up, the throttle's stop is over, or (with a
+        process limit) the host's last assigned pid (``/proc/loadavg``, one small read) moved by
+        half the tree's headroom since the last walk: forks are not missed between slow walks."""
+        if not self.active:
+            return False
+        if now >= (self.resume_at if self.stopped else self.next):
+            return True
+        if self.processes is None:
+            return False
+        moved = _last_pid() - self.last_pid
+        return moved < 0 or moved * 2 >= self.processes - self.count
 
     def check(self, tree: list[tuple[int, bytes, int]]) -> str | None:
         """The line to write before killing the tree when it is over a limit, else ``None``
         (and the CPU throttle takes its step)."""
         near = False
+        self.count = len(tree)
+        self.last_pid = _last_pid() if self.processes is not None else 0
         if self.processes is not None:
             if len(tree) > self.processes:
                 parents: dict[int, int] = {}
@@ -296,9 +326,11 @@ class _Limits:
                         f"grew most: pid {top} ({comm_of(top)}) +{(sizes[top] - first[top]) / MIB:.0f} MB "
                         f"to {sizes[top] / MIB:.0f} MB; killed\n")
             near = near or total * 2 > self.memory
-        self.period = LIMIT_FAST if near else LIMIT_SLOW
+        period = LIMIT_FAST if near else LIMIT_SLOW if self.memory is not None or self.processes is not None else THROTTLE_IDLE
         if self.share is not None:
             self._throttle(tree)
+            period = min(period, self.step)
+        self.next = time.monotonic() + period
         return None
 
     def _throttle(self, tree: list[tuple[int, bytes, int]]) -> None:
@@ -531,14 +563,18 @@ def main() -> None:
     status: list[int] = []
     hung = _HangWatch(agent, hang)
     while True:
-        periods = [t for t in (reporter.timeout(), hung.timeout(), limits.timeout()) if t is not None]
+        now = time.monotonic()
+        periods = [t for t in (reporter.timeout(now), hung.timeout(), limits.timeout(now)) if t is not None]
         try:
             ready, _, _ = select.select([watch_fd, wake_r], [], [], min(periods) if periods else None)
         except InterruptedError:
             ready = []
-        tree = walk(shim) if limits.active else None
-        reporter.update(soon=bool(ready), walked=tree)
-        over = limits.check(tree) if tree is not None else None
+        now = time.monotonic()
+        over = None
+        if limits.due(now) or reporter.due(now, bool(ready)):
+            tree = walk(shim)
+            reporter.update(bool(ready), tree)
+            over = limits.check(tree) if limits.active else None
         if over is not None:
             try:
                 os.write(2, over.encode())

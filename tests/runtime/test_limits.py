@@ -6,9 +6,11 @@ public API."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import time
+from collections.abc import Iterator
 
 import psutil
 import pytest
@@ -36,6 +38,17 @@ def _tree(proc: psutil.Process) -> list[psutil.Process]:
         return [proc, *proc.children(recursive=True)]
     except psutil.NoSuchProcess:
         return []
+
+
+@contextlib.contextmanager
+def _limited(tmp_path, workspace, limits: dict[str, int]) -> Iterator[tuple[Runtime, psutil.Process]]:
+    """A runtime with one local instance ``small`` under ``limits`` and a session ``t1`` on it
+    that ran one turn; yields it and the agent."""
+    config = {"instances": {"small": {"driver": "local", "limits": limits}}}
+    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+        rt.start_session("t1", instance="small", cwd=str(workspace))
+        run_turn(rt, "t1", "@reply before")
+        yield rt, _agent(_home(rt, "small"))
 
 
 def _home(rt: Runtime, instance: str) -> str:
@@ -88,11 +101,7 @@ def test_an_agent_over_its_memory_limit_is_killed_within_2_s_and_resumes_and_oth
 
 
 def test_a_fork_bomb_under_a_process_limit_is_contained_and_reaped(tmp_path, workspace):
-    config = {"instances": {"small": {"driver": "local", "limits": {"processes": 50}}}}
-    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-        rt.start_session("t1", instance="small", cwd=str(workspace))
-        run_turn(rt, "t1", "@reply before")
-        agent = _agent(_home(rt, "small"))
+    with _limited(tmp_path, workspace, {"processes": 50}) as (rt, agent):
         with rt.subscribe(thread_id="t1") as sub:
             rt.send_turn("t1", "@fork 2000")
             seen = _wait_for(sub, lambda e: e.type == "session.exited", timeout=30)
@@ -110,12 +119,8 @@ def test_a_fork_bomb_under_a_process_limit_is_contained_and_reaped(tmp_path, wor
 
 
 def test_a_cpu_limit_throttles_the_agent_without_killing_it(tmp_path, workspace):
-    config = {"instances": {"slow": {"driver": "local", "limits": {"cpu_percent": 10}}}}
-    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-        rt.start_session("t1", instance="slow", cwd=str(workspace))
-        run_turn(rt, "t1", "@reply before")
-        agent = _agent(_home(rt, "slow"))
-        rt.start_session("t2", instance="slow", cwd=str(workspace))
+    with _limited(tmp_path, workspace, {"cpu_percent": 10}) as (rt, agent):
+        rt.start_session("t2", instance="small", cwd=str(workspace))
         before = agent.cpu_times()
         started = time.monotonic()
         with rt.subscribe(thread_id="t2") as sub2:
@@ -135,7 +140,7 @@ def test_a_cpu_limit_throttles_the_agent_without_killing_it(tmp_path, workspace)
         assert text_of(events) == "burned 3 s"
         assert not [e for e in events if e.type == "runtime.warning"], events
         assert used < 0.35 * took, (used, took)  # unthrottled it would be ~1 CPU for 3 s
-        assert _agent(_home(rt, "slow")).pid == agent.pid  # never killed
+        assert _agent(_home(rt, "small")).pid == agent.pid  # never killed
         _, events = run_turn(rt, "t1", "@reply-history")
         assert text_of(events) == "history: 2"
 
