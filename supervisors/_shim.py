@@ -74,6 +74,7 @@ LIMIT_MARK = "paddock: the agent exceeded its limit:"
 """The start of the stderr line the shim writes before it kills a tree over a limit."""
 LIMIT_FAST = 0.05
 LIMIT_SLOW = 0.5
+FORK_PEEK = 0.05
 THROTTLE_WINDOW = 0.2
 THROTTLE_IDLE = 1.0
 THROTTLE_MAX_STOP = 1.0
@@ -87,21 +88,21 @@ class _HangWatch:
         self.agent = agent
         self.limit = limit
         self.since: float | None = None
+        self.period = None if limit is None else max(0.05, min(1.0, limit / 4))
+        self.next = 0.0
 
-    def timeout(self) -> float | None:
-        if self.limit is None:
-            return None
-        return max(0.05, min(1.0, self.limit / 4))
+    def timeout(self, now: float) -> float | None:
+        return None if self.period is None else max(0.0, self.next - now)
 
-    def check(self, throttled: bool = False) -> None:
-        if self.limit is None:
+    def check(self, now: float, throttled: bool = False) -> None:
+        if self.limit is None or self.period is None or now < self.next:
             return
+        self.next = now + self.period
         stat = read_stat(self.agent)
         state = STOPPED.get(stat[0]) if stat is not None and not throttled else None
         if state is None:
             self.since = None
             return
-        now = time.monotonic()
         if self.since is None:
             self.since = now
         elif now - self.since >= self.limit:
@@ -239,10 +240,17 @@ def _rss(pid: int) -> int:
         return 0
 
 
+_loadavg = -1
+
+
 def _last_pid() -> int:
+    """The host's last assigned pid, from ``/proc/loadavg`` kept open (a ``pread``: no open and
+    close per peek); 0 when unreadable."""
+    global _loadavg
     try:
-        with open("/proc/loadavg", "rb") as f:
-            return int(f.read().split()[4])
+        if _loadavg < 0:
+            _loadavg = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        return int(os.pread(_loadavg, 128, 0).split()[4])
     except (OSError, IndexError, ValueError):
         return 0
 
@@ -282,7 +290,7 @@ class _Limits:
         if not self.active:
             return None
         wait = max(0.0, (self.resume_at if self.stopped else self.next) - now)
-        return min(wait, LIMIT_FAST) if self.processes is not None else wait
+        return min(wait, FORK_PEEK) if self.processes is not None else wait
 
     def due(self, now: float) -> bool:
         """Whether to walk the tree now: its period is up, the throttle's stop is over, or (with a
@@ -564,7 +572,7 @@ def main() -> None:
     hung = _HangWatch(agent, hang)
     while True:
         now = time.monotonic()
-        periods = [t for t in (reporter.timeout(now), hung.timeout(), limits.timeout(now)) if t is not None]
+        periods = [t for t in (reporter.timeout(now), hung.timeout(now), limits.timeout(now)) if t is not None]
         try:
             ready, _, _ = select.select([watch_fd, wake_r], [], [], min(periods) if periods else None)
         except InterruptedError:
@@ -581,7 +589,7 @@ def main() -> None:
             except OSError:
                 pass
             _kill_tree(agent, status, time.monotonic() + 5.0)
-        hung.check(throttled=agent in limits.stopped)
+        hung.check(now, throttled=agent in limits.stopped)
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):
