@@ -22,6 +22,7 @@ from ._halted import halted as halted
 from ._halted import hung_reason as hung_reason
 from ._halted import limit_reason as limit_reason
 from ._leases import Lease as Lease
+from ._limits import LIMITS_VAR as LIMITS_VAR
 from ._limits import LimitsInfo as LimitsInfo
 from ._limits import ResourceLimits as ResourceLimits
 from ._limits import describe_limits as describe_limits
@@ -51,6 +52,7 @@ from ._teardown import snapshot_tree as snapshot_tree
 from ._teardown import teardown as teardown
 
 __all__ = [
+    "LIMITS_VAR",
     "ChildContext",
     "ChildInfo",
     "ChildSpec",

@@ -17,7 +17,7 @@ import msgspec
 
 from ._shim import LIMITS_VAR
 
-__all__ = ["LimitsInfo", "ResourceLimits", "describe_limits", "limits_mechanism"]
+__all__ = ["LIMITS_VAR", "LimitsInfo", "ResourceLimits", "describe_limits", "limits_mechanism"]
 
 
 class ResourceLimits(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

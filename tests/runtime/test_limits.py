@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -155,3 +156,16 @@ def test_a_bad_limit_is_a_config_error_naming_the_key(tmp_path, limits, key):
     config = {"instances": {"small": {"driver": "local", "limits": limits}}}
     with pytest.raises(ConfigError, match=rf"\[instances\.small\] limits.*{key}"):
         Runtime.open(config, state_dir=tmp_path / "state")
+
+
+def test_a_terminal_command_is_held_to_the_instance_limits_whatever_variables_the_agent_names(
+        tmp_path, workspace):
+    agent = str(Path(__file__).parent.parent / "acp" / "scripted_agent.py")
+    config = {"instances": {"acp": {"driver": "acp", "binary": sys.executable, "args": [agent],
+                                    "client_terminal": True, "limits": {"processes": 5}}}}
+    forks = "for i in $(seq 20); do sleep 2 & done; wait; echo all-done"
+    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+        rt.start_session("t1", instance="acp", cwd=str(workspace), runtime_mode="full-access")
+        _, events = run_turn(rt, "t1", f"termenv PADDOCK_LIMITS=processes=1000 {forks}", timeout=60)
+    text = "".join(e.delta for e in events if e.type == "content.delta")
+    assert "exit=" in text and "all-done" not in text, text  # the terminal's tree was killed at 5
