@@ -119,7 +119,8 @@ def test_a_fork_bomb_under_a_process_limit_is_contained_and_reaped(tmp_path, wor
         assert text_of(events) == "history: 1"
 
 
-def test_a_cpu_limit_throttles_the_agent_without_killing_it(tmp_path, workspace):
+def test_a_cpu_limit_throttles_the_agent_without_killing_it(tmp_path, workspace, monkeypatch):
+    monkeypatch.setenv("PADDOCK_HANG_TIMEOUT", "0.5")  # the throttle's stops never count as a hang
     with _limited(tmp_path, workspace, {"cpu_percent": 10}) as (rt, agent):
         rt.start_session("t2", instance="small", cwd=str(workspace))
         before = agent.cpu_times()
