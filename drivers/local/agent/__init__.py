@@ -47,8 +47,9 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
 - ``@spawn S``: a grandchild ``sleep S`` ignoring SIGTERM, in the agent's process group.
 - ``@alloc MB`` (>= 1): allocate and touch MB MiB in 8 MiB steps 20 ms apart, held until the
   agent exits (the answer counts every MiB held so far); exercises a ``memory_mb`` limit.
-- ``@fork N`` (>= 1): fork N children that sleep 10 minutes, as fast as possible (reaped by a
-  thread of the agent); exercises a ``processes`` limit.
+- ``@fork N`` (>= 1): fork N children that sleep up to 10 minutes, as fast as possible (each
+  leaves within 250 ms of the agent's exit; reaped by a thread of the agent); exercises a
+  ``processes`` limit.
 - ``@burn S``: keep one CPU busy for S seconds of wall time in the agent itself; exercises a
   ``cpu_percent`` limit.
 - ``@ignore-sigterm``: the agent ignores SIGTERM from then on (children inherit it).
