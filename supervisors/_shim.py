@@ -34,13 +34,14 @@ thread), and:
   sum of the tree's resident memory (``/proc/<pid>/statm``) and its number of processes, every
   500 ms, every 50 ms once either is past half its limit; with a process limit the shim also
   reads the host's last assigned pid (``/proc/loadavg``) every 50 ms and walks at once when it
-  moved by half the tree's headroom, so a burst of forks is caught within about 50 ms. A tree over its memory or process
-  limit is SIGKILLed whole, after :data:`LIMIT_MARK` and the figures on stderr (the host then
-  sees an agent that died and restarts it). A CPU limit throttles: every 200 ms (up to 1 s while
-  the tree stays under half its share) the tree's CPU time (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran
-  are SIGSTOPped long enough to bring the average down to it (1 s at most), then SIGCONTed
-  (never killed). Meanwhile the shim names itself :data:`THROTTLE_NAME`, so neither its hang
-  watch nor the host's ``halted`` takes the stop for a halt.
+  moved by half the tree's headroom, so a burst of forks is caught within about 50 ms. A tree
+  over its memory or process limit is SIGKILLed whole, after :data:`LIMIT_MARK` and the figures
+  on stderr (the host then sees an agent that died and restarts it). A CPU limit throttles:
+  every 200 ms (up to 1 s while the tree stays under half its share) the tree's CPU time
+  (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran are
+  SIGSTOPped long enough to bring the average down to it (1 s at most), then SIGCONTed (never
+  killed). Meanwhile the shim names itself :data:`THROTTLE_NAME`, so neither its hang watch nor
+  the host's ``halted`` takes the stop for a halt.
 """
 
 import ctypes
@@ -271,7 +272,6 @@ class _Limits:
 
     def __init__(self, limits: dict[str, int], libc: ctypes.CDLL | None) -> None:
         self.libc = libc
-        self.name = comm_of(os.getpid()).encode()
         self.memory = limits["memory_mb"] * MIB if "memory_mb" in limits and LINUX else None
         self.processes = limits.get("processes") if LINUX else None
         self.share = limits["cpu_percent"] / 100 if "cpu_percent" in limits and LINUX else None
@@ -283,8 +283,9 @@ class _Limits:
         self.resume_at = 0.0
         self.next = 0.0
         self.count = 0
-        self.last_pid = _last_pid()
+        self.last_pid = _last_pid() if self.processes is not None else 0
         self.active = self.memory is not None or self.processes is not None or self.share is not None
+        self.name = comm_of(os.getpid()).encode() if self.share is not None else b""
 
     def timeout(self, now: float) -> float | None:
         if not self.active:
@@ -302,8 +303,9 @@ class _Limits:
             return True
         if self.processes is None:
             return False
-        moved = _last_pid() - self.last_pid
-        return moved < 0 or moved * 2 >= self.processes - self.count
+        last = _last_pid()
+        moved = last - self.last_pid
+        return last > 0 and (moved < 0 or moved * 2 >= self.processes - self.count)  # < 0: pids wrapped
 
     def check(self, tree: list[tuple[int, bytes, int]]) -> str | None:
         """The line to write before killing the tree when it is over a limit, else ``None``
@@ -334,7 +336,8 @@ class _Limits:
                         f"grew most: pid {top} ({comm_of(top)}) +{(sizes[top] - first[top]) / MIB:.0f} MB "
                         f"to {sizes[top] / MIB:.0f} MB; killed\n")
             near = near or total * 2 > self.memory
-        period = LIMIT_FAST if near else LIMIT_SLOW if self.memory is not None or self.processes is not None else THROTTLE_IDLE
+        watched = self.memory is not None or self.processes is not None
+        period = LIMIT_FAST if near else LIMIT_SLOW if watched else THROTTLE_IDLE
         if self.share is not None:
             self._throttle(tree)
             period = min(period, self.step)
