@@ -19,6 +19,7 @@ from paddock._instances._handoff import InstanceHandoff, rules_from_config, take
 from paddock._state._usage import Pricing
 from paddock.contract import ApprovalRule, Budget, ConfigError
 from paddock.drivers.ray import RayPlacement
+from paddock.supervisors import ResourceLimits
 
 __all__ = ["ADMISSION_KEYS", "Admission", "InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
 
@@ -99,6 +100,8 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     on_usage_limit: Literal["fail", "wait"] | None = None
     """The instance's own ``on_usage_limit``; ``None``: the runtime's."""
     admission: Admission = Admission()
+    limits: ResourceLimits | None = None
+    """The instance's ``limits = {...}``: each agent tree's memory, CPU and process bounds."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -196,9 +199,14 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
             admission = msgspec.convert({k: table.pop(k) for k in ADMISSION_KEYS if k in table}, Admission)
         except msgspec.ValidationError as exc:
             raise ConfigError(path, _issue(exc, where)) from None
+        # issue 35, resource limits: held by each agent's orphan-guard shim
+        try:
+            limits = msgspec.convert(table.pop("limits"), ResourceLimits) if "limits" in table else None
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, _issue(exc, f"{where} limits")) from None
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
                                      placement=placement, workspace=workspace, budget=budget,
-                                     on_usage_limit=on_limit, admission=admission))
+                                     on_usage_limit=on_limit, admission=admission, limits=limits or None))
     try:
         pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
     except msgspec.ValidationError as exc:

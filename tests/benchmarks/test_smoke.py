@@ -127,8 +127,11 @@ def test_checkpoint_shape(capsys):
 
 
 def test_teardown_shape(capsys):
-    doc = bench(capsys, "teardown", "--trees", "3", "--deadline", "0.5")
+    doc = bench(capsys, "teardown", "--trees", "3", "--deadline", "0.5", "--watch", "0.5")
     assert doc["trees"] == 3 and doc["survivors"] == 0 and doc["processes"] >= 3
+    watch = doc["watch_cpu_s_per_agent_min"]
+    assert set(watch) == {"report_only", "memory_processes", "cpu", "all"}
+    assert all(isinstance(v, float) and v >= 0 for v in watch.values()), watch
 
 
 def test_peer_acp_shape(capsys):
@@ -221,7 +224,8 @@ def test_side_by_side_shape(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setenv("PADDOCK_BENCH_TREES", str(tmp_path / "trees"))
     try:
-        doc = bench(capsys, "side-by-side", "--rev", "HEAD", "--pairs", "1", "teardown", "--trees", "2", "--deadline", "0.5")
+        doc = bench(capsys, "side-by-side", "--rev", "HEAD", "--pairs", "1", "teardown", "--trees", "2", "--deadline", "0.5",
+                    "--watch", "0")
     finally:
         for tree in (tmp_path / "trees").glob("*"):
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)

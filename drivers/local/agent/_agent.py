@@ -78,6 +78,21 @@ def _text(text: str) -> JsonObject:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
+def _resource_effect(d: Directives) -> str | None:
+    """Run ``@alloc``, ``@fork`` and ``@burn`` (in that order); the answer they make, or None."""
+    from ._tools import allocate, burn, fork_sleepers
+
+    said = []
+    if d.alloc is not None:
+        said.append(f"allocated {allocate(d.alloc)} MB")
+    if d.fork is not None:
+        said.append(f"forked {fork_sleepers(d.fork)}")
+    if d.burn is not None:
+        burn(d.burn)
+        said.append(f"burned {d.burn:g} s")
+    return "; ".join(said) or None
+
+
 def split_answer(answer: str, n: int) -> list[str]:
     """Exactly ``n`` non-empty pieces whose concatenation is the streamed answer.
 
@@ -594,6 +609,7 @@ class Agent:
             from ._tools import spawn_sleeper
 
             spawned = spawn_sleeper(d.spawn)
+        effect = _resource_effect(d)
         if d.plan:
             self._update(
                 session,
@@ -622,6 +638,8 @@ class Agent:
             answer = os.environ.get(d.env, "<unset>")
         elif spawned is not None:
             answer = f"spawned {spawned}"
+        elif effect is not None:
+            answer = effect
         else:
             answer = f"You said: {d.prompt}"
 

@@ -57,6 +57,9 @@ class Directives(msgspec.Struct, frozen=True, kw_only=True):
     env: str | None = None
     crash: int | None = None
     spawn: float | None = None
+    alloc: int | None = None
+    fork: int | None = None
+    burn: float | None = None
     ignore_sigterm: bool = False
     garbage: bool = False
 
@@ -171,6 +174,12 @@ def parse_prompt(text: str) -> Directives:
             found["crash"] = _int(name, arg, minimum=0) if arg else 1
         elif name == "spawn":
             found["spawn"] = _seconds(name, arg)
+        elif name == "alloc":
+            found["alloc"] = _int(name, arg, minimum=1)
+        elif name == "fork":
+            found["fork"] = _int(name, arg, minimum=1)
+        elif name == "burn":
+            found["burn"] = _seconds(name, arg)
         elif name == "ignore-sigterm":
             found["ignore_sigterm"] = True
         elif name == "garbage":
