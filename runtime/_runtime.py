@@ -131,6 +131,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
                 emit=lambda evs: hub.emitter(evs[0].driver, evs[0].instance_id, evs[0].thread_id).emit(evs),
                 interrupt=self._stop_for_budget,
                 instance_of=lambda t: b.instance_id if (b := store.get(t)) is not None else None)
+            self._threads.budget_of = self._budgets.thread_budget
             # The ledger's reader: it resumes the log after what the ledger folded (all of it
             # when the ledger is missing), so the ledger is rebuilt from the events.
             folded = self._ledger.folded_seq
