@@ -15,8 +15,9 @@ Rows are loaded and scheduled again at open: the schedule survives a host restar
 ``on_usage_limit = "failover"``: at the failed turn's ``turn.completed`` the thread is handed
 over (``hand_over``: a ``fork_thread`` hand-off, ``paddock._threads._failover``) to the first
 instance of the policy's list that is not the thread's own, not limited itself (a usage limit
-seen on it whose reset, or 15 s when unknown, is still ahead, and no turn completed there
-since) and available; ``thread.failed-over`` on the source names the move and the turn is sent
+seen on it whose reset, or 15 s when unknown, is still ahead and no turn completed there since;
+or its last ``account.rate-limits.updated`` with windows said ``rejected`` or showed one used to
+100 %, until that window's reset) and available; ``thread.failed-over`` on the source names the move and the turn is sent
 on the new thread (on a thread of its own, ``paddock-limits-failover``). Nothing is sent to the
 source again: it comes back when the host sends it a turn. With no instance to take it, the
 thread waits as under ``"wait"`` (a ``runtime.warning`` ``usage_limit.no_failover`` says why).
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 from paddock._observe._event_reader import EventReader
 from paddock.contract import (
     USAGE_LIMIT,
+    AccountRateLimitsUpdated,
     BudgetExceededError,
     Event,
     PaddockError,
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UsageLimitWaits"]
 
-_TYPES = ("turn.started", "turn.completed", "runtime.error")
+_TYPES = ("turn.started", "turn.completed", "runtime.error", "account.rate-limits.updated")
 _SLACK = 0.25  # seconds after resets_at: a reset stamped to the second is past when the turn goes
 _FIRST_BACKOFF = 15.0
 _MAX_BACKOFF = 900.0
@@ -91,7 +93,8 @@ class UsageLimitWaits:
         self._clock = clock
         self._failover = failover
         self._hand_over = hand_over
-        self._limited: dict[str, float] = {}  # instance -> until when it counts as limited
+        self._limited: dict[str, float] = {}  # instance -> until when (a usage limit met; a completed turn clears it)
+        self._full: dict[str, float] = {}  # instance -> until when (its account's windows; the next report clears it)
         self._moving: dict[str, tuple[RuntimeErrorEvent, str]] = {}  # thread -> (its limit, text) to hand over
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
         self._db.execute("CREATE TABLE IF NOT EXISTS usage_waits (thread_id TEXT PRIMARY KEY, instance_id TEXT NOT NULL, "
@@ -136,6 +139,8 @@ class UsageLimitWaits:
             elif isinstance(ev, RuntimeErrorEvent):
                 if ev.error_class == USAGE_LIMIT:
                     self._limit(ev)
+            elif isinstance(ev, AccountRateLimitsUpdated):
+                self._windows(ev)
             elif isinstance(ev, TurnCompleted):
                 if ev.state == "completed":
                     self._limited.pop(ev.instance_id, None)
@@ -164,11 +169,24 @@ class UsageLimitWaits:
         else:
             self._park(ev, last[1])
 
+    def _windows(self, ev: AccountRateLimitsUpdated) -> None:
+        """An account that says ``rejected``, or a window used up, counts as limited until the
+        latest reset among them; any other report with a window clears it."""
+        windows = [w for w in ev.limits.get("windows") or () if isinstance(w, dict)]
+        rejected = ev.limits.get("status") == "rejected"
+        full = [w for w in windows if rejected or (w.get("used_percent") or 0) >= 100]
+        if rejected or full:
+            resets = [float(w["resets_at"]) for w in full if isinstance(w.get("resets_at"), (int, float))]
+            self._full[ev.instance_id] = max(resets) if resets else self._clock() + _FIRST_BACKOFF
+        elif windows:
+            self._full.pop(ev.instance_id, None)
+
     def _fail_over(self, ev: RuntimeErrorEvent, text: str) -> None:
         assert self._hand_over is not None
         tried: list[str] = []
         for target in self._failover(ev.instance_id):
-            if target == ev.instance_id or self._limited.get(target, 0.0) > self._clock():
+            now = self._clock()
+            if target == ev.instance_id or max(self._limited.get(target, 0.0), self._full.get(target, 0.0)) > now:
                 tried.append(f"{target}: limited" if target != ev.instance_id else f"{target}: the thread's own")
                 continue
             try:
