@@ -35,6 +35,7 @@ from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
 from paddock._threads._admission import admission_gates
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
+from paddock._threads._failover import hand_over
 from paddock._observe._endpoint_watch import ENDPOINT_UNREACHABLE, EndpointWatch
 from paddock._observe._watchdog import StallWatchdog
 from paddock._observe._event_reader import EventReader
@@ -133,6 +134,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
                 emit=lambda evs: hub.emitter(evs[0].driver, evs[0].instance_id, evs[0].thread_id).emit(evs),
                 interrupt=self._stop_for_budget,
                 instance_of=lambda t: b.instance_id if (b := store.get(t)) is not None else None)
+            self._threads.budget_of = self._budgets.thread_budget
             # The ledger's reader: it resumes the log after what the ledger folded (all of it
             # when the ledger is missing), so the ledger is rebuilt from the events.
             folded = self._ledger.folded_seq
@@ -143,9 +145,13 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._handlers = self._bind_handlers()
             policies = {e.instance_id: e.on_usage_limit for e in config.instances if e.on_usage_limit is not None}
             default_policy = config.settings.on_usage_limit
+            targets = {e.instance_id: e.failover for e in config.instances if e.failover is not None}
+            threads = self._threads
             self._waits = UsageLimitWaits(
                 hub, state_dir / "paddock.db", policy=lambda i: policies.get(i, default_policy),
-                send=lambda thread_id, text: self.send_turn(thread_id, text)).start()
+                send=lambda thread_id, text: self.send_turn(thread_id, text),
+                failover=lambda i: targets.get(i, config.settings.failover),
+                hand_over=lambda thread_id, turn_id, target: hand_over(threads, thread_id, turn_id, target)).start()
             self._threads.start()
             after = config.settings.stall_warning
             table = self._instances

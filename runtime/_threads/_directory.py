@@ -51,6 +51,7 @@ from paddock._operations._table import (
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
     Attachment,
+    Budget,
     Capabilities,
     CapabilityUnsupportedError,
     Decider,
@@ -112,6 +113,8 @@ class ThreadDirectory:
         self._ephemeral: set[str] = set()  # threads of generate_text calls under way
         self._after_transcript: dict[str, Handed] = {}  # hand-off pending -> what it is handed after
         self._catalogs = ModelCatalogs(instances, self._ephemeral)
+        self.budget_of: Callable[[str], Budget | None] = lambda _: None
+        """The thread's own budget, handed to the driver's native limit (set by the runtime)."""
         self.hub_failed: str | None = None
         """Why the hub stopped under the tracker (the runtime then refuses work), else ``None``."""
         self._stop = threading.Event()
@@ -197,7 +200,7 @@ class ThreadDirectory:
                 thread_id=a.thread_id, cwd=run_in, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor, workspace_roots=(run_in,),
                 mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2], approval_rules=handed[3],
-                confinement=confinement,
+                confinement=confinement, budget=self.budget_of(a.thread_id),
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))

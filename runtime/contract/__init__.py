@@ -84,6 +84,7 @@ from ._events import (
     TaskProgress as TaskProgress,
     TaskStarted as TaskStarted,
     ThreadMetadataUpdated as ThreadMetadataUpdated,
+    ThreadFailedOver as ThreadFailedOver,
     ThreadRolledBack as ThreadRolledBack,
     ThreadStarted as ThreadStarted,
     ThreadStateChanged as ThreadStateChanged,

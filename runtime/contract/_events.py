@@ -65,6 +65,7 @@ __all__ = [
     "TaskProgress",
     "TaskStarted",
     "ThreadMetadataUpdated",
+    "ThreadFailedOver",
     "ThreadRolledBack",
     "ThreadStarted",
     "ThreadStateChanged",
@@ -308,6 +309,22 @@ class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
 
     type: ClassVar[Literal["thread.state.changed"]]
     state: Literal["active", "idle", "archived", "closed", "waiting"]
+    resets_at: float | None = None
+
+
+class ThreadFailedOver(EventBase, frozen=True, tag="thread.failed-over"):
+    """``on_usage_limit = "failover"``: the thread's turn met a usage limit (``reason``) and
+    Paddock handed the thread over to ``to_thread_id`` on ``to_instance_id`` (a ``fork_thread``
+    hand-off: the new thread's first turn carries this one's transcript) and sent the turn
+    there. Published on the source thread, after the new thread started and before its turn.
+    The source thread stays where it is and is not sent anything again by Paddock: it comes back
+    only when the host sends it a turn. ``resets_at``: when the source's limit resets, where the
+    agent said."""
+
+    type: ClassVar[Literal["thread.failed-over"]]
+    to_thread_id: str
+    to_instance_id: str
+    reason: str = "usage_limit"
     resets_at: float | None = None
 
 
@@ -710,6 +727,7 @@ Event = Union[
     ThreadStateChanged,
     ThreadMetadataUpdated,
     ThreadRolledBack,
+    ThreadFailedOver,
     ThreadTokenUsageUpdated,
     TurnQueued,
     TurnStarted,

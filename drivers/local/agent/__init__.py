@@ -24,8 +24,10 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
   claude-agent-acp and copilot send).
 - ``@cost USD``: before the answer a ``usage_update`` whose ``cost {amount, currency: "USD"}`` is
   the session's cumulative cost with USD added (a cost report in the middle of the turn).
-- ``@limit-until T``: until Unix time T the prompt fails with error 429 ``usage limit reached;
-  resets at T`` (a model's usage limit); from T on the directive is ignored.
+- ``@limit-until T [ACCOUNT]``: until Unix time T the prompt fails with error 429 ``usage limit
+  reached; resets at T`` (a model's usage limit); from T on the directive is ignored. With
+  ACCOUNT, only an agent whose ``ACCOUNT`` environment variable is ACCOUNT is limited (two
+  instances standing for two accounts of one provider).
 - ``@run CMD``: ``tool_call`` (execute, pending) → ``session/request_permission`` (allow_once,
   allow_always, reject_once; every directive asks, allow_always is not remembered) → on allow
   ``in_progress``, output deltas as ``tool_call_update`` content, then ``completed`` with

@@ -561,7 +561,8 @@ class Agent:
             previous.wait()
         try:
             sent: list[str] = []
-            if d.limit_until is not None and time.time() < d.limit_until:
+            if (d.limit_until is not None and time.time() < d.limit_until
+                    and d.limit_account in (None, os.environ.get("ACCOUNT"))):
                 # What a model's usage limit looks like from an ACP agent: an error with its text.
                 self._error(req_id, RATE_LIMITED, f"usage limit reached; resets at {d.limit_until:.3f}",
                             {"resetsAt": d.limit_until}, throttle=True)

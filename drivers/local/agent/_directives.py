@@ -53,6 +53,8 @@ class Directives(msgspec.Struct, frozen=True, kw_only=True):
     usage: tuple[int, int] | None = None
     cost: float | None = None
     limit_until: float | None = None
+    limit_account: str | None = None
+    """``@limit-until T ACCOUNT``: the limit holds only where the agent's ``ACCOUNT`` variable is this."""
     actions: tuple[Action, ...] = ()
     env: str | None = None
     crash: int | None = None
@@ -130,10 +132,12 @@ def parse_prompt(text: str) -> Directives:
                 raise DirectiveError(f"@usage needs two integers IN OUT, got {arg!r}")
             found["usage"] = (_int(name, parts[0], minimum=0), _int(name, parts[1], minimum=0))
         elif name == "limit-until":
+            when, _, account = arg.partition(" ")
             try:
-                found["limit_until"] = float(arg)
+                found["limit_until"] = float(when)
             except ValueError:
                 raise DirectiveError(f"@limit-until needs a Unix time, got {arg!r}") from None
+            found["limit_account"] = account.strip() or None
         elif name == "cost":
             try:
                 cost = float(arg)
