@@ -140,7 +140,8 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             folded = self._ledger.folded_seq
             self._usage_reader = EventReader(
                 lambda: hub.subscribe(types=LEDGER_TYPES, from_seq=folded + 1 if log_path is not None else None),
-                "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick)
+                "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick,
+                linger=0.02)
             self._usage_reader.start()
             self._handlers = self._bind_handlers()
             policies = {e.instance_id: e.on_usage_limit for e in config.instances if e.on_usage_limit is not None}

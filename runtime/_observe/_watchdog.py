@@ -87,7 +87,7 @@ class StallWatchdog:
         if endpoints is not None:
             tick = min(tick, 0.5)
         self._reader = EventReader(hub.subscribe, "paddock-watchdog", self._note, most=_BATCH,
-                                   tick=tick, on_wake=self._check)
+                                   tick=tick, on_wake=self._check, linger=min(0.05, tick))
 
     def start(self) -> StallWatchdog:
         self._reader.start()

@@ -108,7 +108,8 @@ class UsageLimitWaits:
             wait = _Wait(*row)
             self._waits[wait.thread_id] = wait
             heapq.heappush(self._due, (wait.due, wait.thread_id))
-        self._reader = EventReader(lambda: hub.subscribe(types=_TYPES), "paddock-limits", self._note, most=1024)
+        self._reader = EventReader(lambda: hub.subscribe(types=_TYPES), "paddock-limits", self._note, most=1024,
+                                   linger=0.05)
         self._scheduler = threading.Thread(target=self._run, name="paddock-limits-due", daemon=True)
 
     def start(self) -> UsageLimitWaits:
