@@ -1089,7 +1089,7 @@ class EndpointLane(Lane):
         super().__init__(soak, 1, 1)
         self.state_dir = tempfile.mkdtemp(prefix="endpoint-", dir=soak.tmp)
         self.workspace = tempfile.mkdtemp(prefix="ws-endpoint-", dir=soak.tmp)
-        self.dead: list[list[float | None]] = []  # [died, back (None: still dead)], clock times
+        self.dead: list[tuple[float, float | None]] = []  # (died, back (None: still dead)), clock times
         self.turns_seen: list[tuple[str, float]] = []  # (turn id, clock time send_turn returned)
         self.summary: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -1135,12 +1135,12 @@ class EndpointLane(Lane):
         before = {lane.name: (lane.ledger.completed, lane.own_fault_mark()) for lane in others}
         self.listener.kill()
         with self._lock:
-            self.dead.append([self.clock.now(), None])
+            self.dead.append((self.clock.now(), None))
         self.faults.log("endpoint_dead", self.name, endpoint=self.url, hold_s=round(hold, 2))
         self.stop.wait(hold)
         self.listener.revive()
         with self._lock:
-            self.dead[-1][1] = self.clock.now()
+            self.dead[-1] = (self.dead[-1][0], self.clock.now())
         self.faults.log("endpoint_back", self.name, endpoint=self.url)
         # a lane a fault of its own held up meanwhile (a full disk, a server restart) is excused
         stalled = [lane.name for lane in others
@@ -1154,7 +1154,7 @@ class EndpointLane(Lane):
         """Judge every quiet turn against the endpoint's dead spells (after the workload stopped)."""
         bound = self.ENDPOINT_TIMEOUT + TARGETS["endpoint_fail_margin_s"]
         with self._lock:
-            spells = [(d0, float("inf") if d1 is None else d1) for d0, d1 in self.dead]
+            spells: list[tuple[float, float]] = [(d0, float("inf") if d1 is None else d1) for d0, d1 in self.dead]
             turns = list(self.turns_seen)
         failed_in_bound = 0
         slowest = 0.0  # seconds from the later of a failed turn's start and the endpoint's death to its end
