@@ -2,7 +2,7 @@
 every turn ends, no subscriber loses an event, no process outlives its session, memory and
 threads stay flat and ``close()`` keeps its budget.
 
-Three lanes run at once, through the public API only, on the built-in ``local`` agent:
+Four lanes run at once, through the public API only, on the built-in ``local`` agent:
 
 - ``local``: a :class:`paddock.Runtime` in this process (``--instances`` agent processes,
   ``--sessions`` sessions, a third of them ``approval-required`` with a responder answering
