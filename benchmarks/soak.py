@@ -2,7 +2,7 @@
 every turn ends, no subscriber loses an event, no process outlives its session, memory and
 threads stay flat and ``close()`` keeps its budget.
 
-Three lanes run at once, through the public API only, on the built-in ``local`` agent:
+Four lanes run at once, through the public API only, on the built-in ``local`` agent:
 
 - ``local``: a :class:`paddock.Runtime` in this process (``--instances`` agent processes,
   ``--sessions`` sessions, a third of them ``approval-required`` with a responder answering
@@ -11,7 +11,10 @@ Three lanes run at once, through the public API only, on the built-in ``local`` 
 - ``disk``: a second Runtime whose state directory is a small tmpfs (``mount -t tmpfs``; when the
   machine refuses, this lane and its fault are skipped and the JSON says why), two sessions;
 - ``server``: a ``paddock serve`` subprocess on a unix socket and a
-  :class:`paddock.client.RemoteRuntime` client with two sessions and a ledger subscriber.
+  :class:`paddock.client.RemoteRuntime` client with two sessions and a ledger subscriber;
+- ``endpoint``: a third in-process Runtime, one instance whose model ``endpoint`` is a loopback
+  listener of this process (``endpoint_timeout`` 2 s), one session running quiet turns (two
+  chunks, then 12 s of silence, as an agent waiting on its model).
 
 Every session runs turns back to back: short streams with ``@delay``, bursts of ``@chunks``,
 ``@write`` approvals, ``@spawn`` grandchildren that outlive their turn, and some interrupted
@@ -33,7 +36,12 @@ mid-way. Faults, drawn from one seeded RNG and logged with their time:
 - ``start_race``: SIGKILL of a local-lane agent, then at once ``start_session`` of a new thread on
   its instance: it must wait for the restart and run a turn (``starts_survive_restarts``);
 - ``client_interrupt``: a one-shot ``paddock run`` through the server lane gets SIGINT mid-turn:
-  it must exit 130 and leave its session stopped in the server.
+  it must exit 130 and leave its session stopped in the server;
+- ``disk_full_close``: the disk lane's tmpfs is filled, and once the runtime refuses work it is
+  closed with the disk still full; then the disk is freed and the directory opened again;
+- ``endpoint_dead``: the endpoint lane's listener is closed for 15-25 s, then listens again.
+
+``--faults a,b`` injects only those kinds (for a test of one fault).
 
 Invariants (``invariants``: ``held`` plus bounded ``details``), live and at the end, after each
 lane is closed and its log read back with :class:`paddock.StateReader`:
@@ -51,7 +59,15 @@ lane is closed and its log read back with :class:`paddock.StateReader`:
 - ``close_within_budget``: every ``close(timeout)`` returns, never raises, within ``timeout`` +
   1 s (the last one of the local lane with one agent stopped, as a hung agent would be);
 - ``one_session_exited_per_session``: no thread logs two ``session.exited`` without a
-  ``session.started`` between them.
+  ``session.started`` between them;
+- ``full_disk_close_releases``: a close with the disk still full returns within its timeout + 1 s,
+  reports events given up when the runtime was seen refusing work (``CloseReport.events_given_up``),
+  leaves no survivor, and releases the state directory: the next ``Runtime.open`` of it succeeds
+  (the lane's recovery then ends the turns the given-up events left open);
+- ``dead_endpoint_fails_in_bound``: a quiet turn running while the endpoint is dead ends failed,
+  its error naming the endpoint, within ``endpoint_timeout`` + ``endpoint_fail_margin_s`` of the
+  later of its start and the endpoint's death; no turn fails so while the endpoint is live; and
+  every other lane completes turns while it is dead (unless a fault of its own held it up).
 
 ``meets_targets`` is true when every invariant held. Prints one JSON document.
 """
@@ -68,6 +84,7 @@ import random
 import select
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -93,7 +110,9 @@ TARGETS = {
     "close_budget_extra_s": 1.0,
     "host_rss_growth_mb_max": 32.0,
     "host_threads_growth_max": 8,
+    "endpoint_fail_margin_s": 5.0,
 }
+FAULT_ENDS = ("agent_cont", "disk_free", "endpoint_back")  # logged when a fault ends
 DETAILS_MAX = 20  # offending details kept per invariant
 FAULT_LOG_MAX = 400
 SAMPLES_MAX = 60  # resource samples kept in the document (evenly spread)
@@ -110,8 +129,11 @@ FAULT_WEIGHTS = {
     "server_restart": 2,
     "start_race": 2,
     "client_interrupt": 2,
+    "disk_full_close": 1,
+    "endpoint_dead": 1,
 }
-SLOW_FAULT_SPACING = {"disk_fill": 12.0, "server_restart": 15.0, "start_race": 6.0, "client_interrupt": 10.0}
+SLOW_FAULT_SPACING = {"disk_fill": 12.0, "server_restart": 15.0, "start_race": 6.0, "client_interrupt": 10.0,
+                      "disk_full_close": 30.0, "endpoint_dead": 30.0}
 # seconds between two of a kind
 # An instance's supervisor gives it up after more than 3 agent restarts within 60 s (restart
 # intensity, by design): faults that end an agent stay within 2 per instance per 60 s, leaving
@@ -238,7 +260,7 @@ class TurnLedger:
         self._cond = threading.Condition()
         self._open: dict[str, tuple[float, str]] = {}  # turn id -> (started at, thread id)
         self._labels: dict[str, str] = {}  # open turn id -> what the workload asked of it
-        self._done: dict[str, None] = {}
+        self._done: dict[str, tuple[str, str, float]] = {}  # turn id -> (state, error, clock time seen)
         self._flagged: set[str] = set()
         self.started = 0
         self.completed = 0
@@ -260,7 +282,7 @@ class TurnLedger:
                 self._open.pop(ev.turn_id, None)
                 self._labels.pop(ev.turn_id, None)
                 self._flagged.discard(ev.turn_id)
-                self._done[ev.turn_id] = None
+                self._done[ev.turn_id] = (ev.state, ev.error or "", self._clock.now())
                 if len(self._done) > self._RECENT:
                     self._done.pop(next(iter(self._done)))
                 self.completed += 1
@@ -289,6 +311,11 @@ class TurnLedger:
                     return False
                 self._cond.wait(min(left, 0.5))
             return True
+
+    def outcome(self, turn_id: str) -> tuple[str, str, float] | None:
+        """How a recent turn ended, as seen live: (state, error, clock time), or ``None``."""
+        with self._cond:
+            return self._done.get(turn_id)
 
     def open_count(self) -> int:
         """Open turns not yet flagged as late (those are reported already)."""
@@ -651,30 +678,37 @@ class Lane:
                 continue
         return out
 
-    def timed_close(self, rt: Client, why: str) -> None:
-        """``rt.close(timeout=CLOSE_TIMEOUT)``, timed; then every process the lane had must be gone."""
+    def timed_close(self, rt: Client, why: str, timeout: float = CLOSE_TIMEOUT) -> Any:
+        """``rt.close(timeout=timeout)``, timed; then every process the lane had must be gone.
+        Returns what ``close`` returned (a ``CloseReport``), ``None`` when it raised."""
         tree = self.tree()
         started = time.monotonic()
         error = None
+        report = None
         try:
-            rt.close(timeout=CLOSE_TIMEOUT)
+            report = rt.close(timeout=timeout)
         except Exception as exc:
             error = f"{type(exc).__name__}: {str(exc)[:200]}"
         took = time.monotonic() - started
-        record: dict[str, Any] = {"lane": self.name, "why": why, "timeout": CLOSE_TIMEOUT, "seconds": round(took, 3),
+        record: dict[str, Any] = {"lane": self.name, "why": why, "timeout": timeout, "seconds": round(took, 3),
                                   "processes": len(tree)}
         if error:
             record["error"] = error
         self.closes.append(record)
-        if took > CLOSE_TIMEOUT + TARGETS["close_budget_extra_s"]:
+        if took > timeout + TARGETS["close_budget_extra_s"]:
             self.violations.add("close_within_budget", problem="close() overran timeout + 1 s", **record)
         elif error:
             self.violations.add("close_within_budget", problem="close() raised instead of returning", **record)
         self.soak.expect_dead(tree, self.name, f"processes of the lane after close() ({why})", grace=0.0)
+        return report
 
     def finish(self) -> None:
         """Close the lane (after its workload stopped)."""
         raise NotImplementedError
+
+    def own_fault_mark(self) -> object:
+        """Changes whenever a fault of the lane's own holds its turns up (see ``endpoint_dead``)."""
+        return None
 
     # the log, read back after the lane closed
     def check_log(self) -> dict[str, Any]:
@@ -800,6 +834,8 @@ class DiskLane(Lane):
     name = "disk"
     SIZE_MB = 64
     recovery_bound_s = 20.0
+    REFUSAL_WAIT_S = 5.0  # disk_full_close: how long it waits for the runtime to refuse work
+    FULL_CLOSE_TIMEOUT = 5.0
 
     def __init__(self, soak: Soak, mount_point: str) -> None:
         super().__init__(soak, 2, 1)
@@ -809,6 +845,9 @@ class DiskLane(Lane):
         self.reopens: list[dict[str, Any]] = []
         self.recoveries: list[float | None] = []
         self.fill_bytes: list[int] = []
+        self.full_closes: list[dict[str, Any]] = []
+        self.busy = threading.Lock()  # held by the fault on the disk (one at a time)
+        self._ballast = Path(mount_point) / "ballast"
         self._rt_lock = threading.Lock()
         self._rt = self._open()
         self.taps = [Tap(self, "ledger", ledger=True)]
@@ -843,14 +882,12 @@ class DiskLane(Lane):
             return None, f"mount -t tmpfs failed: {(proc.stderr or proc.stdout).strip()[:200]}"
         return point, None
 
-    def fill_and_free(self, hold: float) -> None:
-        """Fault thread of the disk fault: fill the tmpfs with a ballast file, hold, delete it,
-        then time how long the lane takes to complete a turn again."""
-        ballast = Path(self.state_dir) / "ballast"
+    def _fill(self) -> int:
+        """Fill the tmpfs with the ballast file; the bytes written."""
         written = 0
         size = 1 << 20
         try:
-            with open(ballast, "wb", buffering=0) as f:
+            with open(self._ballast, "wb", buffering=0) as f:
                 block = b"\0" * size
                 while size >= 4096:
                     try:
@@ -863,9 +900,23 @@ class DiskLane(Lane):
             self.ops.failure(self.name, "disk_fill", exc)
         self.fills += 1
         self.fill_bytes.append(written)
+        return written
+
+    def fill_and_free(self, hold: float) -> None:
+        """Fault thread of the disk fault: fill the tmpfs with a ballast file, hold, delete it,
+        then time how long the lane takes to complete a turn again."""
+        if not self.busy.acquire(blocking=False):
+            return  # a full-disk close runs
+        try:
+            self._fill_and_free(hold)
+        finally:
+            self.busy.release()
+
+    def _fill_and_free(self, hold: float) -> None:
+        written = self._fill()
         self.faults.log("disk_fill", self.name, bytes=written, hold_s=round(hold, 2))
         self.stop.wait(hold)
-        ballast.unlink(missing_ok=True)
+        self._ballast.unlink(missing_ok=True)
         freed = self.clock.now()
         self.faults.log("disk_free", self.name)
         done = self.ledger.completed
@@ -883,15 +934,79 @@ class DiskLane(Lane):
                             open_turns=self.ledger.still_open()[:5])
         self._reopen("no turn completed after the disk was freed")
 
+    def close_while_full(self) -> None:
+        """Fault thread of ``disk_full_close`` (issue 33 #1): fill the tmpfs, wait until the
+        runtime refuses work (it holds what the disk refuses), close it with the disk still full,
+        then free the disk and open the state directory again. The close must return within its
+        timeout + 1 s, report the events it gave up (some, when the runtime was seen refusing),
+        and release the directory: the next open succeeds (``full_disk_close_releases``)."""
+        from paddock.contract import PersistenceError, StateDirLockedError
+
+        if not self.busy.acquire(blocking=False):
+            return  # a disk_fill runs
+        try:
+            with self._rt_lock:
+                rt = self._rt
+            written = self._fill()
+            refused = False
+            deadline = time.monotonic() + self.REFUSAL_WAIT_S
+            while time.monotonic() < deadline and not self.stop.is_set():
+                try:
+                    rt.pending_requests(timeout=2)  # refused at once while the disk refuses the log
+                except PersistenceError:
+                    refused = True
+                    break
+                except Exception as exc:
+                    self.ops.failure(self.name, "pending_requests", exc)
+                time.sleep(0.1)
+            self.faults.log("disk_full_close", self.name, bytes=written, refused=refused)
+            report = self.timed_close(rt, "disk_full_close: the disk stays full through close",
+                                      timeout=self.FULL_CLOSE_TIMEOUT)
+            record: dict[str, Any] = {"t": self.clock.stamp(), "refused": refused,
+                                      "seconds": self.closes[-1]["seconds"], "timeout": self.FULL_CLOSE_TIMEOUT}
+            problems = []
+            if self.closes[-1]["seconds"] > self.FULL_CLOSE_TIMEOUT + TARGETS["close_budget_extra_s"]:
+                problems.append("close() overran timeout + 1 s")
+            if report is None:
+                problems.append(f"close() raised: {self.closes[-1].get('error')}")
+            else:
+                record["events_given_up"] = report.events_given_up
+                record["survivors"] = list(report.survivors)
+                if refused and report.events_given_up <= 0:
+                    problems.append("the runtime refused work, yet close() reported no event given up")
+                if report.survivors:
+                    problems.append("close() left survivors")
+            self._ballast.unlink(missing_ok=True)
+            self.faults.log("disk_free", self.name)
+            try:
+                self._reopen_after_close("disk_full_close")
+                record["reopened"] = True
+            except StateDirLockedError as exc:
+                record["reopened"] = False
+                problems.append(f"the state dir is not released: {exc}"[:240])
+            except Exception as exc:  # not about the lock: reported, not this invariant's business
+                record["reopened"] = False
+                self.ops.failure(self.name, "Runtime.open after a full-disk close", exc)
+            self.full_closes.append(record)
+            if problems:
+                self.violations.add("full_disk_close_releases", lane=self.name, problems=problems, **record)
+        finally:
+            self._ballast.unlink(missing_ok=True)
+            self.busy.release()
+
     def _reopen(self, why: str) -> None:
         with self._rt_lock:
             old = self._rt
         self.timed_close(old, f"re-open: {why}")
         try:
-            new = self._open()
+            self._reopen_after_close(why)
         except Exception as exc:
             self.reopens.append({"t": self.clock.stamp(), "why": why, "error": f"{type(exc).__name__}: {exc}"[:240]})
-            return
+
+    def _reopen_after_close(self, why: str) -> None:
+        """Open the state directory again (it raises what ``Runtime.open`` raises) and start the
+        lane's sessions on it."""
+        new = self._open()
         with self._rt_lock:
             self._rt = new
         self.reopens.append({"t": self.clock.stamp(), "why": why})
@@ -904,9 +1019,179 @@ class DiskLane(Lane):
     def finish(self) -> None:
         self.timed_close(self.client(), "end of the soak")
 
+    def own_fault_mark(self) -> object:
+        return self.fills, self.busy.locked()
+
     def document(self) -> dict[str, Any]:
         return {"mounted": True, "size_mb": self.SIZE_MB, "fills": self.fills, "fill_bytes": self.fill_bytes,
-                "recovery_seconds": self.recoveries, "reopens": self.reopens}
+                "recovery_seconds": self.recoveries, "reopens": self.reopens, "full_closes": self.full_closes}
+
+
+class _Listener:
+    """A loopback TCP listener that accepts and drops every connection (thread
+    ``paddock-soak-endpoint``): the model endpoint of the endpoint lane, as far as the runtime's
+    check (a TCP connection) can tell. :meth:`kill` closes it (connections are refused),
+    :meth:`revive` listens on the same port again."""
+
+    def __init__(self) -> None:
+        self._server: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._down = threading.Event()
+        self.port = 0
+        self.revive()
+
+    def revive(self) -> None:
+        server = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port again
+        server.settimeout(0.25)
+        self.port = server.getsockname()[1]
+        self._server = server
+        self._down = threading.Event()
+        self._thread = threading.Thread(target=self._accept, args=(server, self._down), name="paddock-soak-endpoint",
+                                        daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _accept(server: socket.socket, down: threading.Event) -> None:
+        while not down.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.close()
+
+    def kill(self) -> None:
+        self._down.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+
+class EndpointLane(Lane):
+    """An in-process Runtime with one ``local`` instance whose model ``endpoint`` is a loopback
+    listener of this process, and one session running quiet turns (two chunks, then
+    ``QUIET_S`` of silence, as an agent waiting on its model). The ``endpoint_dead`` fault
+    closes the listener for a while (issue 33 #6): a turn running while it is dead must fail
+    within ``endpoint_timeout`` + ``endpoint_fail_margin_s`` with the error naming the endpoint,
+    no turn fails so on a live endpoint, and the other lanes complete turns meanwhile
+    (``dead_endpoint_fails_in_bound``)."""
+
+    name = "endpoint"
+    ENDPOINT_TIMEOUT = 2.0
+    QUIET_S = 12.0  # longer than endpoint_timeout + the margin: only a failure ends it in the bound
+
+    def __init__(self, soak: Soak) -> None:
+        self.listener = _Listener()
+        self.url = f"http://127.0.0.1:{self.listener.port}/v1"
+        super().__init__(soak, 1, 1)
+        self.state_dir = tempfile.mkdtemp(prefix="endpoint-", dir=soak.tmp)
+        self.workspace = tempfile.mkdtemp(prefix="ws-endpoint-", dir=soak.tmp)
+        self.dead: list[tuple[float, float | None]] = []  # (died, back (None: still dead)), clock times
+        self.turns_seen: list[tuple[str, float]] = []  # (turn id, clock time send_turn returned)
+        self.summary: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        from paddock import Runtime
+
+        self.rt = Runtime.open(self.config(), state_dir=self.state_dir)
+        self.taps = [Tap(self, "ledger", ledger=True)]
+
+    def config(self) -> dict[str, Any]:
+        config = super().config()
+        for entry in config["instances"].values():
+            entry.update(endpoint=self.url, endpoint_timeout=self.ENDPOINT_TIMEOUT)
+        return config
+
+    def client(self) -> Client:
+        return self.rt
+
+    def _prompt(self, w: Worker) -> tuple[str, bool]:
+        return f"@chunks 2\n@delay {self.QUIET_S:g}\n@reply quiet turn", False
+
+    def _work(self, w: Worker) -> None:
+        bound = TARGETS["turn_end_bound_s"]
+        while not self.stop.is_set():
+            prompt, _ = self._prompt(w)
+            try:
+                result = self.rt.send_turn(w.thread_id, prompt, timeout=20)
+            except Exception as exc:
+                self.ops.failure(self.name, "send_turn", exc)
+                self.stop.wait(0.3 + w.rng.random() * 0.5)
+                continue
+            sent = self.clock.now()
+            self.ops.success("send_turn")
+            w.turns += 1
+            self.ledger.accepted(result.turn_id, w.thread_id, self._label(prompt, w.instance))
+            with self._lock:
+                self.turns_seen.append((result.turn_id, sent))
+            self.ledger.wait(result.turn_id, bound, self.stop)
+
+    def go_dead(self, hold: float) -> None:
+        """Fault thread of ``endpoint_dead``: close the listener for ``hold`` seconds (less when
+        the soak ends), then listen again; the other lanes must have completed turns meanwhile."""
+        others = [lane for lane in self.soak.lanes() if lane is not self]
+        before = {lane.name: (lane.ledger.completed, lane.own_fault_mark()) for lane in others}
+        self.listener.kill()
+        with self._lock:
+            self.dead.append((self.clock.now(), None))
+        self.faults.log("endpoint_dead", self.name, endpoint=self.url, hold_s=round(hold, 2))
+        self.stop.wait(hold)
+        self.listener.revive()
+        with self._lock:
+            self.dead[-1] = (self.dead[-1][0], self.clock.now())
+        self.faults.log("endpoint_back", self.name, endpoint=self.url)
+        # a lane a fault of its own held up meanwhile (a full disk, a server restart) is excused
+        stalled = [lane.name for lane in others
+                   if lane.ledger.completed <= before[lane.name][0] and lane.own_fault_mark() == before[lane.name][1]]
+        if stalled and not self.stop.is_set():
+            self.violations.add("dead_endpoint_fails_in_bound", lane=self.name,
+                                problem=f"no turn completed on {stalled} while the endpoint was dead",
+                                dead_s=round(hold, 2))
+
+    def check_turns(self) -> dict[str, Any]:
+        """Judge every quiet turn against the endpoint's dead spells (after the workload stopped)."""
+        bound = self.ENDPOINT_TIMEOUT + TARGETS["endpoint_fail_margin_s"]
+        with self._lock:
+            spells: list[tuple[float, float]] = [(d0, float("inf") if d1 is None else d1) for d0, d1 in self.dead]
+            turns = list(self.turns_seen)
+        failed_in_bound = 0
+        slowest = 0.0  # seconds from the later of a failed turn's start and the endpoint's death to its end
+        for turn_id, sent in turns:
+            outcome = self.ledger.outcome(turn_id)
+            state, error, ended = outcome if outcome is not None else ("", "", float("inf"))
+            by_endpoint = state == "failed" and self.url in error
+            detail = {"turn_id": turn_id, "sent_at": round(sent, 3), "state": state or "not seen to end",
+                      "ended_at": None if ended == float("inf") else round(ended, 3), "error": error[:200]}
+            problem = None
+            for d0, d1 in spells:
+                due = max(sent, d0) + bound
+                if ended >= max(sent, d0) and due <= d1 and ended > due:
+                    problem = f"running while the endpoint was dead, not failed within {bound:g} s"
+                    break
+            if problem is None and by_endpoint:
+                hit = [max(sent, d0) for d0, d1 in spells if d0 <= ended and sent <= d1]
+                if hit:
+                    failed_in_bound += 1
+                    slowest = max(slowest, ended - hit[-1])
+                else:
+                    problem = "failed naming the endpoint while it was live"
+            elif problem is None and outcome is not None and state != "completed":
+                problem = f"ended {state or 'never'}, not by the endpoint"
+            if problem is not None:
+                self.violations.add("dead_endpoint_fails_in_bound", lane=self.name, problem=problem, **detail)
+        return {"endpoint": self.url, "endpoint_timeout": self.ENDPOINT_TIMEOUT, "bound_s": bound,
+                "dead_spells": [[round(d0, 3), None if d1 == float("inf") else round(d1, 3)] for d0, d1 in spells],
+                "turns": len(turns), "failed_by_the_endpoint_in_bound": failed_in_bound,
+                "slowest_failure_s": round(slowest, 3)}
+
+    def finish(self) -> None:
+        self.timed_close(self.rt, "end of the soak")
+        self.listener.kill()
+
+    def document(self) -> dict[str, Any]:
+        return self.summary
 
 
 class ServerLane(Lane):
@@ -1024,6 +1309,9 @@ class ServerLane(Lane):
         with contextlib.suppress(Exception):
             self._rt.close()
 
+    def own_fault_mark(self) -> object:
+        return self.incarnation
+
     def document(self) -> dict[str, Any]:
         return {"incarnations": self.incarnation, "start_seconds": self.start_seconds,
                 "stop_seconds": self.stop_seconds, "exit_codes": self.exit_codes,
@@ -1094,6 +1382,7 @@ class Soak:
         self.local: LocalLane | None = None
         self.disk: DiskLane | None = None
         self.server: ServerLane | None = None
+        self.endpoint: EndpointLane | None = None
         self.mount_point: str | None = None
         self.disk_skip: str | None = None
 
@@ -1141,8 +1430,8 @@ class Soak:
         heapq.heappush(self.pending, (time.monotonic() + delay, self._pending_n, action))
 
     def _enabled(self) -> list[str]:
-        kinds = [k for k in FAULT_WEIGHTS if k not in self.faults.skipped]
-        return kinds
+        chosen = self.args.faults
+        return [k for k in FAULT_WEIGHTS if k not in self.faults.skipped and (not chosen or k in chosen)]
 
     def _fault_loop(self) -> None:
         interval = self.args.fault_interval
@@ -1311,7 +1600,7 @@ class Soak:
             time.sleep(1.0)
 
     def lanes(self) -> list[Lane]:
-        return [lane for lane in (self.local, self.disk, self.server) if lane is not None]
+        return [lane for lane in (self.local, self.disk, self.server, self.endpoint) if lane is not None]
 
     # the run
     def run(self) -> dict[str, Any]:
@@ -1324,7 +1613,7 @@ class Soak:
             tracemalloc.start(1)
         self.mount_point, self.disk_skip = DiskLane.mount(self.tmp) if not args.no_disk else (None, "--no-disk")
         if self.mount_point is None:
-            self.faults.skipped["disk_fill"] = self.disk_skip or "no tmpfs"
+            self.faults.skipped["disk_fill"] = self.faults.skipped["disk_full_close"] = self.disk_skip or "no tmpfs"
         server_skip = "--no-server" if args.no_server else None
         if server_skip is None:
             try:
@@ -1340,6 +1629,7 @@ class Soak:
                 self.disk = DiskLane(self, self.mount_point)
             if server_skip is None:
                 self.server = ServerLane(self)
+            self.endpoint = EndpointLane(self)
             for lane in self.lanes():
                 lane.start()
             durations["setup_s"] = round(time.monotonic() - t_start, 3)
@@ -1392,6 +1682,8 @@ class Soak:
             self.check_no_descendants()
             t_check = time.monotonic()
             logs = {lane.name: lane.check_log() for lane in self.lanes()}  # before the tmpfs goes
+            if self.endpoint is not None:
+                self.endpoint.summary = self.endpoint.check_turns()
             durations["log_check_s"] = round(time.monotonic() - t_check, 3)
         finally:
             self._faults_on.clear()
@@ -1465,7 +1757,8 @@ class Soak:
     def document(self, durations: dict[str, Any], logs: dict[str, Any], window_end: float) -> dict[str, Any]:
         resources = self._resources(window_end)
         names = ["turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
-                 "resources_flat", "close_within_budget", "one_session_exited_per_session", "starts_survive_restarts"]
+                 "resources_flat", "close_within_budget", "one_session_exited_per_session", "starts_survive_restarts",
+                 "full_disk_close_releases", "dead_endpoint_fails_in_bound"]
         invariants = {
             name: {"held": self.violations.counts[name] == 0, "violations": self.violations.counts[name],
                    "details": self.violations.details.get(name, [])}
@@ -1482,7 +1775,7 @@ class Soak:
                 "subscribers": [tap.document() for tap in lane.taps],
                 "closes": lane.closes,
             }
-            if isinstance(lane, (DiskLane, ServerLane)):
+            if isinstance(lane, (DiskLane, ServerLane, EndpointLane)):
                 entry.update(lane.document())
             lanes[lane.name] = entry
         if self.disk is None:
@@ -1501,8 +1794,8 @@ class Soak:
             "fault_interval_s": self.args.fault_interval,
             "durations": durations,
             "faults": {"counts": dict(self.faults.counts),
-                       # agent_cont and disk_free end a fault; they are logged, not counted as faults
-                       "total": sum(n for k, n in self.faults.counts.items() if k not in ("agent_cont", "disk_free")),
+                       # agent_cont, disk_free and endpoint_back end a fault; logged, not counted as faults
+                       "total": sum(n for k, n in self.faults.counts.items() if k not in FAULT_ENDS),
                        "skipped": self.faults.skipped,
                        "deferred_for_restart_intensity": dict(self.deferred),
                        "log": self.faults.entries,
@@ -1619,7 +1912,23 @@ def client_interrupt(soak: Soak) -> None:
         soak.violations.add("no_process_outlives_its_session", lane=server.name, thread_id=thread_id, problem=problem)
 
 
-BACKGROUND_FAULTS: dict[str, Callable[[Soak], None]] = {"start_race": start_race, "client_interrupt": client_interrupt}
+def disk_full_close(soak: Soak) -> None:
+    """Issue 33 #1: the disk lane's runtime is closed while its disk stays full
+    (:meth:`DiskLane.close_while_full`)."""
+    if soak.disk is not None:
+        soak.disk.close_while_full()
+
+
+def endpoint_dead(soak: Soak) -> None:
+    """Issue 33 #6: the endpoint lane's model endpoint goes dead for 15-25 s (:meth:`EndpointLane.go_dead`)."""
+    if soak.endpoint is not None:
+        soak.endpoint.go_dead(soak.rng.uniform(15.0, 25.0))
+
+
+BACKGROUND_FAULTS: dict[str, Callable[[Soak], None]] = {
+    "start_race": start_race, "client_interrupt": client_interrupt, "disk_full_close": disk_full_close,
+    "endpoint_dead": endpoint_dead,
+}
 """Fault kinds that run on a thread of their own, spaced by ``SLOW_FAULT_SPACING``."""
 
 
@@ -1644,6 +1953,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault-interval", type=float, default=2.0, help="mean seconds between two faults")
     parser.add_argument("--no-disk", action="store_true", help="skip the tmpfs disk lane")
     parser.add_argument("--no-server", action="store_true", help="skip the paddock serve lane")
+    parser.add_argument("--faults", type=lambda v: [k for k in v.split(",") if k], default=[],
+                        help=f"inject only these fault kinds (comma-separated; default every one): {', '.join(FAULT_WEIGHTS)}")
     parser.add_argument("--trace-memory", action="store_true",
                         help="diagnosis: tracemalloc for the whole run; the top allocation growth "
                              "between the windows is reported (slows the host)")
@@ -1652,6 +1963,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(host_rss_trimmed_mb: what the host holds once freed heap pages are returned)")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.faults) - set(FAULT_WEIGHTS))
+    if unknown:
+        parser.error(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_WEIGHTS)}")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1 << 31)
     args.sessions = max(1, args.sessions)

@@ -91,16 +91,17 @@ def test_soak_shape(capsys):
     assert set(doc["invariants"]) == {
         "turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
         "resources_flat", "close_within_budget", "one_session_exited_per_session", "starts_survive_restarts",
+        "full_disk_close_releases", "dead_endpoint_fails_in_bound",
     }
     for invariant in doc["invariants"].values():
         assert isinstance(invariant["held"], bool) and isinstance(invariant["details"], list)
         assert invariant["held"] == (invariant["violations"] == 0)
     assert doc["meets_targets"] == all(v["held"] for v in doc["invariants"].values())
-    ends = ("agent_cont", "disk_free")
+    ends = ("agent_cont", "disk_free", "endpoint_back")
     assert doc["faults"]["total"] == sum(n for k, n in doc["faults"]["counts"].items() if k not in ends)
     assert all({"t", "kind", "lane"} <= set(entry) for entry in doc["faults"]["log"])
     assert "disk" in doc["lanes"] and ("fills" in doc["lanes"]["disk"] or doc["lanes"]["disk"]["skipped"])
-    for name in ("local", "server"):
+    for name in ("local", "server", "endpoint"):
         lane = doc["lanes"][name]
         if name == "server" and "skipped" in lane:  # no server extra
             continue
