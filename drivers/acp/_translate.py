@@ -120,6 +120,10 @@ class _Stream:
         # Hot path: each delta is a C-level copy of this template (kwargs construction is 4x slower).
         self.template = template
 
+    def text(self) -> str:
+        """The whole text so far: the joined chunks, then this batch's parts."""
+        return "".join([*self.chunks, *self.parts])
+
 
 def _content_text(content: list[JsonValue] | None) -> str | None:
     if not content:
@@ -264,7 +268,7 @@ class Translator:
     def last_message_text(self) -> str:
         """The text of the running turn's latest assistant message ("" when none)."""
         if self._message is not None:
-            return "".join(self._message.parts)
+            return self._message.text()
         return self._last_text
 
     def interrupt_acknowledged(self) -> None:
@@ -374,10 +378,10 @@ class Translator:
     def _close(self, stream: _Stream, out: list[EventBase]) -> None:
         out.append(
             ItemCompleted(**self._env, turn_id=self.turn_id, item_id=stream.item_id, kind=stream.kind,
-                          text="".join([*stream.chunks, *stream.parts]))
+                          text=stream.text())
         )
         if stream is self._message:
-            self._last_text = "".join(stream.parts)
+            self._last_text = stream.text()
             self._message = None
         if stream is self._thought:
             self._thought = None

@@ -178,3 +178,17 @@ def test_plan_mode_detection():
     assert plan_mode_id(["default", "acceptEdits"], None) is None
     assert plan_mode_id(["default", "architect"], "architect") == "architect"
     assert plan_mode_id(["default"], "architect") is None
+
+
+def test_the_last_message_text_is_whole_after_its_parts_were_joined_into_chunks():
+    """A message of more deltas than a batch keeps as parts: its text is every chunk plus the
+    current parts (the copilot failed-text check reads it), while streaming and once closed."""
+    tr = Translator("acp", "i", "t")
+    tr.start_turn("u1", model=None, interaction_mode=None)
+    pieces = [f"{n:04d}." for n in range(700)]
+    for start in range(0, 700, 300):  # three batches, the first two past the coalescing bound
+        tr.updates([w.AgentMessageChunk(content=w.ContentBlock(type="text", text=p)) for p in pieces[start:start + 300]])
+    assert tr.last_message_text() == "".join(pieces)
+    done = tr.complete_turn("completed")
+    [item] = [e for e in done if T(e) == "item.completed"]
+    assert item.text == "".join(pieces) == tr.last_message_text()
