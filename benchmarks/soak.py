@@ -1874,13 +1874,14 @@ def client_interrupt(soak: Soak) -> None:
         return
     incarnation = server.incarnation
     thread_id = f"cli-{soak.faults.counts['client_interrupt']}"
+    err = tempfile.TemporaryFile()  # the run's stderr: what it said when it did not exit 130
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("PADDOCK_STATE_DIR", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "paddock.cli", "run", "--state-dir", server.state_dir, "--instance", server.instances[0],
          "--thread", thread_id, "--cwd", server.workspace, "--approve", "decline",
          "@chunks 2\\n@delay 20\\n@reply interrupted run"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env,
     )
     assert proc.stdout is not None
     try:
@@ -1897,11 +1898,22 @@ def client_interrupt(soak: Soak) -> None:
             proc.kill()
             proc.wait()
         proc.stdout.close()
+    try:
+        return _judge_interrupted_run(soak, server, incarnation, thread_id, code, err)
+    finally:
+        err.close()
+
+
+def _judge_interrupted_run(soak: Soak, server: ServerLane, incarnation: int, thread_id: str, code: int | None,
+                           err: Any) -> None:
+    """The invariant of :func:`client_interrupt` (its run's stderr in ``err``, read on a failure)."""
     if server.incarnation != incarnation:
         return  # a server restart came between: its own checks cover that
     problem = None
     if code != 130:
-        problem = f"paddock run exited {code} on SIGINT, not 130 within 20 s"
+        err.seek(0)
+        said = err.read()[-600:].decode(errors="replace").strip()
+        problem = f"paddock run exited {code} on SIGINT, not 130 within 20 s; its stderr ended: {said!r}"
     else:
         try:
             if server.client().has_session(thread_id):
