@@ -7,6 +7,11 @@ site-packages), then runs ``paddock bench NAME ARGS --json`` N times on each sid
 (``before``, ``after``, ``before``, ...) so that both sides see the same machine load. Each run is
 a fresh process. Prints one JSON document: the rev, the head, and every run's document per side.
 The machine is shared and noisy: read the pairs, not one run.
+
+For the benchmarks in :data:`FIGURES` the document also carries ``compare``: per figure the median
+of each side, the ratio after/before, and ``worse`` when the after side is more than
+``--warn-above`` (default 10%) worse in the figure's direction. ``--warn`` prints one line per
+worse figure to stderr (CI's regression guard: a warning, never a failure).
 """
 
 from __future__ import annotations
@@ -24,6 +29,75 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import ROOT, emit  # noqa: E402
+
+
+FIGURES: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    # (label, dotted path in one run's document, higher is better)
+    "throughput": (
+        ("log on events/s", "summary.runtime_log_on.events_per_s_median", True),
+        ("log off events/s", "summary.runtime_log_off.events_per_s_median", True),
+        ("log on host CPU per 100k events (s)", "summary.runtime_log_on.host_cpu_per_100k_median", False),
+        ("log off host CPU per 100k events (s)", "summary.runtime_log_off.host_cpu_per_100k_median", False),
+    ),
+    "floor": (
+        ("events/s", "events_per_s_median", True),
+        ("us per event", "us_per_event_median", False),
+    ),
+    "sessions": tuple(
+        (f"size {n + 1}: {label}", f"runs.{n}.{key}", higher)
+        for n in (0, 1)
+        for label, key, higher in (
+            ("start per session (ms)", "start_per_session_ms", False),
+            ("turns/s", "turns_per_s", True),
+            ("host CPU per turn (ms)", "turn_host_cpu_ms", False),
+            ("host RSS peak (MB)", "host_rss_peak_mb", False),
+            ("close (s)", "close_seconds", False),
+        )
+    ),
+    "serve": (
+        ("in-process events/s", "summary.in_process.events_per_s", True),
+        ("SSE, 1 client, events/s", "summary.sse_1.events_per_s", True),
+        ("SSE, 50 clients, aggregate events/s", "summary.sse_50.aggregate_events_per_s", True),
+        ("paced SSE, 1 client, p99 (ms)", "summary.paced_sse_1.p99_ms", False),
+    ),
+}
+"""The figures :func:`compare` reads per benchmark (a size a run lacks compares as ``None``)."""
+
+
+def _figure(doc: dict[str, Any], path: str) -> float | None:
+    value: Any = doc
+    for key in path.split("."):
+        if isinstance(value, list) and key.isdigit():
+            if int(key) >= len(value):
+                return None
+            value = value[int(key)]
+        elif isinstance(value, dict) and key in value:
+            value = value[key]
+        else:
+            return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def compare(name: str, runs: dict[str, list[dict[str, Any]]], warn_above: float) -> list[dict[str, Any]]:
+    """Per figure of ``name`` (see :data:`FIGURES`): each side's median over its runs, the ratio
+    after/before, and whether the after side is worse by more than ``warn_above`` (a fraction)."""
+    rows = []
+    for label, path, higher in FIGURES.get(name, ()):
+        before = _median([v for r in runs["before"] if (v := _figure(r, path)) is not None])
+        after = _median([v for r in runs["after"] if (v := _figure(r, path)) is not None])
+        ratio = round(after / before, 3) if before and after is not None else None
+        worse = ratio is not None and (ratio < 1 - warn_above if higher else ratio > 1 + warn_above)
+        rows.append({"figure": label, "before": before, "after": after, "ratio": ratio,
+                     "higher_is_better": higher, "worse": worse})
+    return rows
 
 
 def _git(*args: str, cwd: Path = ROOT) -> str:
@@ -68,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", default="HEAD~1", help="the commit to compare with (default HEAD~1)")
     parser.add_argument("--pairs", type=int, default=2, help="runs per side, alternating (default 2)")
     parser.add_argument("--json", action="store_true", help="accepted; the output is always JSON")
+    parser.add_argument("--warn-above", type=float, default=0.10,
+                        help="a figure worse by more than this fraction is flagged (default 0.10)")
+    parser.add_argument("--warn", action="store_true",
+                        help="print a warning line to stderr per flagged figure (the exit status stays 0)")
     parser.add_argument("name", help="the benchmark to run on both sides")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="its arguments")
     args = parser.parse_args(argv)
@@ -77,12 +155,21 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.pairs):
         runs["before"].append(_run(before_python, before_tree, args.name, args.rest))
         runs["after"].append(_run(Path(sys.executable), ROOT, args.name, args.rest))
+    rows = compare(args.name, runs, args.warn_above)
+    before_rev = _git("rev-parse", "--short", f"{args.rev}^{{commit}}")
+    if args.warn:
+        for row in rows:
+            line = (f"bench {args.name}: {row['figure']}: {row['before']} -> {row['after']} "
+                    f"(x{row['ratio']}) against {before_rev}")
+            print(("WARNING: worse by more than %d%%: " % round(args.warn_above * 100) if row["worse"] else "")
+                  + line, file=sys.stderr)
     emit({
         "benchmark": "side-by-side",
         "name": args.name,
         "args": args.rest,
-        "before": _git("rev-parse", "--short", f"{args.rev}^{{commit}}"),
+        "before": before_rev,
         "after": _git("rev-parse", "--short", "HEAD") + ("+dirty" if _git("status", "--porcelain", "--untracked-files=no") else ""),
+        "compare": rows,
         "runs": runs,
     })
     return 0

@@ -20,6 +20,7 @@ from paddock._aio_subscription import aiter_subscription
 from paddock._instances._table import InstanceInfo
 from paddock._operations._table import Operation, arguments
 from paddock._operations._pending import PendingRequest
+from paddock._operations._queued import QueuedTurn
 from paddock._runtime import CloseReport, Runtime
 from paddock.contract import (
     ApprovalRule,
@@ -152,6 +153,9 @@ class AsyncRuntimeAPI:
     async def pending_requests(self, thread_id: str | None = None, *,
                                timeout: float | None = None) -> list[PendingRequest]:
         return await self._call(ops.PENDING_REQUESTS, locals())
+
+    async def queue(self, instance: str | None = None) -> list[QueuedTurn]:
+        return await self._call(ops.QUEUE, locals())
 
     async def list_threads(self) -> list[Binding]:
         return await self._call(ops.LIST_THREADS, locals())

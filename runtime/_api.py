@@ -14,6 +14,7 @@ from paddock._operations import _table as ops
 from paddock._instances._table import InstanceInfo
 from paddock._operations._table import Operation
 from paddock._operations._pending import PendingRequest
+from paddock._operations._queued import QueuedTurn
 from paddock._workspaces._files import FilesRestored
 from paddock.contract import (
     ApprovalRule,
@@ -131,6 +132,11 @@ class RuntimeAPI:
         the instance's, then the runtime's (``paddock.contract.decide``; the first match
         decides); ``None`` keeps what the thread had. A malformed rule is a
         :class:`ValidationError` naming its index.
+
+        Beyond ``max_live_sessions`` the least recently active idle session of the bound's scope
+        is stopped (it resumes on its next turn), else the start waits for one up to ``timeout``,
+        else raises :class:`CapacityError`; so does a start while the agents' RSS is over
+        ``[runtime] memory_mb``.
         """
         return self._call(ops.START_SESSION, locals())
 
@@ -162,12 +168,19 @@ class RuntimeAPI:
         :class:`SessionClosedError` for a thread stopped with ``stop_session``;
         :class:`BudgetExceededError` while a budget over the thread (its own, its instance's, the
         runtime's) is spent (``steer_turn`` too).
+
+        Beyond ``max_running_turns`` (the instance's or the runtime's) the turn is queued FIFO
+        per instance: this returns at once with ``queued`` (its position) and a ``turn.queued``
+        event; it starts when a slot frees (:meth:`queue` lists the waiting ones). With
+        ``queue = false`` it raises :class:`CapacityError` instead.
         """
         return self._call(ops.SEND_TURN, locals())
 
     def interrupt_turn(self, thread_id: str, turn_id: str | None = None, *, timeout: float | None = None) -> None:
         """Ask the agent to stop the running turn (``turn_id`` or the current one). The turn then
-        ends with ``turn.completed(state="interrupted")``; a finished turn is left alone."""
+        ends with ``turn.completed(state="interrupted")``; a finished turn is left alone. A queued
+        turn (``turn.queued``) is taken out of its queue and ends the same way, never reaching
+        the agent."""
         return self._call(ops.INTERRUPT_TURN, locals())
 
     def steer_turn(self, thread_id: str, text: str, *, attachments: Sequence[Attachment] = (),
@@ -245,6 +258,13 @@ class RuntimeAPI:
         still open, across threads or for ``thread_id``, oldest first. Every request opened before
         the call is included; one resolved, whose turn completed or whose session exited is not."""
         return self._call(ops.PENDING_REQUESTS, locals())
+
+    def queue(self, instance: str | None = None) -> list[QueuedTurn]:
+        """The turns admission holds back (``max_running_turns`` reached, ``queue = true``), of
+        ``instance`` or of every instance, in queue order per instance: each with its position,
+        when it was queued and how long it has waited. A queued turn starts when a slot frees;
+        ``interrupt_turn`` removes it (it ends ``interrupted`` without reaching the agent)."""
+        return self._call(ops.QUEUE, locals())
 
     def list_threads(self) -> list[Binding]:
         """Every thread bound in the state directory (live or not), as persisted."""

@@ -33,7 +33,9 @@ from paddock._operations._pending import PendingRequests
 from paddock._state._recovery import claim_state_dir, end_turns_left_open
 from paddock._state._dir import StateDirLock, private_file
 from paddock._observe._telemetry import SPAN_TYPES, TurnSpans, control_span, tracing_configured
+from paddock._threads._admission import admission_gates
 from paddock._threads._directory import DEFAULT_TIMEOUT, ThreadDirectory
+from paddock._threads._failover import hand_over
 from paddock._observe._endpoint_watch import ENDPOINT_UNREACHABLE, EndpointWatch
 from paddock._observe._watchdog import StallWatchdog
 from paddock._observe._event_reader import EventReader
@@ -120,29 +122,37 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             self._instances = InstanceTable(config, state_dir=state_dir, hub=self._hub)
             files = ThreadFiles(state_dir, self._hub, keep=config.settings.checkpoints_kept)
             files.sweep({b.thread_id for b in store.list()})  # worktrees and refs of deleted threads
-            self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings, files)
+            self._meter = ProcessMeter(state_dir)
+            turn_gate, session_gate = admission_gates(config, self._meter.rss)
+            self._threads = ThreadDirectory(store, self._instances, self._hub, config.settings, files,
+                                            turn_gate=turn_gate, session_gate=session_gate)
             self._pending = PendingRequests(self._hub)
             hub = self._hub
-            self._meter = ProcessMeter(state_dir)
             self._budgets = Budgets(
                 self._ledger, runtime=config.settings.budgets,
                 instances={e.instance_id: e.budget for e in config.instances if e.budget is not None},
                 emit=lambda evs: hub.emitter(evs[0].driver, evs[0].instance_id, evs[0].thread_id).emit(evs),
                 interrupt=self._stop_for_budget,
                 instance_of=lambda t: b.instance_id if (b := store.get(t)) is not None else None)
+            self._threads.budget_of = self._budgets.thread_budget
             # The ledger's reader: it resumes the log after what the ledger folded (all of it
             # when the ledger is missing), so the ledger is rebuilt from the events.
             folded = self._ledger.folded_seq
             self._usage_reader = EventReader(
                 lambda: hub.subscribe(types=LEDGER_TYPES, from_seq=folded + 1 if log_path is not None else None),
-                "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick)
+                "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick,
+                linger=0.02)
             self._usage_reader.start()
             self._handlers = self._bind_handlers()
             policies = {e.instance_id: e.on_usage_limit for e in config.instances if e.on_usage_limit is not None}
             default_policy = config.settings.on_usage_limit
+            targets = {e.instance_id: e.failover for e in config.instances if e.failover is not None}
+            threads = self._threads
             self._waits = UsageLimitWaits(
                 hub, state_dir / "paddock.db", policy=lambda i: policies.get(i, default_policy),
-                send=lambda thread_id, text: self.send_turn(thread_id, text)).start()
+                send=lambda thread_id, text: self.send_turn(thread_id, text),
+                failover=lambda i: targets.get(i, config.settings.failover),
+                hand_over=lambda thread_id, turn_id, target: hand_over(threads, thread_id, turn_id, target)).start()
             self._threads.start()
             after = config.settings.stall_warning
             table = self._instances
@@ -261,6 +271,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         given_up = 0
         try:
             self._waits.close(timeout=max(0.05, min(1.0, timeout / 4)))  # no turn goes again while closing
+            self._threads.end_queued()  # nor does a queued one start
             live = self._threads.halt()
             try:
                 survivors = self._instances.close_all(kill_at, confirm_until)
@@ -334,6 +345,7 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             ops.PENDING_REQUESTS: lambda a: pending.snapshot(
                 a.thread_id, timeout=DEFAULT_TIMEOUT if a.timeout is None else a.timeout),
             ops.LIST_THREADS: lambda a: threads.list_threads(),
+            ops.QUEUE: lambda a: threads.queue(a.instance),
             ops.GENERATE_TEXT: threads.generate_text,
             ops.COMPACT_EVENTS: lambda a: self._hub.compact(a.before_seq),
             ops.MODELS: threads.models,

@@ -20,7 +20,13 @@ from ._confine import set_landlock_probe as set_landlock_probe
 from ._errors import map_exceptions as map_exceptions
 from ._halted import halted as halted
 from ._halted import hung_reason as hung_reason
+from ._halted import limit_reason as limit_reason
 from ._leases import Lease as Lease
+from ._limits import LIMITS_VAR as LIMITS_VAR
+from ._limits import LimitsInfo as LimitsInfo
+from ._limits import ResourceLimits as ResourceLimits
+from ._limits import describe_limits as describe_limits
+from ._limits import limits_mechanism as limits_mechanism
 from ._leases import LeaseStore as LeaseStore
 from ._leases import SweepReport as SweepReport
 from ._leases import argv_hash as argv_hash
@@ -46,6 +52,7 @@ from ._teardown import snapshot_tree as snapshot_tree
 from ._teardown import teardown as teardown
 
 __all__ = [
+    "LIMITS_VAR",
     "ChildContext",
     "ChildInfo",
     "ChildSpec",
@@ -55,6 +62,8 @@ __all__ = [
     "ExitReason",
     "Lease",
     "LeaseStore",
+    "LimitsInfo",
+    "ResourceLimits",
     "RestartLimitExceeded",
     "RestartType",
     "Scope",
@@ -67,11 +76,14 @@ __all__ = [
     "TeardownReport",
     "argv_hash",
     "close_all_scopes",
+    "describe_limits",
     "exit_on_signals",
     "halted",
     "hung_reason",
     "kill_tree",
     "landlock_abi",
+    "limit_reason",
+    "limits_mechanism",
     "map_exceptions",
     "request_shutdown",
     "resolve_executable",

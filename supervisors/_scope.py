@@ -59,6 +59,7 @@ class Scope:
         self._ctx: ChildContext | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._cached_proxy: tuple[pykka.ActorRef[Supervisor], pykka.ActorProxy[Supervisor]] | None = None
 
     def __enter__(self) -> Self:
         return self.start()
@@ -157,12 +158,21 @@ class Scope:
     def which_children(self, *, timeout: float | None = None) -> list[ChildInfo]:
         return self._call("which_children", timeout)
 
+    def _proxy(self) -> pykka.ActorProxy[Supervisor]:
+        """The root supervisor's proxy, made once (a pykka proxy introspects the actor's
+        attributes when made: a few hundred microseconds per call otherwise)."""
+        ref = self.supervisor
+        cached = self._cached_proxy
+        if cached is None or cached[0] is not ref:
+            cached = self._cached_proxy = (ref, ref.proxy())
+        return cached[1]
+
     def _call(self, method: str, timeout: float | None, *args: Any) -> Any:
         """Ask the root supervisor, mapping pykka and stdlib failures into the PaddockError family."""
         operation = f"Scope({self.name}).{method}"
         try:
             with map_exceptions(operation, timeout, dead=SessionClosedError(None, f"scope {self.name!r} is closed")):
-                return getattr(self.supervisor.proxy(), method)(*args).get(timeout=timeout)
+                return getattr(self._proxy(), method)(*args).get(timeout=timeout)
         except ValueError as exc:
             raise ValidationError(operation, str(exc)) from None
 

@@ -28,7 +28,20 @@ thread), and:
   If the shim itself is SIGKILLed its adopted processes are re-parented away from the tree; the
   host's lease code reads this file to find them (``_leases.py``). The tree is walked through
   ``/proc/<pid>/task/<tid>/children`` (cost: the tree's size, not the process table's), checked
-  50 ms after a child exits and otherwise at a period that doubles up to 1 s while nothing changes.
+  50 ms after a child exits and otherwise at a period that doubles up to 1 s while nothing changes;
+- holds the tree to resource limits (Linux, when the host passes ``memory_mb=… cpu_percent=…
+  processes=…`` in ``PADDOCK_LIMITS``, popped: the agent never sees it) with the same walk: the
+  sum of the tree's resident memory (``/proc/<pid>/statm``) and its number of processes, every
+  500 ms, every 50 ms once either is past half its limit; with a process limit the shim also
+  reads the host's last assigned pid (``/proc/loadavg``) every 50 ms and walks at once when it
+  moved by half the tree's headroom, so a burst of forks is caught within about 50 ms. A tree
+  over its memory or process limit is SIGKILLed whole, after :data:`LIMIT_MARK` and the figures
+  on stderr (the host then sees an agent that died and restarts it). A CPU limit throttles:
+  every 200 ms (up to 1 s while the tree stays under half its share) the tree's CPU time
+  (``/proc/<pid>/stat`` utime+stime) is compared with its share, and the processes that ran are
+  SIGSTOPped long enough to bring the average down to it (1 s at most), then SIGCONTed (never
+  killed). Meanwhile the shim names itself :data:`THROTTLE_NAME`, so neither its hang watch nor
+  the host's ``halted`` takes the stop for a halt.
 """
 
 import ctypes
@@ -40,6 +53,10 @@ import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NAME = 15
+THROTTLE_NAME = "paddock-thrott"
+"""The shim's own name (``/proc/<pid>/comm``) while its CPU throttle holds processes of the tree
+stopped: a stop the host must not take for a halt (``_halted.halted``)."""
 LINUX = sys.platform.startswith("linux")
 LEFTOVER_GRACE = 1.0
 TERMINATING = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
@@ -51,6 +68,17 @@ CONFINE_VAR = "PADDOCK_CONFINE_RULES"
 """The environment variable that carries the Landlock rules document from the host to the shim
 (popped: the agent never sees it)."""
 CONFINE_FAILED = "paddock: cannot confine the agent:"
+LIMITS_VAR = "PADDOCK_LIMITS"
+"""The environment variable that carries the resource limits document (``memory_mb=256
+processes=50``) from the host to the shim (popped: the agent never sees it)."""
+LIMIT_MARK = "paddock: the agent exceeded its limit:"
+"""The start of the stderr line the shim writes before it kills a tree over a limit."""
+LIMIT_FAST = 0.05
+LIMIT_SLOW = 0.5
+FORK_PEEK = 0.05
+THROTTLE_WINDOW = 0.2
+THROTTLE_IDLE = 1.0
+THROTTLE_MAX_STOP = 1.0
 STOPPED = {b"T": "stopped (SIGSTOP or SIGTSTP)", b"t": "stopped by a tracer"}
 
 
@@ -61,21 +89,21 @@ class _HangWatch:
         self.agent = agent
         self.limit = limit
         self.since: float | None = None
+        self.period = None if limit is None else max(0.05, min(1.0, limit / 4))
+        self.next = 0.0
 
-    def timeout(self) -> float | None:
-        if self.limit is None:
-            return None
-        return max(0.05, min(1.0, self.limit / 4))
+    def timeout(self, now: float) -> float | None:
+        return None if self.period is None else max(0.0, self.next - now)
 
-    def check(self) -> None:
-        if self.limit is None:
+    def check(self, now: float, throttled: bool = False) -> None:
+        if self.limit is None or self.period is None or now < self.next:
             return
+        self.next = now + self.period
         stat = read_stat(self.agent)
-        state = STOPPED.get(stat[0]) if stat is not None else None
+        state = STOPPED.get(stat[0]) if stat is not None and not throttled else None
         if state is None:
             self.since = None
             return
-        now = time.monotonic()
         if self.since is None:
             self.since = now
         elif now - self.since >= self.limit:
@@ -111,7 +139,12 @@ def _starttime(pid: int) -> bytes | None:
 def tree_of(root: int) -> list[tuple[int, bytes]]:
     """Every live descendant of ``root`` with its starttime, through the children files (Linux;
     empty elsewhere). The host's last-resort kill (``_leases.py``) uses it too."""
-    found: list[tuple[int, bytes]] = []
+    return [(pid, start) for pid, start, _ in walk(root)]
+
+
+def walk(root: int) -> list[tuple[int, bytes, int]]:
+    """Every live descendant of ``root`` as ``(pid, starttime, parent pid)``."""
+    found: list[tuple[int, bytes, int]] = []
     todo = [root]
     seen = {root}
     while todo:
@@ -132,7 +165,7 @@ def tree_of(root: int) -> list[tuple[int, bytes]]:
                 seen.add(kid)
                 start = _starttime(kid)
                 if start is not None:
-                    found.append((kid, start))
+                    found.append((kid, start, pid))
                     todo.append(kid)
     return found
 
@@ -144,14 +177,18 @@ class _Reporter:
         self.path = None if directory == "-" or not LINUX else os.path.join(directory, f"{host}-{os.getpid()}.tree")
         self.last: list[tuple[int, bytes]] = []
         self.period = REPORT_MIN
+        self.next = 0.0
 
-    def timeout(self) -> float | None:
-        return None if self.path is None else self.period
+    def timeout(self, now: float) -> float | None:
+        return None if self.path is None else max(0.0, self.next - now)
 
-    def update(self, soon: bool) -> None:
+    def due(self, now: float, soon: bool) -> bool:
+        return self.path is not None and (soon or now >= self.next)
+
+    def update(self, soon: bool, walked: list[tuple[int, bytes, int]]) -> None:
         if self.path is None:
             return
-        tree = sorted(tree_of(os.getpid()))
+        tree = sorted((pid, start) for pid, start, _ in walked)
         if tree != self.last:
             self.last = tree
             self.period = REPORT_MIN
@@ -169,6 +206,194 @@ class _Reporter:
             self.period = REPORT_MIN
         else:
             self.period = min(self.period * 2, REPORT_MAX)
+        self.next = time.monotonic() + self.period
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+MIB = 1024 * 1024
+
+
+def parse_limits(text: str | None) -> dict[str, int]:
+    """``memory_mb=256 processes=50`` -> ``{"memory_mb": 256, "processes": 50}``; unknown names and
+    values that are not positive integers are dropped (the host checked them already)."""
+    found: dict[str, int] = {}
+    for part in (text or "").split():
+        name, _, value = part.partition("=")
+        if name in ("memory_mb", "cpu_percent", "processes") and value.isdigit() and int(value) > 0:
+            found[name] = int(value)
+    return found
+
+
+def comm_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read().strip().decode(errors="replace")
+    except OSError:
+        return "?"
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+_loadavg = -1
+
+
+def _last_pid() -> int:
+    """The host's last assigned pid, from ``/proc/loadavg`` kept open (a ``pread``: no open and
+    close per peek); 0 when unreadable."""
+    global _loadavg
+    try:
+        if _loadavg < 0:
+            _loadavg = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        return int(os.pread(_loadavg, 128, 0).split()[4])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
+class _Limits:
+    """Holds the tree to its memory and process limits (kill) and its CPU share (throttle).
+    Linux only; a no-op without limits. Called from the shim's loop with the tree it walked."""
+
+    def __init__(self, limits: dict[str, int], libc: ctypes.CDLL | None) -> None:
+        self.libc = libc
+        self.memory = limits["memory_mb"] * MIB if "memory_mb" in limits and LINUX else None
+        self.processes = limits.get("processes") if LINUX else None
+        self.share = limits["cpu_percent"] / 100 if "cpu_percent" in limits and LINUX else None
+        self.first_rss: dict[int, int] = {}
+        self.ticks: dict[int, int] = {}
+        self.window = time.monotonic()
+        self.step = THROTTLE_WINDOW
+        self.stopped: list[int] = []
+        self.resume_at = 0.0
+        self.next = 0.0
+        self.count = 0
+        self.last_pid = _last_pid() if self.processes is not None else 0
+        self.active = self.memory is not None or self.processes is not None or self.share is not None
+        self.name = comm_of(os.getpid()).encode() if self.share is not None else b""
+
+    def timeout(self, now: float) -> float | None:
+        if not self.active:
+            return None
+        wait = max(0.0, (self.resume_at if self.stopped else self.next) - now)
+        return min(wait, FORK_PEEK) if self.processes is not None else wait
+
+    def due(self, now: float) -> bool:
+        """Whether to walk the tree now: its period is up, the throttle's stop is over, or (with a
+        process limit) the host's last assigned pid (``/proc/loadavg``, one small read) moved by
+        half the tree's headroom since the last walk: forks are not missed between slow walks."""
+        if not self.active:
+            return False
+        if now >= (self.resume_at if self.stopped else self.next):
+            return True
+        if self.processes is None:
+            return False
+        last = _last_pid()
+        moved = last - self.last_pid
+        return last > 0 and (moved < 0 or moved * 2 >= self.processes - self.count)  # < 0: pids wrapped
+
+    def check(self, tree: list[tuple[int, bytes, int]]) -> str | None:
+        """The line to write before killing the tree when it is over a limit, else ``None``
+        (and the CPU throttle takes its step)."""
+        near = False
+        self.count = len(tree)
+        self.last_pid = _last_pid() if self.processes is not None else 0
+        if self.processes is not None:
+            if len(tree) > self.processes:
+                parents: dict[int, int] = {}
+                for _, _, parent in tree:
+                    parents[parent] = parents.get(parent, 0) + 1
+                top = max(parents, key=parents.__getitem__)
+                return (f"{LIMIT_MARK} processes = {self.processes}: its tree had {len(tree)} processes; "
+                        f"grew most: pid {top} ({comm_of(top)}) with {parents[top]} children; killed\n")
+            near = len(tree) * 2 > self.processes
+        if self.memory is not None:
+            sizes = {pid: _rss(pid) for pid, _, _ in tree}
+            total = sum(sizes.values())
+            first = self.first_rss
+            for pid in [p for p in first if p not in sizes]:
+                del first[pid]
+            for pid, size in sizes.items():
+                first.setdefault(pid, size)
+            if total > self.memory and sizes:
+                top = max(sizes, key=lambda p: (sizes[p] - first[p], sizes[p]))
+                return (f"{LIMIT_MARK} memory_mb = {self.memory // MIB}: its tree used {total / MIB:.0f} MB; "
+                        f"grew most: pid {top} ({comm_of(top)}) +{(sizes[top] - first[top]) / MIB:.0f} MB "
+                        f"to {sizes[top] / MIB:.0f} MB; killed\n")
+            near = near or total * 2 > self.memory
+        watched = self.memory is not None or self.processes is not None
+        period = LIMIT_FAST if near else LIMIT_SLOW if watched else THROTTLE_IDLE
+        if self.share is not None:
+            self._throttle(tree)
+            period = min(period, self.step)
+        self.next = time.monotonic() + period
+        return None
+
+    def _throttle(self, tree: list[tuple[int, bytes, int]]) -> None:
+        now = time.monotonic()
+        if self.stopped:
+            if now < self.resume_at:
+                return
+            self.resume()
+        if now - self.window < self.step:
+            return
+        ran: list[int] = []
+        used = 0
+        ticks: dict[int, int] = {}
+        for pid, _, _ in tree:
+            t = ticks[pid] = _cpu_ticks(pid)
+            delta = t - self.ticks.get(pid, 0)
+            if delta > 0:
+                used += delta
+                ran.append(pid)
+        self.ticks = ticks
+        assert self.share is not None
+        allowed = self.share * (now - self.window)
+        over = used / _TICK - allowed
+        self.window = now
+        # a tree well under its share is sampled less often (up to 1 s), a busy one every 200 ms
+        self.step = min(THROTTLE_IDLE, self.step * 2) if used / _TICK * 2 < allowed else THROTTLE_WINDOW
+        if over <= 0 or not ran:
+            return
+        self._rename(THROTTLE_NAME.encode())  # before the stop: the host must never see it unnamed
+        for pid in ran:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+        self.stopped = ran
+        self.resume_at = now + min(THROTTLE_MAX_STOP, over / self.share)
+
+    def resume(self) -> None:
+        """SIGCONT what the throttle stopped (also before the tree is ended)."""
+        for pid in self.stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        if self.stopped:
+            self._rename(self.name)
+        self.stopped = []
+        self.window = time.monotonic()
+
+    def _rename(self, name: bytes) -> None:
+        if self.libc is not None:
+            self.libc.prctl(PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
 
 
 def children_table(*, zombies: bool) -> dict[int, list[int]]:
@@ -298,10 +523,11 @@ def main() -> None:
     else:
         env["LC_CTYPE"] = sys.argv[4][1:]
     rules = env.pop(CONFINE_VAR, None)
+    libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
+    limits = _Limits(parse_limits(env.pop(LIMITS_VAR, None)), libc)
     reporter = _Reporter(sys.argv[5], host)
     hang = None if sys.argv[6] == "-" else float(sys.argv[6])
     argv = sys.argv[8:]
-    libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -348,13 +574,25 @@ def main() -> None:
     status: list[int] = []
     hung = _HangWatch(agent, hang)
     while True:
-        periods = [t for t in (reporter.timeout(), hung.timeout()) if t is not None]
+        now = time.monotonic()
+        periods = [t for t in (reporter.timeout(now), hung.timeout(now), limits.timeout(now)) if t is not None]
         try:
             ready, _, _ = select.select([watch_fd, wake_r], [], [], min(periods) if periods else None)
         except InterruptedError:
             ready = []
-        reporter.update(soon=bool(ready))
-        hung.check()
+        now = time.monotonic()
+        over = None
+        if limits.due(now) or reporter.due(now, bool(ready)):
+            tree = walk(shim)
+            reporter.update(bool(ready), tree)
+            over = limits.check(tree) if limits.active else None
+        if over is not None:
+            try:
+                os.write(2, over.encode())
+            except OSError:
+                pass
+            _kill_tree(agent, status, time.monotonic() + 5.0)
+        hung.check(now, throttled=agent in limits.stopped)
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):
@@ -368,10 +606,12 @@ def main() -> None:
             except OSError:
                 host_dead = True
         if host_dead:
+            limits.resume()
             _kill_tree(agent, status, time.monotonic() + 5.0)
             os._exit(137)
         _reap(agent, status)
         if status:
+            limits.resume()
             _terminate_leftovers(agent, status)
             _exit_like(status[0])
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from paddock.contract import ProcessError
 
 from ._confine import Confinement
-from ._shim import CONFINE_VAR
+from ._shim import CONFINE_VAR, LIMITS_VAR
 
 __all__ = ["SpawnRequest", "resolve_executable", "spawn"]
 
@@ -146,6 +146,8 @@ class _Spawner:
             if not request.orphan_guard:
                 raise ProcessError(f"Could not start {request.argv[0]!r}: confinement needs the orphan guard")
             env = {**env, CONFINE_VAR: request.confinement.document(path)}
+        if not request.orphan_guard and LIMITS_VAR in env:
+            env = {k: v for k, v in env.items() if k != LIMITS_VAR}  # only the shim holds limits
         if request.orphan_guard:
             argv = [
                 sys.executable, "-I", "-S", _SHIM,

@@ -132,7 +132,8 @@ class Emitter(metaclass=NoPublicConstructor):
         """Queue ``events`` (in order) for the hub; the hub stamps their identity and ``seq``."""
         try:
             batch = tuple(events)
-            if self._confinement is not None:
+            # map(type, ...) walks the batch in C: a batch of deltas pays no Python call per event
+            if self._confinement is not None and SessionStarted in set(map(type, batch)):
                 batch = tuple(_stamp(e, self._confinement) for e in batch)
             if batch:
                 self._tell((self._key, batch))
@@ -342,12 +343,22 @@ class _Publisher:
         # Subscribers filtered by thread (one per session is the common host pattern) look only
         # at their thread's events: the batch is grouped once, not scanned once per subscriber.
         by_thread: dict[str, list[EventBase]] | None = None
+        # Subscribers filtered by type alone (the runtime's own readers: usage, limits, approvals)
+        # skip a batch that has none of their types without scanning it: the classes present are
+        # collected once per batch.
+        present: set[type] | None = None
         selected: list[EventBase] | None
         for sub in self.subs:
             try:
                 if sub._closed:
                     raise LookupError
                 if sub.thread_id is None:
+                    classes = sub._classes
+                    if classes is not None and sub.instance_id is None:
+                        if present is None:
+                            present = {e.__class__ for e in out}
+                        if classes.isdisjoint(present):
+                            continue
                     selected = sub._select(out)
                 else:
                     if by_thread is None:

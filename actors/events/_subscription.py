@@ -189,6 +189,10 @@ class Subscription(metaclass=NoPublicConstructor):
         if self._match_all:
             return events
         tid, iid, classes = self.thread_id, self.instance_id, self._classes
+        if iid is None and classes is not None:
+            if tid is None:
+                return [e for e in events if e.__class__ in classes]
+            return [e for e in events if e.thread_id == tid and e.__class__ in classes]
         return [
             e
             for e in events

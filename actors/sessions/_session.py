@@ -56,7 +56,7 @@ from paddock.contract import (
     with_preamble,
     with_reminder,
 )
-from paddock.supervisors import ChildContext, halted, hung_reason
+from paddock.supervisors import ChildContext, halted, hung_reason, limit_reason
 
 from ..execution import SupervisedDispatchActor
 from ._control import (
@@ -448,12 +448,16 @@ class SessionActor(SupervisedDispatchActor, Generic[N, S]):
                                "is declared hung", None, **where)
 
     def hung_warning(self, events: list[EventBase], info: ExitInfo | None) -> None:
-        """Append the ``runtime.warning`` (``process.hung``, naming the state it was in) when the
-        process that ended was killed by its shim for staying stopped ``hang_timeout``."""
-        hung = hung_reason(info.stderr_tail) if info is not None else None
-        if hung is not None:
-            events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code="process.hung",
-                                              message=hung))
+        """Append the ``runtime.warning`` its shim's kill calls for when the process that ended
+        was killed by it: ``process.hung`` (naming the state it was in) for staying stopped
+        ``hang_timeout``, ``process.limit_exceeded`` (naming the limit, the figure and the
+        process that grew most) for going over the instance's memory or process limit."""
+        if info is None:
+            return
+        for code, why in (("process.hung", hung_reason(info.stderr_tail)),
+                          ("process.limit_exceeded", limit_reason(info.stderr_tail))):
+            if why is not None:
+                events.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn.turn_id, code=code, message=why))
 
     # requests -------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import msgspec
 
 from paddock.actors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Terminal, TerminalExit
 from paddock.contract import JsonObject, JsonValue, PaddockError
-from paddock.supervisors import Confinement
+from paddock.supervisors import LIMITS_VAR, Confinement
 
 from . import _wire as w
 from ._fs import RESOURCE_NOT_FOUND
@@ -125,7 +125,8 @@ class Terminals:
             raise _Refused(RESOURCE_NOT_FOUND, f"Resource not found: {p.cwd}")
         # A bare command line (no args) is run by the shell, as agents expect.
         argv = [p.command, *p.args] if p.args else ["/bin/sh", "-c", p.command]
-        env = {**self._env, **{v.name: v.value for v in p.env}}
+        # the agent names variables, but never its way out of the instance's resource limits
+        env = {**self._env, **{v.name: v.value for v in p.env if v.name != LIMITS_VAR}}
         limit = p.outputByteLimit if p.outputByteLimit is not None else self._default_limit
         term = Terminal(argv, env=env, cwd=workdir, output_limit=limit, confinement=self._confinement)
         term_id = f"term-{next(_ids)}"

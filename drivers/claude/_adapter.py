@@ -109,7 +109,8 @@ class ClaudeAdapter(ProcessPerSessionAdapter[ClaudeState]):
         if input.mcp_servers:
             mcp_config = write_mcp_config(mcp_config_path(self._ctx.home, input.thread_id), input.mcp_servers)
         argv = build_argv(binary, self._config, permission_mode=permission_mode, model=model,
-                          session_id=session_id, resume=resume, mcp_config=mcp_config, fork_of=fork_of)
+                          session_id=session_id, resume=resume, mcp_config=mcp_config, fork_of=fork_of,
+                          max_budget_usd=input.budget.cost if input.budget is not None else None)
         link = ProcessLink(f"paddock_init_{uuid.uuid4().hex[:8]}")
         state = ClaudeState(link=link, session_id=session_id, resumed=resume, resume_failed=failed is not None,
                             resume_detail=failed, permission_mode=permission_mode, runtime_permission_mode=runtime_mode,

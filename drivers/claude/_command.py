@@ -28,12 +28,13 @@ def locate(ctx: InstanceContext) -> BinaryLocation | str:
 
 def build_argv(binary: str, config: ClaudeConfig, *, permission_mode: str, model: str | None,
                session_id: str, resume: bool, mcp_config: str | None = None,
-               fork_of: str | None = None) -> list[str]:
+               fork_of: str | None = None, max_budget_usd: float | None = None) -> list[str]:
     """The CLI command line (claude-stream-json.md section 1; ids as ``--flag=value``).
     ``mcp_config``: the session's MCP server file (:func:`write_mcp_config`), passed as
     ``--mcp-config <file> --strict-mcp-config`` (only those servers; never JSON on argv, which any
     user of the machine can read in ``/proc/<pid>/cmdline``). With ``fork_of`` the CLI copies that
-    saved session into ``session_id``."""
+    saved session into ``session_id``. ``max_budget_usd``: the CLI's own spending limit for this
+    process (``--max-budget-usd``, print mode: ours), a second layer under Paddock's budget."""
     argv = [binary, *config.args, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
             "--include-partial-messages", "--permission-prompt-tool", "stdio", "--permission-mode", permission_mode]
     if permission_mode == "bypassPermissions":
@@ -54,6 +55,8 @@ def build_argv(binary: str, config: ClaudeConfig, *, permission_mode: str, model
         argv += ["--append-system-prompt", config.append_system_prompt]
     if mcp_config is not None:
         argv += ["--mcp-config", mcp_config, "--strict-mcp-config"]
+    if max_budget_usd is not None:
+        argv += ["--max-budget-usd", f"{max_budget_usd:g}"]
     return argv
 
 

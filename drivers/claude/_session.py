@@ -35,6 +35,7 @@ import msgspec
 
 from paddock.actors import ExitInfo, ProcessRestarting, SessionActor, SessionRecord
 from paddock.contract import (
+    AccountRateLimitsUpdated,
     ContentDelta,
     EventBase,
     ItemCompleted,
@@ -81,6 +82,8 @@ from ._wire import (
     McpServer,
     McpStatusAnswer,
     Message,
+    RateLimitEvent,
+    RateLimitInfo,
     Response,
     Result,
     StreamEvent,
@@ -98,6 +101,8 @@ log = logging.getLogger(__name__)
 _encode = msgspec.json.Encoder().encode
 _INTERRUPT = "interrupt_timeout"  # turn timer: the CLI never ended the interrupted turn
 _DENY_INTERRUPTED: JsonObject = {"behavior": "deny", "message": "The turn was interrupted.", "interrupt": True}
+_WINDOW_MINUTES = {"five_hour": 300, "seven_day": 10080, "seven_day_opus": 10080, "seven_day_sonnet": 10080,
+                   "seven_day_overage_included": 10080}
 
 
 class _Item:
@@ -425,6 +430,8 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                 self._compacted(msg, events)
             case ApiRetry():
                 self._api_retry(msg, events)
+            case RateLimitEvent(rate_limit_info=info):
+                self._rate_limits(info, events)
             case ControlRequest():
                 self._control_request(msg, events)
             case ControlResponse(response=response):
@@ -474,6 +481,19 @@ class ClaudeSessionActor(SessionActor[_Pending, ClaudeState]):
                     f"{detail.get('attempt')} of {detail.get('max_retries')}",
             detail=detail,
         ))
+
+    def _rate_limits(self, info: RateLimitInfo, events: list[EventBase]) -> None:
+        # Also sent with only a status (a model response without the unified headers): no window.
+        windows = [{"name": info.rateLimitType or "unified",
+                    "used_percent": None if info.utilization is None else info.utilization * 100,
+                    "resets_at": info.resetsAt, "window_minutes": _WINDOW_MINUTES.get(info.rateLimitType or "")}
+                   ] if (info.rateLimitType, info.resetsAt, info.utilization) != (None, None, None) else []
+        limits: dict[str, object] = {"windows": windows, "status": info.status}
+        for key, value in (("overage_status", info.overageStatus), ("overage_resets_at", info.overageResetsAt),
+                           ("using_overage", info.isUsingOverage)):
+            if value is not None:
+                limits[key] = value
+        events.append(AccountRateLimitsUpdated(**self.identity, limits=limits))  # an account's, not the turn's
 
     # items ---------------------------------------------------------------------------------------
 

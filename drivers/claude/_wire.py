@@ -183,6 +183,28 @@ class Result(_Line, frozen=True, tag="result"):
     total_cost_usd: float | None = None
 
 
+class RateLimitInfo(_In, frozen=True):
+    """``rate_limit_event.rate_limit_info`` (the SDK's schema): the account's unified window;
+    ``resetsAt`` in Unix seconds, ``utilization`` a fraction."""
+
+    status: str | None = None
+    """``allowed``, ``allowed_warning`` or ``rejected``."""
+    resetsAt: float | None = None
+    rateLimitType: str | None = None
+    """``five_hour``, ``seven_day``, ``seven_day_opus``, ``seven_day_sonnet``, ``overage``, ..."""
+    utilization: float | None = None
+    overageStatus: str | None = None
+    overageResetsAt: float | None = None
+    isUsingOverage: bool | None = None
+
+
+class RateLimitEvent(_Line, frozen=True, tag="rate_limit_event"):
+    """Sent when the account's rate-limit state changes (Claude Code reads the
+    ``anthropic-ratelimit-unified-*`` headers of a model response; a claude.ai login only)."""
+
+    rate_limit_info: RateLimitInfo = RateLimitInfo()
+
+
 class System(_Line, frozen=True, tag="system"):
     """A ``system`` line of a subtype the driver does not read."""
 
@@ -257,14 +279,15 @@ class Malformed(msgspec.Struct, frozen=True, gc=False):
 
 
 Message = Union[Assistant, User, StreamEvent, Result, SystemInit, CompactBoundary, ApiRetry, System,
-                ControlRequest, ControlResponse, ControlCancel, Unknown, Malformed]
+                ControlRequest, ControlResponse, ControlCancel, RateLimitEvent, Unknown, Malformed]
 """What :func:`decode_line` yields for one stdout line that is a JSON object."""
 
-_Known = Union[Assistant, User, StreamEvent, Result, System, ControlRequest, ControlResponse, ControlCancel]
+_Known = Union[Assistant, User, StreamEvent, Result, System, ControlRequest, ControlResponse, ControlCancel,
+               RateLimitEvent]
 _line_decoder = msgspec.json.Decoder(_Known)
 _unknown_decoder = msgspec.json.Decoder(Unknown)
 _KNOWN = frozenset(("assistant", "user", "stream_event", "result", "system", "control_request", "control_response",
-                    "control_cancel_request"))
+                    "control_cancel_request", "rate_limit_event"))
 _system_decoders: dict[str, msgspec.json.Decoder[SystemInit] | msgspec.json.Decoder[CompactBoundary]] = {
     "init": msgspec.json.Decoder(SystemInit),
     "compact_boundary": msgspec.json.Decoder(CompactBoundary),

@@ -44,7 +44,10 @@ _DECODERS.update({
     "thread/status/changed": msgspec.json.Decoder(w.ThreadStatusChanged),
     "serverRequest/resolved": msgspec.json.Decoder(w.ResolvedNotification),
     "mcpServer/startupStatus/updated": msgspec.json.Decoder(w.McpStartupStatus),
+    "account/rateLimits/updated": msgspec.json.Decoder(w.RateLimitsNotification),
 })
+_RATE_LIMITS = "account/rateLimits/updated"
+_TOKEN_USAGE = "thread/tokenUsage/updated"
 _thread_of = msgspec.json.Decoder(w.ThreadIdOnly)
 
 
@@ -53,6 +56,9 @@ class Router(SharedRouter[Note | Req]):
 
     Notifications without a thread (``configWarning``, ``deprecationNotice``) are kept in
     :attr:`instance_notes` for the sessions to report; requests without a thread are rejected.
+    ``account/rateLimits/updated`` names no thread either: Codex sends it right after the
+    ``thread/tokenUsage/updated`` of the model response whose headers it read, so it goes to the
+    thread of the last token usage (nowhere before the first).
     """
 
     max_held_items: ClassVar[int] = 1024
@@ -60,6 +66,7 @@ class Router(SharedRouter[Note | Req]):
     def __init__(self, reject: Callable[[JsonRpcRequest], None]) -> None:
         super().__init__(reject)
         self.instance_notes: list[tuple[str, str]] = []
+        self._usage_thread: str | None = None
 
     def route(self, msg: JsonRpcRequest | JsonRpcNotification) -> tuple[str, Note | Req] | None:
         method = msg.method
@@ -82,9 +89,14 @@ class Router(SharedRouter[Note | Req]):
         except msgspec.DecodeError as exc:
             log.debug("app-server notification %r not understood: %s", method, exc)
             return None
-        if params.threadId is None:
+        tid = params.threadId
+        if tid is None:
+            if method == _RATE_LIMITS and self._usage_thread is not None:
+                return self._usage_thread, (method, params)
             return None  # an MCP server of no thread (the instance's own config.toml)
-        return params.threadId, (method, params)
+        if method == _TOKEN_USAGE:
+            self._usage_thread = tid
+        return tid, (method, params)
 
     def _instance_note(self, method: str, raw: msgspec.Raw) -> None:
         if method not in ("configWarning", "deprecationNotice"):

@@ -6,7 +6,8 @@ the running turn, the last token total). The mapping follows T3 Code's Codex pro
 :data:`ITEM_KINDS`), the ``item/*`` deltas -> ``content.delta`` (:data:`DELTA_STREAMS`),
 ``turn/plan/updated`` -> ``turn.plan.updated``, ``turn/diff/updated`` -> ``turn.diff.updated``,
 ``thread/tokenUsage/updated`` -> ``thread.token-usage.updated`` (the cumulative ``total``),
-``error`` -> ``runtime.warning`` when a retry follows, else ``runtime.error``, and the turn's
+``error`` -> ``runtime.warning`` when a retry follows, else ``runtime.error``,
+``account/rateLimits/updated`` (when it knows anything) -> ``account.rate-limits.updated``, and the turn's
 own ``turn/completed`` -> ``turn.completed``.
 
 Thread: a translator is used on its session actor's thread only.
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from paddock.contract import (
+    AccountRateLimitsUpdated,
     ModelRerouted,
     ContentDelta,
     EventBase,
@@ -311,6 +313,25 @@ class Translator:
         else:
             out.append(RuntimeErrorEvent(**self.identity, turn_id=turn_id, code="codex.error", message=text, detail=detail))
 
+    def rate_limits(self, n: w.RateLimitsNotification, out: list[EventBase]) -> None:
+        # account/rateLimits/updated: sent after every model response, all null unless the
+        # response carried Codex's rate-limit headers (x-codex-primary-used-percent, ...).
+        s = n.rateLimits
+        windows = [{"name": name, "used_percent": float(win.usedPercent), "resets_at": win.resetsAt,
+                    "window_minutes": win.windowDurationMins}
+                   for name, win in (("primary", s.primary), ("secondary", s.secondary)) if win is not None]
+        if not windows and s.credits is None and s.rateLimitReachedType is None and not s.spendControlReached:
+            return  # nothing known: no event
+        limits: dict[str, Any] = {"windows": windows,
+                                  "status": "rejected" if s.rateLimitReachedType or s.spendControlReached else "allowed"}
+        for key, value in (("limit_id", s.limitId), ("plan", s.planType), ("reached", s.rateLimitReachedType)):
+            if value is not None:
+                limits[key] = value
+        if s.credits is not None:
+            limits["credits"] = {"has_credits": s.credits.hasCredits, "unlimited": s.credits.unlimited,
+                                 "balance": s.credits.balance}
+        out.append(AccountRateLimitsUpdated(**self.identity, limits=limits))  # an account's, not the turn's
+
     def warning(self, n: w.WarningNotification, out: list[EventBase]) -> None:
         out.append(RuntimeWarningEvent(**self.identity, turn_id=self.turn_id, code="codex.warning", message=n.message))
 
@@ -334,6 +355,7 @@ TRANSLATED: dict[str, Callable[[Translator, Any, list[EventBase]], None]] = {
     "turn/diff/updated": Translator.diff,
     "error": Translator.error,
     "warning": Translator.warning,
+    "account/rateLimits/updated": Translator.rate_limits,
     "model/rerouted": Translator.rerouted,
     "thread/status/changed": Translator.status,
 }

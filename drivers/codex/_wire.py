@@ -283,6 +283,38 @@ class ModelReroutedNotification(_In, frozen=True):
     reason: str | None = None
 
 
+class RateLimitWindow(_In, frozen=True):
+    usedPercent: float = 0.0
+    resetsAt: int | None = None
+    """Unix seconds."""
+    windowDurationMins: int | None = None
+
+
+class CreditsSnapshot(_In, frozen=True):
+    hasCredits: bool = False
+    unlimited: bool = False
+    balance: str | None = None
+
+
+class RateLimitSnapshot(_In, frozen=True):
+    limitId: str | None = None
+    limitName: str | None = None
+    primary: RateLimitWindow | None = None
+    secondary: RateLimitWindow | None = None
+    credits: CreditsSnapshot | None = None
+    planType: str | None = None
+    rateLimitReachedType: str | None = None
+    spendControlReached: bool | None = None
+
+
+class RateLimitsNotification(_In, frozen=True):
+    """``account/rateLimits/updated``: a sparse rolling update of the account's windows, with no
+    thread (``threadId`` is here for the router's check and is always ``None`` on the wire)."""
+
+    rateLimits: RateLimitSnapshot = RateLimitSnapshot()
+    threadId: str | None = None
+
+
 class WarningNotification(_In, frozen=True):
     message: str = ""
     threadId: str | None = None

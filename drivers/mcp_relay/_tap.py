@@ -93,32 +93,7 @@ class Tap:
         if entry is None:
             return
         method, call, tool, started = entry
-        if method == "initialize":
-            if msg.error is not None:
-                self._report(Failed(reason=f"initialize failed: {_error_text(msg.error)}"))
-                return
-            result = msg.result if isinstance(msg.result, dict) else {}
-            info = result.get("serverInfo")
-            info = info if isinstance(info, dict) else {}
-            name, version, protocol = info.get("name"), info.get("version"), result.get("protocolVersion")
-            self.initialized = True
-            self._report(Initialized(name=name if isinstance(name, str) else None,
-                                     version=version if isinstance(version, str) else None,
-                                     protocol=protocol if isinstance(protocol, str) else None))
-        elif method == "tools/list":
-            if msg.error is not None:
-                self._report(Failed(reason=f"tools/list failed: {_error_text(msg.error)}"))
-                return
-            result = msg.result if isinstance(msg.result, dict) else {}
-            tools = result.get("tools")
-            names = [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
-            with self._lock:
-                if tool != "paged":
-                    self._tools = []
-                self._tools.extend(n for n in names if isinstance(n, str) and n not in self._tools)
-                listed = tuple(self._tools)
-            self._report(ToolsListed(count=len(listed), names=listed))
-        else:
+        if method == "tools/call":
             seconds = time.monotonic() - started
             if msg.error is not None:
                 self._report(CallEnded(call=call, tool=tool, seconds=seconds, error=_error_text(msg.error)))
@@ -127,7 +102,28 @@ class Tap:
             failed = isinstance(msg.result, dict) and msg.result.get("isError") is True
             self._report(CallEnded(call=call, tool=tool, seconds=seconds, error=(text or "the tool failed") if failed else None,
                                    result=None if failed else text))
-
+            return
+        if msg.error is not None:  # initialize or tools/list
+            self._report(Failed(reason=f"{method} failed: {_error_text(msg.error)}"))
+            return
+        result = msg.result if isinstance(msg.result, dict) else {}
+        if method == "initialize":
+            info = result.get("serverInfo")
+            info = info if isinstance(info, dict) else {}
+            name, version, protocol = info.get("name"), info.get("version"), result.get("protocolVersion")
+            self.initialized = True
+            self._report(Initialized(name=name if isinstance(name, str) else None,
+                                     version=version if isinstance(version, str) else None,
+                                     protocol=protocol if isinstance(protocol, str) else None))
+        else:
+            tools = result.get("tools")
+            names = [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+            with self._lock:
+                if tool != "paged":
+                    self._tools = []
+                self._tools.extend(n for n in names if isinstance(n, str) and n not in self._tools)
+                listed = tuple(self._tools)
+            self._report(ToolsListed(count=len(listed), names=listed))
 
 
 class Backend(Protocol):

@@ -19,8 +19,9 @@ from paddock._instances._handoff import InstanceHandoff, rules_from_config, take
 from paddock._state._usage import Pricing
 from paddock.contract import ApprovalRule, Budget, ConfigError
 from paddock.drivers.ray import RayPlacement
+from paddock.supervisors import ResourceLimits
 
-__all__ = ["InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
+__all__ = ["ADMISSION_KEYS", "Admission", "InstanceEntry", "REMOVED_RUNTIME_KEYS", "RuntimeConfig", "RuntimeSettings", "config_warnings", "load_config"]
 
 _INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -49,15 +50,40 @@ class RuntimeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     """Per-turn checkpoints kept per worktree thread; older ones are pruned (their hidden refs
     deleted) as new ones are taken."""
     approval_rules: tuple[ApprovalRule, ...] = ()
-    on_usage_limit: Literal["fail", "wait"] = "fail"
+    on_usage_limit: Literal["fail", "wait", "failover"] = "fail"
     """A turn that hits a model's usage limit: ``"fail"`` ends it failed (with a ``runtime.error``
     of ``error_class = "usage_limit"``); ``"wait"`` also parks the thread and sends the turn again
-    when the limit resets. An instance's own ``on_usage_limit`` wins."""
+    when the limit resets; ``"failover"`` hands the thread over to the first instance of
+    ``failover`` that is available and not limited itself (else it waits). An instance's own
+    ``on_usage_limit`` wins."""
+    failover: tuple[str, ...] = ()
+    """The instances ``"failover"`` tries, in order (configured instance ids; an instance's own
+    ``failover`` wins)."""
     budgets: Budget | None = None
     """The runtime's budget (``paddock.contract.Budget``'s keys); ``set_budget`` overrides it."""
+    max_live_sessions: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Admission (``paddock._threads._admission``): live sessions of all instances together."""
+    max_running_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Running turns of all instances together; more are queued (or refused: ``queue``)."""
+    queue: bool = True
+    """A turn beyond ``max_running_turns`` waits in its instance's queue; ``false``: ``CapacityError``."""
+    memory_mb: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """New sessions are refused (``CapacityError``) while the agents' RSS sums over this many MiB."""
     ray: dict[str, Any] = {}
     """The default of every ``placement = { ray = {...} }`` (``paddock.drivers.ray.RayPlacement``'s
     keys); an instance's own keys win."""
+
+
+class Admission(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An instance's admission keys (``max_live_sessions``, ``max_running_turns``, ``queue``);
+    ``None``: no bound of its own (``queue``: the runtime's)."""
+
+    max_live_sessions: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    max_running_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    queue: bool | None = None
+
+
+ADMISSION_KEYS = tuple(Admission.__struct_fields__)
 
 
 class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,8 +102,13 @@ class InstanceEntry(msgspec.Struct, frozen=True, kw_only=True):
     a git worktree of its own (``paddock._workspaces``)."""
     budget: Budget | None = None
     """The instance's ``budgets = {...}``; ``set_budget(instance=...)`` overrides it."""
-    on_usage_limit: Literal["fail", "wait"] | None = None
+    on_usage_limit: Literal["fail", "wait", "failover"] | None = None
     """The instance's own ``on_usage_limit``; ``None``: the runtime's."""
+    failover: tuple[str, ...] | None = None
+    """The instance's own ``failover`` list; ``None``: the runtime's."""
+    admission: Admission = Admission()
+    limits: ResourceLimits | None = None
+    """The instance's ``limits = {...}``: each agent tree's memory, CPU and process bounds."""
 
 
 class RuntimeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -169,16 +200,55 @@ def load_config(config: str | Path | Mapping[str, Any] | None) -> RuntimeConfig:
         except msgspec.ValidationError as exc:
             raise ConfigError(path, _issue(exc, f"{where} budgets")) from None
         on_limit = table.pop("on_usage_limit", None)
-        if on_limit not in (None, "fail", "wait"):
-            raise ConfigError(path, f"{where} key 'on_usage_limit': expected \"fail\" or \"wait\", got {on_limit!r}")
+        if on_limit not in (None, "fail", "wait", "failover"):
+            raise ConfigError(path, f"{where} key 'on_usage_limit': expected \"fail\", \"wait\" or \"failover\", "
+                                    f"got {on_limit!r}")
+        failover = table.pop("failover", None)
+        if failover is not None:
+            if not isinstance(failover, (list, tuple)) or not all(isinstance(f, str) for f in failover):
+                raise ConfigError(path, f"{where} key 'failover': expected an array of instance ids")
+            failover = tuple(failover)
+        try:  # admission keys (paddock._threads._admission)
+            admission = msgspec.convert({k: table.pop(k) for k in ADMISSION_KEYS if k in table}, Admission)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, _issue(exc, where)) from None
+        # issue 35, resource limits: held by each agent's orphan-guard shim
+        try:
+            limits = msgspec.convert(table.pop("limits"), ResourceLimits) if "limits" in table else None
+        except msgspec.ValidationError as exc:
+            raise ConfigError(path, _issue(exc, f"{where} limits")) from None
         entries.append(InstanceEntry(instance_id=str(instance_id), driver=driver, table=table, handoff=handoff,
                                      placement=placement, workspace=workspace, budget=budget,
-                                     on_usage_limit=on_limit))
+                                     on_usage_limit=on_limit, failover=failover, admission=admission,
+                                     limits=limits or None))
+    _check_failover(path, settings, entries)
     try:
         pricing = msgspec.convert(data.get("pricing", {}), dict[str, Pricing])
     except msgspec.ValidationError as exc:
         raise ConfigError(path, _issue(exc, "[pricing]")) from None
     return RuntimeConfig(path=path, settings=settings, instances=tuple(entries), pricing=pricing)
+
+
+def _check_failover(path: str | None, settings: RuntimeSettings, entries: list[InstanceEntry]) -> None:
+    """Every ``failover`` list names configured instances (an instance's own list not itself),
+    and a ``"failover"`` policy has a list to try. An instance that is its own only target at run
+    time (the runtime's list) finds none and waits."""
+    known = [e.instance_id for e in entries]
+    lists = [("[runtime]", None, settings.failover)] + [
+        (f"[instances.{e.instance_id}]", e.instance_id, e.failover) for e in entries if e.failover is not None]
+    for where, own, names in lists:
+        for name in names:
+            if name not in known:
+                raise ConfigError(path, f"{where} key 'failover': {name!r} is not a configured instance; configured: "
+                                        f"{', '.join(known) or 'none'}")
+            if name == own:
+                raise ConfigError(path, f"{where} key 'failover': an instance cannot fail over to itself")
+    if settings.on_usage_limit == "failover" and not settings.failover:
+        raise ConfigError(path, "[runtime] on_usage_limit = \"failover\" needs a 'failover' list of instances")
+    for e in entries:
+        if e.on_usage_limit == "failover" and not (e.failover if e.failover is not None else settings.failover):
+            raise ConfigError(path, f"[instances.{e.instance_id}] on_usage_limit = \"failover\" needs a 'failover' "
+                                    f"list of other instances (in its table or in [runtime])")
 
 
 REMOVED_RUNTIME_KEYS: dict[str, str] = {

@@ -139,6 +139,15 @@ def _package_folders() -> list[str]:
     return sorted(folders)
 
 
+def _site_folders() -> list[str]:
+    """This Python's package folders outside its prefixes: a ``.pth`` file can put another
+    environment's ``site-packages`` on ``sys.path`` (a layered venv), and the local agent and the
+    MCP relay import from it. Only folders named ``site-packages``/``dist-packages`` count (never
+    the working directory or a bare home)."""
+    return [_real(p) for p in sys.path
+            if p and os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages") and os.path.isdir(p)]
+
+
 def plan_confinement(
     instance_id: str,
     config: DriverConfig,
@@ -184,7 +193,8 @@ def plan_confinement(
                                    unavailable=f"confinement = \"required\" but {why}")
         return ConfinementPlan(info, None, roots, tuple(sorted(hidden)), own_home,
                                warning=f"the agent runs unconfined: {why} (confinement = \"workspace\")")
-    read = [*SYSTEM_READ, *_package_folders(), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    read = [*SYSTEM_READ, *_package_folders(), *_site_folders(), sys.prefix, sys.base_prefix, sys.exec_prefix,
+            sys.base_exec_prefix]
     peers = env.get("PADDOCK_PEERS_DIR") or os.environ.get("PADDOCK_PEERS_DIR") or str(Path.home() / ".cache" / "paddock" / "peers")
     read.append(_real(peers))
     for folder in env.get("PATH", "").split(os.pathsep):

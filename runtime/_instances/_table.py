@@ -22,6 +22,7 @@ from paddock._instances._confinement import ConfinementPlan, describe_confinemen
 from paddock._instances._config import InstanceEntry, RuntimeConfig, issue_from
 from paddock._instances._handoff import InstanceHandoff, ThreadHandoff, ThreadHandoffFiles
 from paddock._instances._isolation import build_env, instance_home, secret_values
+from paddock._instances._limits import plan_limits
 from paddock._instances._probes import credentials_present, endpoint_reachable
 from paddock._state._dir import private_dir
 from paddock.actors import HubHandle, Redactor, SessionAdapter
@@ -38,7 +39,7 @@ from paddock.contract import (
 )
 from paddock.drivers import BUILT_IN_DRIVERS, DriverConfig, DriverSpec, InstanceContext, ModelAccess, model_access
 from paddock.drivers.ray import Prepared, placed_spec
-from paddock.supervisors import LeaseStore, run_command
+from paddock.supervisors import LeaseStore, LimitsInfo, describe_limits, run_command
 
 __all__ = ["InstanceInfo", "InstanceSlot", "InstanceTable", "mask_error"]
 
@@ -70,6 +71,8 @@ class InstanceInfo(msgspec.Struct, frozen=True, kw_only=True):
     confinement: ConfinementInfo | None = None
     """What the kernel confines the instance's agents to (``None``: not planned here, e.g. a
     placed instance or an unknown driver)."""
+    limits: LimitsInfo | None = None
+    """The instance's resource limits and what enforces them (``None``: no ``limits`` key)."""
 
 
 class _Instance:
@@ -93,6 +96,7 @@ class _Instance:
         self.threads: ThreadHandoffFiles | None = None
         self.placement: Literal["local", "ray"] = "local"
         self.confinement: ConfinementPlan | None = None
+        self.limits: LimitsInfo | None = None
 
 
 class InstanceSlot:
@@ -184,6 +188,9 @@ class InstanceTable:
             inst.access = prepared.access
             inst.reason = prepared.reason
             secrets = set(prepared.secrets)
+        if entry.limits is not None:
+            inst.limits, limits_env = plan_limits(entry.limits, placed=entry.placement is not None)
+            inst.env = {**inst.env, **limits_env}
         secrets |= set(mcp_secrets(inst.handoff.mcp_servers))  # every env and headers value
         # The thread's merged MCP servers stay on the host, in the home this host would give the
         # instance (a placed instance's agent home is on its node).
@@ -372,6 +379,7 @@ class InstanceTable:
                 binary=getattr(inst.config, "binary", None), models=models,
                 placement=inst.placement, node=placed.get("node"), ray=placed.get("ray"),
                 confinement=inst.confinement.info if inst.confinement is not None else None,
+                limits=inst.limits,
             ))
         return out
 
@@ -395,6 +403,7 @@ class InstanceTable:
             "binary": info.binary, "version": None, "auth": "unknown", "home": info.home,
             "placement": info.placement, "node": info.node, "ray": info.ray,
             "confinement": describe_confinement(info.confinement) if info.confinement is not None else None,
+            "limits": describe_limits(info.limits) if info.limits is not None else None,
         }
         hook = inst.spec.diagnose if inst.spec is not None else None
         if info.placement != "local":

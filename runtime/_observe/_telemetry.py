@@ -79,6 +79,14 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
 
 
+def _end(span: Any, ev: Event, attributes: Mapping[str, str | int | None]) -> None:
+    """Set the ``attributes`` that have a value on ``span`` and end it at ``ev``'s time."""
+    for key, value in attributes.items():
+        if value is not None:
+            span.set_attribute(key, value)
+    span.end(end_time=_ns(ev.created_at))
+
+
 class TurnSpans:
     """Spans of turns and requests from the events (see the module docstring). :meth:`start`
     begins reading on its own daemon thread; :meth:`close` ends every span still open (at the
@@ -123,18 +131,13 @@ class TurnSpans:
             self._turns[ev.turn_id or ""] = span
         elif isinstance(ev, TurnCompleted):
             span = self._turns.pop(ev.turn_id or "", None)
-            if span is None:
-                return
-            span.set_attribute("paddock.turn.state", ev.state)
-            usage = ev.usage
-            if usage is not None:
-                if usage.input_tokens is not None:
-                    span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-                if usage.output_tokens is not None:
-                    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-            if ev.state == "failed":
-                span.set_status(_trace.Status(_trace.StatusCode.ERROR, ev.error or "the turn failed"))
-            span.end(end_time=_ns(ev.created_at))
+            if span is not None:
+                usage = ev.usage
+                if ev.state == "failed":
+                    span.set_status(_trace.Status(_trace.StatusCode.ERROR, ev.error or "the turn failed"))
+                _end(span, ev, {"paddock.turn.state": ev.state,
+                                "gen_ai.usage.input_tokens": usage.input_tokens if usage is not None else None,
+                                "gen_ai.usage.output_tokens": usage.output_tokens if usage is not None else None})
         elif isinstance(ev, RequestOpened):
             parent = self._turns.get(ev.turn_id or "")
             context = _trace.set_span_in_context(parent) if parent is not None else None
@@ -144,9 +147,5 @@ class TurnSpans:
             self._requests[ev.request_id or ""] = span
         elif isinstance(ev, RequestResolved):
             span = self._requests.pop(ev.request_id or "", None)
-            if span is None:
-                return
-            span.set_attribute("paddock.request.resolution", ev.resolution)
-            if ev.decision is not None:
-                span.set_attribute("paddock.request.decision", ev.decision)
-            span.end(end_time=_ns(ev.created_at))
+            if span is not None:
+                _end(span, ev, {"paddock.request.resolution": ev.resolution, "paddock.request.decision": ev.decision})

@@ -50,6 +50,9 @@ __all__ = ["STALLED", "StallWatchdog"]
 STALLED = "turn.stalled"
 """The ``runtime.warning`` code of a turn that has been silent for the configured bound."""
 _BATCH = 4096
+_MARKS = frozenset({TurnStarted, TurnCompleted, SessionExited, RuntimeWarningEvent, RuntimeErrorEvent,
+                    RequestOpened, UserInputRequested, RequestResolved, UserInputResolved})
+"""The event classes that start, end or pause a turn's clock, or are heard without progress."""
 
 
 class _Turn:
@@ -84,7 +87,7 @@ class StallWatchdog:
         if endpoints is not None:
             tick = min(tick, 0.5)
         self._reader = EventReader(hub.subscribe, "paddock-watchdog", self._note, most=_BATCH,
-                                   tick=tick, on_wake=self._check)
+                                   tick=tick, on_wake=self._check, linger=min(0.05, tick))
 
     def start(self) -> StallWatchdog:
         self._reader.start()
@@ -94,10 +97,16 @@ class StallWatchdog:
         self._reader.close(timeout)
 
     def _note(self, batch: list[Event]) -> None:
-        """Note who was heard from (the reader thread)."""
+        """Note who was heard from (the reader thread).
+
+        Every event of a batch is noted at the same instant, so order matters only among the
+        events that start, end or pause a turn (:data:`_MARKS`): those are walked in order, and
+        every other event only marks its thread as heard from and making progress, once per thread
+        per batch (the hot path: a batch of deltas costs one set comprehension)."""
         now = self._clock()
         turns = self._turns
-        for event in batch:
+        marks = _MARKS
+        for event in [e for e in batch if e.__class__ in marks]:
             if isinstance(event, TurnStarted):
                 if event.turn_id:
                     watched = self._endpoints is not None and self._endpoints.watches(event.instance_id)
@@ -109,14 +118,23 @@ class StallWatchdog:
                 if turn is not None:
                     turn.heard = now
                     turn.warned = 0
-                    if isinstance(event, (RequestOpened, UserInputRequested)) and event.request_id:
-                        if turn.waiting is None:
-                            turn.waiting = set()
-                        turn.waiting.add(event.request_id)
-                    elif isinstance(event, (RequestResolved, UserInputResolved)) and turn.waiting:
-                        turn.waiting.discard(event.request_id or "")
+                    if isinstance(event, (RequestOpened, UserInputRequested)):
+                        if event.request_id:
+                            if turn.waiting is None:
+                                turn.waiting = set()
+                            turn.waiting.add(event.request_id)
+                    elif isinstance(event, (RequestResolved, UserInputResolved)):
+                        if turn.waiting:
+                            turn.waiting.discard(event.request_id or "")
                     if not isinstance(event, (RuntimeWarningEvent, RuntimeErrorEvent)):
                         turn.progress = now
+        if not turns:
+            return
+        for thread_id in {e.thread_id for e in batch if e.__class__ not in marks}:
+            turn = turns.get(thread_id)
+            if turn is not None:
+                turn.heard = turn.progress = now
+                turn.warned = 0
 
     def _check(self) -> None:
         now = self._clock()

@@ -23,6 +23,7 @@ import msgspec
 
 from paddock._instances._table import InstanceInfo
 from paddock._operations._pending import PendingRequest
+from paddock._operations._queued import QueuedTurn
 from paddock.contract import (
     MAX_PROMPT_CHARS,
     ApprovalRule,
@@ -76,18 +77,30 @@ class Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
             check_text(name, getattr(self, name))
 
 
-class _Prompt(Body, frozen=True):
-    """A body with a prompt: not blank, at most :data:`MAX_PROMPT_CHARS` characters."""
+class _OnThread(Body, frozen=True):
+    """An operation on the thread ``thread_id``; ``timeout`` ``None`` takes the default. A subclass
+    with required fields declares ``kw_only=True`` (msgspec applies it per class)."""
 
     thread_id: str
+    timeout: Seconds | None = None
+
+
+def _check_prompt(text: str) -> None:
+    """Raises ``ValueError`` for a blank prompt or one longer than :data:`MAX_PROMPT_CHARS`."""
+    if not text.strip():
+        raise ValueError("the prompt is empty")
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ValueError(f"the prompt has {len(text)} characters; the limit is {MAX_PROMPT_CHARS}")
+
+
+class _Prompt(_OnThread, frozen=True, kw_only=True):
+    """A body with a prompt: not blank, at most :data:`MAX_PROMPT_CHARS` characters."""
+
     text: str
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.text.strip():
-            raise ValueError("the prompt is empty")
-        if len(self.text) > MAX_PROMPT_CHARS:
-            raise ValueError(f"the prompt has {len(self.text)} characters; the limit is {MAX_PROMPT_CHARS}")
+        _check_prompt(self.text)
 
 
 class InstancesBody(Body, frozen=True):
@@ -130,10 +143,7 @@ class GenerateTextBody(Body, frozen=True):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.prompt.strip():
-            raise ValueError("the prompt is empty")
-        if len(self.prompt) > MAX_PROMPT_CHARS:
-            raise ValueError(f"the prompt has {len(self.prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+        _check_prompt(self.prompt)
 
 
 class SendTurnBody(_Prompt, frozen=True):
@@ -141,18 +151,14 @@ class SendTurnBody(_Prompt, frozen=True):
     model: str | None = None
     attachments: tuple[Attachment, ...] = ()
     """Images and files; paths are the server's, confined to the session's workspace roots."""
-    timeout: Seconds | None = None
 
 
-class InterruptTurnBody(Body, frozen=True):
-    thread_id: str
+class InterruptTurnBody(_OnThread, frozen=True):
     turn_id: str | None = None
-    timeout: Seconds | None = None
 
 
 class SteerTurnBody(_Prompt, frozen=True):
     attachments: tuple[Attachment, ...] = ()
-    timeout: Seconds | None = None
 
 
 class ModelsBody(Body, frozen=True):
@@ -161,25 +167,20 @@ class ModelsBody(Body, frozen=True):
     timeout: Seconds = 120.0
 
 
-class RespondToRequestBody(Body, frozen=True):
-    thread_id: str
+class RespondToRequestBody(_OnThread, frozen=True, kw_only=True):
     request_id: str
     decision: Decision
     surface: Surface = "api"
     """Where the person answered (``cli``, ``dashboard``, ``api``), for the audit."""
-    timeout: Seconds | None = None
 
 
-class RespondToUserInputBody(Body, frozen=True):
-    thread_id: str
+class RespondToUserInputBody(_OnThread, frozen=True, kw_only=True):
     request_id: str
     answers: dict[str, Any]
-    timeout: Seconds | None = None
 
 
-class StopSessionBody(Body, frozen=True):
-    thread_id: str
-    timeout: Seconds | None = None
+class StopSessionBody(_OnThread, frozen=True):
+    pass
 
 
 class StopAllBody(Body, frozen=True):
@@ -194,25 +195,20 @@ class HasSessionBody(Body, frozen=True):
     thread_id: str
 
 
-class ReadThreadBody(Body, frozen=True):
-    thread_id: str
-    timeout: Seconds | None = None
+class ReadThreadBody(_OnThread, frozen=True):
+    pass
 
 
-class RollbackThreadBody(Body, frozen=True):
-    thread_id: str
+class RollbackThreadBody(_OnThread, frozen=True, kw_only=True):
     num_turns: Annotated[int, msgspec.Meta(ge=1)]
-    timeout: Seconds | None = None
 
 
-class ForkThreadBody(Body, frozen=True):
-    thread_id: str
+class ForkThreadBody(_OnThread, frozen=True, kw_only=True):
     new_thread_id: ThreadId
     at_turn: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """The copy keeps the source's turns 1..``at_turn``; ``None``: all of them."""
     instance: str | None = None
     """Where the copy runs; ``None``: the source's instance. Another instance is a hand-off."""
-    timeout: Seconds | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -220,9 +216,8 @@ class ForkThreadBody(Body, frozen=True):
             raise ValueError("new_thread_id must differ from thread_id")
 
 
-class CompactThreadBody(Body, frozen=True):
-    thread_id: str
-    timeout: Seconds | None = None
+class CompactThreadBody(_OnThread, frozen=True):
+    pass
 
 
 class PendingRequestsBody(Body, frozen=True):
@@ -234,30 +229,29 @@ class ListThreadsBody(Body, frozen=True):
     pass
 
 
+class QueueBody(Body, frozen=True):
+    instance: str | None = None
+    """Only this instance's queue; ``None``: every instance's."""
+
+
 class CompactEventsBody(Body, frozen=True):
     before_seq: int
 
 
-class RestoreFilesBody(Body, frozen=True):
-    thread_id: str
+class RestoreFilesBody(_OnThread, frozen=True, kw_only=True):
     turn_id: Annotated[str, msgspec.Meta(min_length=1)]
     """A completed turn of the thread, or ``"base"``: where its worktree started."""
-    timeout: Seconds | None = None
 
 
-class DiffBody(Body, frozen=True):
-    thread_id: str
+class DiffBody(_OnThread, frozen=True):
     from_turn: str | None = None
     """A turn id or ``"base"``; ``None``: the checkpoint before ``to_turn``'s."""
     to_turn: str | None = None
     """A turn id; ``None``: the newest checkpoint."""
-    timeout: Seconds | None = None
 
 
-class DeleteThreadBody(Body, frozen=True):
-    thread_id: str
+class DeleteThreadBody(_OnThread, frozen=True):
     keep_branch: bool = False
-    timeout: Seconds | None = None
 
 
 class SubscribeBody(Body, frozen=True):
@@ -401,6 +395,8 @@ COMPACT_THREAD = _op("compact_thread", CompactThreadBody, TurnStartResult | None
                      summary="summarize a thread's native history to free context")
 PENDING_REQUESTS = _op("pending_requests", PendingRequestsBody, list[PendingRequest], reads=True,  # type: ignore[arg-type]
                        route="requests", summary="open approval and user-input requests")
+QUEUE = _op("queue", QueueBody, list[QueuedTurn], reads=True, needs_open=False,
+             summary="the turns waiting for a running-turn slot (admission), oldest first per instance")
 LIST_THREADS = _op("list_threads", ListThreadsBody, list[Binding], reads=True, route="threads",
                    summary="every bound thread, as persisted")
 GENERATE_TEXT = _op("generate_text", GenerateTextBody, str, reads=False, wait=None,
@@ -422,7 +418,7 @@ DELETE_THREAD = _op("delete_thread", DeleteThreadBody, type(None), reads=False,
 OPERATIONS: tuple[Operation[Any], ...] = (
     INSTANCES, DIAGNOSE, START_SESSION, SEND_TURN, INTERRUPT_TURN, STEER_TURN, RESPOND_TO_REQUEST,
     RESPOND_TO_USER_INPUT, STOP_SESSION, STOP_ALL, LIST_SESSIONS, HAS_SESSION, READ_THREAD,
-    ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
+    ROLLBACK_THREAD, FORK_THREAD, COMPACT_THREAD, PENDING_REQUESTS, QUEUE, LIST_THREADS, GENERATE_TEXT, COMPACT_EVENTS, MODELS,
     RESTORE_FILES, DIFF, DELETE_THREAD, USAGE, SET_BUDGET,
 )
 """Every operation, in the order the API documents them."""

@@ -18,6 +18,7 @@ from paddock._operations._table import BY_NAME, Body
 from paddock.contract import (
     CapabilityUnsupportedError,
     BudgetExceededError,
+    CapacityError,
     ConfigError,
     DriverError,
     InstanceNotFoundError,
@@ -77,6 +78,7 @@ _STATUS: tuple[tuple[type[PaddockError], str, int], ...] = (
     (StateDirLockedError, "state_dir_locked", 409),
     (PersistenceError, "persistence_failed", 503),
     (BudgetExceededError, "budget_exceeded", 429),
+    (CapacityError, "capacity", 429),
 )
 """Stable error codes and HTTP statuses; a PaddockError not listed (or a subclass added later)
 maps to its nearest listed ancestor, else ``paddock_error`` / 500."""
@@ -96,7 +98,7 @@ class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
     """Stable: ``validation``, ``config``, ``instance_not_found``, ``session_not_found``,
     ``session_closed``, ``request_failed``, ``capability_unsupported``, ``timeout``,
     ``process_failed``, ``driver_failed``, ``state_dir_locked``, ``persistence_failed``, ``budget_exceeded``,
-    ``paddock_error``, and from the
+    ``capacity``, ``paddock_error``, and from the
     server itself ``unauthorized``, ``not_found``, ``method_not_allowed``."""
     type: str
     """The PaddockError class name (``SessionNotFoundError``)."""

@@ -109,6 +109,10 @@ class Budgets:
             self._spent.pop(key, None)
         self._evaluate(key, None, quiet=True)
 
+    def thread_budget(self, thread_id: str) -> Budget | None:
+        """The thread's own budget, if it has one (any thread)."""
+        return self._set.get(("thread", thread_id))
+
     def _scopes(self, thread_id: str, instance: str | None) -> list[_Scope]:
         keys: list[_Scope] = [("thread", thread_id)]
         if instance:

@@ -12,6 +12,7 @@ Runs on the caller's thread (the usage reader's); cost: the leased trees' size.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -41,10 +42,33 @@ class ProcessMeter:
     def sample(self) -> dict[str, tuple[float, int]]:
         out: dict[str, tuple[float, int]] = {}
         seen: set[tuple[int, float]] = set()
+        for key, owner, cpu, rss in self._walk():
+            seen.add(key)
+            grew = max(0.0, cpu - self._last.get(key, 0.0))
+            self._last[key] = max(cpu, self._last.get(key, 0.0))
+            before = out.get(owner, (0.0, 0))
+            out[owner] = (before[0] + grew, before[1] + rss)
+        for gone in set(self._last) - seen:
+            del self._last[gone]
+        return out
+
+    def rss(self) -> int:
+        """The RSS of every leased tree now, summed (bytes). It books no CPU, so any thread may
+        call it (admission's ``[runtime] memory_mb``)."""
+        return sum(rss for _, _, _, rss in self._walk())
+
+    def _walk(self) -> Iterator[tuple[tuple[int, float], str, float, int]]:
+        """Each leased tree still alive: its (pid, create time), owner, CPU seconds and RSS. The
+        process table is read once per walk (a parent -> children map), not once per tree: with a
+        hundred instances, psutil's ``children(recursive=True)`` per lease re-read all of /proc a
+        hundred times."""
         try:
             names = [n for n in os.listdir(self._leases) if n.startswith(self._prefix) and n.endswith(".json")]
         except OSError:
-            return out
+            return
+        if not names:
+            return
+        kids: dict[int, list[int]] | None = None
         for name in names:
             try:
                 lease = _decode((self._leases / name).read_bytes())
@@ -55,8 +79,14 @@ class ProcessMeter:
                     t = root.cpu_times()
                     cpu = t.user + t.system + t.children_user + t.children_system
                     rss = root.memory_info().rss
-                for child in root.children(recursive=True):
+                if kids is None:
+                    kids = _children_map()
+                stack = list(kids.get(lease.pid, ()))
+                while stack:
+                    pid = stack.pop()
+                    stack.extend(kids.get(pid, ()))
                     try:
+                        child = psutil.Process(pid)
                         with child.oneshot():
                             c = child.cpu_times()
                             cpu += c.user + c.system
@@ -65,12 +95,14 @@ class ProcessMeter:
                         continue
             except (OSError, msgspec.DecodeError, psutil.Error):
                 continue
-            key = (lease.pid, lease.create_time)
-            seen.add(key)
-            grew = max(0.0, cpu - self._last.get(key, 0.0))
-            self._last[key] = max(cpu, self._last.get(key, 0.0))
-            before = out.get(lease.owner, (0.0, 0))
-            out[lease.owner] = (before[0] + grew, before[1] + rss)
-        for gone in set(self._last) - seen:
-            del self._last[gone]
-        return out
+            yield (lease.pid, lease.create_time), lease.owner, cpu, rss
+
+
+def _children_map() -> dict[int, list[int]]:
+    """Every live process's children, from one pass over the process table."""
+    kids: dict[int, list[int]] = {}
+    for proc in psutil.process_iter(["ppid"]):
+        ppid = proc.info.get("ppid")
+        if ppid is not None and ppid != proc.pid:
+            kids.setdefault(ppid, []).append(proc.pid)
+    return kids

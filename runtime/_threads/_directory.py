@@ -23,10 +23,12 @@ import msgspec
 from paddock._instances._config import RuntimeSettings
 from paddock._services._generate import generate_text
 from paddock._instances._handoff import ThreadHandoff
+from paddock._threads._admission import SessionGate, TurnGate
 from paddock._threads._handed import Handed, hand_off
 from paddock._services._transcript import handoff_preamble
 from paddock._instances._table import InstanceTable
 from paddock._services._models import ModelCatalogs
+from paddock._operations._queued import QueuedTurn
 from paddock._operations._table import (
     CompactThreadBody,
     DeleteThreadBody,
@@ -49,6 +51,7 @@ from paddock._operations._table import (
 from paddock.actors import HubHandle, LogReader
 from paddock.contract import (
     Attachment,
+    Budget,
     Capabilities,
     CapabilityUnsupportedError,
     Decider,
@@ -91,8 +94,13 @@ class ThreadDirectory:
     :meth:`start` starts the tracker and reaper threads."""
 
     def __init__(self, store: BindingStore, instances: InstanceTable, hub: HubHandle,
-                 settings: RuntimeSettings, files: ThreadFiles) -> None:
+                 settings: RuntimeSettings, files: ThreadFiles, *, turn_gate: TurnGate | None = None,
+                 session_gate: SessionGate | None = None) -> None:
         self._store = store
+        self._turn_gate = turn_gate  # admission (paddock._threads._admission); None: no bound configured
+        self._session_gate = session_gate
+        if turn_gate is not None:
+            turn_gate.start(hub, instances.driver, self._send)
         self._files = files
         self._instances = instances
         self._hub = hub
@@ -105,6 +113,8 @@ class ThreadDirectory:
         self._ephemeral: set[str] = set()  # threads of generate_text calls under way
         self._after_transcript: dict[str, Handed] = {}  # hand-off pending -> what it is handed after
         self._catalogs = ModelCatalogs(instances, self._ephemeral)
+        self.budget_of: Callable[[str], Budget | None] = lambda _: None
+        """The thread's own budget, handed to the driver's native limit (set by the runtime)."""
         self.hub_failed: str | None = None
         """Why the hub stopped under the tracker (the runtime then refuses work), else ``None``."""
         self._stop = threading.Event()
@@ -177,6 +187,10 @@ class ThreadDirectory:
             cursor = fork_cursor
             if cursor is None and binding is not None and binding.instance_id == a.instance and resume != "never":
                 cursor = binding.resume_cursor
+            gate = self._session_gate
+            if gate is not None:  # held until the start ended, either way
+                gate.enter(a.instance, a.thread_id, self._live, idle_since=self._idle_since, evict=self._evict,
+                           timeout=_t(a.timeout, self._settings.start_timeout))
             self._store.put(Binding(
                 thread_id=a.thread_id, instance_id=a.instance, driver=slot.driver,
                 status="starting", cwd=cwd, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
@@ -186,7 +200,7 @@ class ThreadDirectory:
                 thread_id=a.thread_id, cwd=run_in, runtime_mode=a.runtime_mode, interaction_mode=a.interaction_mode,
                 model=a.model, resume_cursor=cursor, workspace_roots=(run_in,),
                 mcp_servers=handed[0], preamble=handed[1], preamble_reminder=handed[2], approval_rules=handed[3],
-                confinement=confinement,
+                confinement=confinement, budget=self.budget_of(a.thread_id),
             )
             try:
                 session = adapter.start_session(request, timeout=_t(a.timeout, self._settings.start_timeout))
@@ -194,6 +208,9 @@ class ThreadDirectory:
                 slot.mask(exc)  # its stderr may hold the key the CLI refused
                 self._store.update(a.thread_id, status="error", last_error=str(exc))
                 raise
+            finally:
+                if gate is not None:  # the slot is the live session's now, or free again
+                    gate.leave(a.thread_id, live=a.thread_id in self._live or adapter.has_session(a.thread_id))
             if cursor is not None and resume == "require" and not session.resumed:
                 adapter.stop_session(a.thread_id, timeout=_t(a.timeout))
                 self._store.update(a.thread_id, status="error", last_error="resume failed")
@@ -241,12 +258,21 @@ class ThreadDirectory:
 
     def send_turn(self, a: SendTurnBody) -> TurnStartResult:
         attachments = self._turn_inputs(a.thread_id, a.model, a.attachments, operation="send_turn", steering=False)
+        gate = self._turn_gate
+        if gate is not None:
+            instance = self._live.get(a.thread_id) or self._resumable(a.thread_id).instance_id
+            if gate.gates(instance):  # refused now, not once queued, when it could not resume
+                return gate.send_turn(a, attachments, instance)
+        return self._send(a, attachments)
+
+    def _send(self, a: SendTurnBody, attachments: tuple[Attachment, ...], turn_id: str | None = None) -> TurnStartResult:
+        """The turn to the thread's session (resumed on demand); ``turn_id``: admission's."""
         adapter = self._session_adapter(a.thread_id, timeout=a.timeout)
         # "running" goes in before the turn can end, so the tracker's running -> ready sticks.
         before = self._store.get(a.thread_id)
         running = self._store.update(a.thread_id, status="running")
         request = SendTurnInput(thread_id=a.thread_id, text=a.text, interaction_mode=a.interaction_mode, model=a.model,
-                                attachments=attachments)
+                                attachments=attachments, turn_id=turn_id)
         try:
             try:
                 result = adapter.send_turn(request, timeout=_t(a.timeout))
@@ -270,7 +296,37 @@ class ThreadDirectory:
             self._store.update(a.thread_id, resume_cursor=result.resume_cursor)  # only a new cursor is written
         return result
 
+    # admission (paddock._threads._admission) ----------------------------------------------------
+
+    def queue(self, instance: str | None) -> list[QueuedTurn]:
+        """The turns admission holds back, in queue order per instance (none without a bound)."""
+        return self._turn_gate.snapshot(instance) if self._turn_gate is not None else []
+
+    def end_queued(self) -> None:
+        """Closing: every queued turn ends ``interrupted``, and none starts any more."""
+        if self._turn_gate is not None:
+            self._turn_gate.end_all()
+
+    def _idle_since(self, thread_id: str) -> float | None:
+        """When the live thread was last active, if it is idle (no turn running or queued)."""
+        instance_id = self._live.get(thread_id)
+        adapter = self._instances.created(instance_id) if instance_id is not None else None
+        session = _session_of(adapter, thread_id) if adapter is not None else None
+        if session is None or session.active_turn_id or (self._turn_gate is not None and
+                                                         self._turn_gate.has_queued(thread_id)):
+            return None
+        return self._last_used.get(thread_id, 0.0)
+
+    def _evict(self, thread_id: str, instance_id: str) -> bool:
+        """Stop an idle session for a start beyond ``max_live_sessions``, as the reaper does (it
+        resumes on its next turn); whether it is stopped."""
+        self._try_locked(thread_id, lambda: self._reap(thread_id, instance_id) if self._idle_since(thread_id)
+                         is not None else None)
+        return self._live.get(thread_id) != instance_id
+
     def interrupt_turn(self, a: InterruptTurnBody) -> None:
+        if self._turn_gate is not None and self._turn_gate.end(a.thread_id, a.turn_id, "interrupted while queued"):
+            return  # it never reached the agent
         adapter = self._live_adapter(a.thread_id)
         if not adapter.capabilities().turns.interrupt:
             raise CapabilityUnsupportedError("turns.interrupt", "interrupting a turn", thread_id=a.thread_id)
@@ -448,6 +504,8 @@ class ThreadDirectory:
         return result
 
     def stop_session(self, a: StopSessionBody) -> None:
+        if self._turn_gate is not None:
+            self._turn_gate.end(a.thread_id, None, "its session was stopped while it was queued")
         with self._thread_lock(a.thread_id):
             if a.thread_id not in self._live:
                 if self._store.get(a.thread_id) is None:
@@ -547,11 +605,7 @@ class ThreadDirectory:
         adapter = self._live_on(thread_id)
         if adapter is not None:
             return adapter
-        binding = self._store.get(thread_id)
-        if binding is None:
-            raise SessionNotFoundError(thread_id)
-        if binding.status not in RESUMABLE:
-            raise SessionClosedError(thread_id, f"it was {binding.status}; call start_session() to resume it")
+        binding = self._resumable(thread_id)
         self.start_session(StartSessionBody(
             thread_id=thread_id, instance=binding.instance_id, cwd=binding.cwd,
             runtime_mode=binding.runtime_mode,  # type: ignore[arg-type]
@@ -559,6 +613,16 @@ class ThreadDirectory:
             model=binding.model, timeout=timeout,
         ))
         return self._instances.adapter(binding.instance_id)
+
+    def _resumable(self, thread_id: str) -> Binding:
+        """The binding of a thread that resumes on its next turn; raises :class:`SessionNotFoundError`
+        or :class:`SessionClosedError` (stopped on purpose, or failed)."""
+        binding = self._store.get(thread_id)
+        if binding is None:
+            raise SessionNotFoundError(thread_id)
+        if binding.status not in RESUMABLE:
+            raise SessionClosedError(thread_id, f"it was {binding.status}; call start_session() to resume it")
+        return binding
 
     def _stop_live(self, thread_id: str, *, timeout: float | None) -> None:
         instance_id = self._live.pop(thread_id, None)
@@ -571,6 +635,8 @@ class ThreadDirectory:
             if live is not None and live.resume_cursor is not None:
                 # Keep its newest cursor: it carries what its last turn changed (the usage so far).
                 self._store.update(thread_id, resume_cursor=live.resume_cursor)
+        if self._session_gate is not None:
+            self._session_gate.freed()
 
     def _track(self) -> None:
         """Tracker thread: keeps binding statuses in step with the event stream."""
@@ -587,6 +653,10 @@ class ThreadDirectory:
                 continue
             try:
                 if event.type == "turn.completed":
+                    if self._turn_gate is not None and event.turn_id in self._turn_gate.turns:
+                        self._turn_gate.release(event.turn_id)
+                    if self._session_gate is not None:
+                        self._session_gate.freed()  # its session is idle now: evictable
                     self._files.turn_ended(event)  # queued: the checkpoint is taken off this thread
                     if event.thread_id in self._live:
                         self._last_used[event.thread_id] = time.monotonic()
@@ -613,6 +683,8 @@ class ThreadDirectory:
                     continue
                 session = _session_of(adapter, thread_id)
                 if session is not None and session.active_turn_id:
+                    continue
+                if self._turn_gate is not None and self._turn_gate.has_queued(thread_id):
                     continue
                 self._try_locked(thread_id, lambda: self._reap(thread_id, instance_id))
 
@@ -723,6 +795,8 @@ class ThreadDirectory:
         goes, so a crash in between is finished by the next open's sweep."""
         if self._store.get(a.thread_id) is None and a.thread_id not in self._live and self._files.get(a.thread_id) is None:
             raise SessionNotFoundError(a.thread_id)
+        if self._turn_gate is not None:
+            self._turn_gate.end(a.thread_id, None, "its thread was deleted while it was queued")
         with self._thread_lock(a.thread_id):
             if a.thread_id in self._live:
                 self._stop_live(a.thread_id, timeout=a.timeout)

@@ -11,6 +11,18 @@ scheduler thread (``paddock-limits-due``) sends the turn again at that time (``s
 runtime's ``send_turn``, so a closed session resumes and budgets apply), with no client attached.
 The row goes when the resent turn ends, unless it hit the limit again (then it is parked anew).
 Rows are loaded and scheduled again at open: the schedule survives a host restart.
+
+``on_usage_limit = "failover"``: at the failed turn's ``turn.completed`` the thread is handed
+over (``hand_over``: a ``fork_thread`` hand-off, ``paddock._threads._failover``) to the first
+instance of the policy's list that is not the thread's own, not limited itself (a usage limit
+seen on it whose reset, or 15 s when unknown, is still ahead and no turn completed there since;
+or its last ``account.rate-limits.updated`` with windows said ``rejected`` or showed one used to
+100 %, until that window's reset) and available; ``thread.failed-over`` on the source names the move and the turn is sent
+on the new thread (on a thread of its own, ``paddock-limits-failover``). Nothing is sent to the
+source again: it comes back when the host sends it a turn. With no instance to take it, the
+thread waits as under ``"wait"`` (a ``runtime.warning`` ``usage_limit.no_failover`` says why).
+A failover is done at once, so nothing of it is persisted: a host stopped between the failed
+turn and the hand-off leaves the thread failed.
 """
 
 from __future__ import annotations
@@ -26,10 +38,13 @@ from typing import TYPE_CHECKING
 from paddock._observe._event_reader import EventReader
 from paddock.contract import (
     USAGE_LIMIT,
+    AccountRateLimitsUpdated,
     BudgetExceededError,
     Event,
     PaddockError,
     RuntimeErrorEvent,
+    RuntimeWarningEvent,
+    ThreadFailedOver,
     ThreadStateChanged,
     TurnCompleted,
     TurnStarted,
@@ -41,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UsageLimitWaits"]
 
-_TYPES = ("turn.started", "turn.completed", "runtime.error")
+_TYPES = ("turn.started", "turn.completed", "runtime.error", "account.rate-limits.updated")
 _SLACK = 0.25  # seconds after resets_at: a reset stamped to the second is past when the turn goes
 _FIRST_BACKOFF = 15.0
 _MAX_BACKOFF = 900.0
@@ -61,16 +76,26 @@ class _Wait:
 
 
 class UsageLimitWaits:
-    """See the module docstring. ``policy(instance_id)`` is ``"fail"`` or ``"wait"``; ``send(thread_id,
-    text)`` starts a turn (it may block; it runs on a thread of its own and raises
+    """See the module docstring. ``policy(instance_id)`` is ``"fail"``, ``"wait"`` or
+    ``"failover"``; ``send(thread_id, text)`` starts a turn (it may block; it runs on a thread of
+    its own and raises ``PaddockError``\\ s); ``failover(instance_id)`` is the instances a
+    ``"failover"`` tries, in order; ``hand_over(thread_id, turn_id, instance)`` copies the thread
+    there and returns the new thread's id (it blocks, on the same thread as ``send``, and raises
     ``PaddockError``\\ s). :meth:`start` and :meth:`close` from any thread."""
 
     def __init__(self, hub: HubHandle, path: Path, *, policy: Callable[[str], str],
-                 send: Callable[[str, str], object], clock: Callable[[], float] = time.time) -> None:
+                 send: Callable[[str, str], object], clock: Callable[[], float] = time.time,
+                 failover: Callable[[str], tuple[str, ...]] = lambda _: (),
+                 hand_over: Callable[[str, str | None, str], str] | None = None) -> None:
         self._hub = hub
         self._policy = policy
         self._send = send
         self._clock = clock
+        self._failover = failover
+        self._hand_over = hand_over
+        self._limited: dict[str, float] = {}  # instance -> until when (a usage limit met; a completed turn clears it)
+        self._full: dict[str, float] = {}  # instance -> until when (its account's windows; the next report clears it)
+        self._moving: dict[str, tuple[RuntimeErrorEvent, str]] = {}  # thread -> (its limit, text) to hand over
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
         self._db.execute("CREATE TABLE IF NOT EXISTS usage_waits (thread_id TEXT PRIMARY KEY, instance_id TEXT NOT NULL, "
                          "driver TEXT NOT NULL, text TEXT NOT NULL, due REAL NOT NULL, attempts INTEGER NOT NULL)")
@@ -83,7 +108,8 @@ class UsageLimitWaits:
             wait = _Wait(*row)
             self._waits[wait.thread_id] = wait
             heapq.heappush(self._due, (wait.due, wait.thread_id))
-        self._reader = EventReader(lambda: hub.subscribe(types=_TYPES), "paddock-limits", self._note, most=1024)
+        self._reader = EventReader(lambda: hub.subscribe(types=_TYPES), "paddock-limits", self._note, most=1024,
+                                   linger=0.05)
         self._scheduler = threading.Thread(target=self._run, name="paddock-limits-due", daemon=True)
 
     def start(self) -> UsageLimitWaits:
@@ -112,19 +138,86 @@ class UsageLimitWaits:
                 if ev.input_text is not None:
                     self._inputs[ev.thread_id] = (ev.turn_id, ev.input_text)
             elif isinstance(ev, RuntimeErrorEvent):
-                if ev.error_class == USAGE_LIMIT and self._policy(ev.instance_id) == "wait":
-                    self._park(ev)
+                if ev.error_class == USAGE_LIMIT:
+                    self._limit(ev)
+            elif isinstance(ev, AccountRateLimitsUpdated):
+                self._windows(ev)
             elif isinstance(ev, TurnCompleted):
+                if ev.state == "completed":
+                    self._limited.pop(ev.instance_id, None)
+                moving = self._moving.get(ev.thread_id)
+                if moving is not None and moving[0].turn_id in (None, ev.turn_id):
+                    del self._moving[ev.thread_id]
+                    threading.Thread(target=self._fail_over, args=moving, name="paddock-limits-failover",
+                                     daemon=True).start()
                 with self._lock:
                     wait = self._waits.get(ev.thread_id)
                     if wait is not None and wait.sent:  # the resent turn ended (not on the limit again)
                         del self._waits[ev.thread_id]
                         self._write("DELETE FROM usage_waits WHERE thread_id = ?", (ev.thread_id,))
 
-    def _park(self, ev: RuntimeErrorEvent) -> None:
+    def _limit(self, ev: RuntimeErrorEvent) -> None:
+        now = self._clock()
+        self._limited[ev.instance_id] = ev.resets_at if ev.resets_at is not None else now + _FIRST_BACKOFF
+        policy = self._policy(ev.instance_id)
+        if policy not in ("wait", "failover"):
+            return
         last = self._inputs.get(ev.thread_id)
         if last is None or (ev.turn_id is not None and last[0] != ev.turn_id):
             return  # not a turn this runtime saw start: nothing to send again
+        if policy == "failover" and self._hand_over is not None:
+            self._moving[ev.thread_id] = (ev, last[1])  # handed over at its turn.completed
+        else:
+            self._park(ev, last[1])
+
+    def _windows(self, ev: AccountRateLimitsUpdated) -> None:
+        """An account that says ``rejected``, or a window used up, counts as limited until the
+        latest reset among them; any other report with a window clears it."""
+        windows = [w for w in ev.limits.get("windows") or () if isinstance(w, dict)]
+        rejected = ev.limits.get("status") == "rejected"
+        full = [w for w in windows if rejected or (w.get("used_percent") or 0) >= 100]
+        if rejected or full:
+            resets = [float(w["resets_at"]) for w in full if isinstance(w.get("resets_at"), (int, float))]
+            self._full[ev.instance_id] = max(resets) if resets else self._clock() + _FIRST_BACKOFF
+        elif windows:
+            self._full.pop(ev.instance_id, None)
+
+    def _fail_over(self, ev: RuntimeErrorEvent, text: str) -> None:
+        assert self._hand_over is not None
+        tried: list[str] = []
+        for target in self._failover(ev.instance_id):
+            now = self._clock()
+            if target == ev.instance_id or max(self._limited.get(target, 0.0), self._full.get(target, 0.0)) > now:
+                tried.append(f"{target}: limited" if target != ev.instance_id else f"{target}: the thread's own")
+                continue
+            try:
+                new_thread = self._hand_over(ev.thread_id, ev.turn_id, target)
+            except PaddockError as exc:
+                tried.append(f"{target}: {exc}")
+                continue
+            self._emit(ev, [ThreadFailedOver(driver=ev.driver, instance_id=ev.instance_id, thread_id=ev.thread_id,
+                                             to_thread_id=new_thread, to_instance_id=target, resets_at=ev.resets_at)])
+            try:
+                self._send(new_thread, text)
+            except PaddockError as exc:
+                self._warn(ev, "usage_limit.failover_send_failed",
+                           f"the turn could not be sent on {new_thread!r} after the failover: {exc}")
+            return
+        self._warn(ev, "usage_limit.no_failover", "no failover instance could take the thread; it waits for the "
+                   "limit to reset", {"tried": tried})
+        self._park(ev, text)
+
+    def _warn(self, ev: RuntimeErrorEvent, code: str, message: str, detail: dict[str, object] | None = None) -> None:
+        self._emit(ev, [RuntimeWarningEvent(driver=ev.driver, instance_id=ev.instance_id, thread_id=ev.thread_id,
+                                            code=code, message=message, detail=detail)])
+
+    def _emit(self, on: RuntimeErrorEvent | _Wait, events: list[Event]) -> None:
+        try:
+            self._hub.emitter(on.driver, on.instance_id, on.thread_id).emit(events)
+        except PaddockError:
+            pass  # the hub is closing
+
+    def _park(self, ev: RuntimeErrorEvent, text: str) -> None:
         now = self._clock()
         with self._lock:
             before = self._waits.get(ev.thread_id)
@@ -133,7 +226,7 @@ class UsageLimitWaits:
                 due = max(now, ev.resets_at) + _SLACK
             else:
                 due = now + min(_MAX_BACKOFF, _FIRST_BACKOFF * 2 ** (attempts - 1))
-            wait = _Wait(ev.thread_id, ev.instance_id, ev.driver, last[1], due, attempts)
+            wait = _Wait(ev.thread_id, ev.instance_id, ev.driver, text, due, attempts)
             self._waits[ev.thread_id] = wait
             self._write("INSERT OR REPLACE INTO usage_waits VALUES (?, ?, ?, ?, ?, ?)",
                         (wait.thread_id, wait.instance_id, wait.driver, wait.text, wait.due, wait.attempts))
@@ -142,12 +235,8 @@ class UsageLimitWaits:
         self._state(wait, "waiting", due)
 
     def _state(self, wait: _Wait, state: str, resets_at: float | None) -> None:
-        try:
-            self._hub.emitter(wait.driver, wait.instance_id, wait.thread_id).emit([ThreadStateChanged(
-                driver=wait.driver, instance_id=wait.instance_id, thread_id=wait.thread_id, state=state,  # type: ignore[arg-type]
-                resets_at=resets_at)])
-        except PaddockError:
-            pass  # the hub is closing
+        self._emit(wait, [ThreadStateChanged(driver=wait.driver, instance_id=wait.instance_id, thread_id=wait.thread_id,
+                                             state=state, resets_at=resets_at)])  # type: ignore[arg-type]
 
     def _write(self, sql: str, args: tuple) -> None:
         try:

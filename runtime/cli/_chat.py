@@ -289,6 +289,8 @@ class _Chat:
             self.view.line(f"error: {explain(exc)}", "31")
             return
         self.attachments = []
+        if result.queued is not None:  # admission holds it: max_running_turns is reached
+            self.view.line(f"queued (position {result.queued}): it starts when a turn ends", "2")
         self.follow(result.turn_id)
 
     def follow(self, turn_id: str) -> None:

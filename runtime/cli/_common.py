@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import os
 import select
 import signal
@@ -128,3 +129,9 @@ def write(text: str, *, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     stream.write(text)
     stream.flush()
+
+
+def write_answer(args: argparse.Namespace, answer: dict[str, Any], text: str) -> None:
+    """A one-call command's result on stdout: ``answer`` as one JSON line under ``--json``, else
+    ``text`` as it is."""
+    write(json.dumps(answer) + "\n" if args.json else text)

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from paddock.cli._common import add_runtime_options, write
+from paddock.cli._common import add_runtime_options, write_answer
 from paddock.cli._connect import call_once
 
 HELP = "summarize a thread's history to free context (codex, claude, opencode)"
@@ -25,8 +24,5 @@ def run(args: argparse.Namespace) -> int:
     if done is None:
         return 1
     ok, said = done
-    if args.json:
-        write(json.dumps({"thread_id": args.thread, "compacted": ok, "message": said}) + "\n")
-    else:
-        write(said + "\n")
+    write_answer(args, {"thread_id": args.thread, "compacted": ok, "message": said}, said + "\n")
     return 0 if ok else 1

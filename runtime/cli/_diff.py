@@ -5,10 +5,9 @@ turn's own diff; without: everything the thread changed since its worktree was m
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
-from paddock.cli._common import add_runtime_options, write
+from paddock.cli._common import add_runtime_options, write_answer
 from paddock.cli._connect import call_once
 
 if TYPE_CHECKING:
@@ -45,8 +44,5 @@ def run(args: argparse.Namespace) -> int:
     if done is None:
         return 1
     turn_id, diff = done
-    if args.json:
-        write(json.dumps({"thread_id": args.thread, "turn_id": turn_id, "diff": diff}) + "\n")
-    else:
-        write(diff)
+    write_answer(args, {"thread_id": args.thread, "turn_id": turn_id, "diff": diff}, diff)
     return 0

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                 # api_key is already masked by the driver's report; never print a raw value.
                 write(f"    {key + ':':10}{'***' if key == 'api_key' else r[key]}\n")
         for key, label in (("login", "login:"), ("credentials", "credentials:"), ("endpoint_check", "endpoint check:"),
-                           ("confinement", "confinement:")):
+                           ("confinement", "confinement:"), ("limits", "limits:")):
             if r.get(key):
                 write(f"    {label} {r[key]}\n")
         if r.get("placement", "local") != "local":

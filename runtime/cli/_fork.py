@@ -5,9 +5,8 @@ hand-off of its transcript."""
 from __future__ import annotations
 
 import argparse
-import json
 
-from paddock.cli._common import add_runtime_options, write
+from paddock.cli._common import add_runtime_options, write_answer
 from paddock.cli._connect import call_once
 
 HELP = "copy a thread into a new one (natively where the agent can, else by handing its transcript over)"
@@ -31,9 +30,7 @@ def run(args: argparse.Namespace) -> int:
     if done is None:
         return 1
     session, said = done
-    if args.json:
-        write(json.dumps({"thread_id": session.thread_id, "instance_id": session.instance_id,
-                          "driver": session.driver, "from": args.thread}) + "\n")
-    else:
-        write(f"{said}\ncontinue it with: {resume_hint(args, session.instance_id, session.thread_id)}\n")
+    write_answer(args, {"thread_id": session.thread_id, "instance_id": session.instance_id, "driver": session.driver,
+                        "from": args.thread},
+                 f"{said}\ncontinue it with: {resume_hint(args, session.instance_id, session.thread_id)}\n")
     return 0

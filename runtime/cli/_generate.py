@@ -4,9 +4,8 @@ ephemeral session with no tool approved; prints the assistant's text and leaves 
 from __future__ import annotations
 
 import argparse
-import json
 
-from paddock.cli._common import add_runtime_options, write
+from paddock.cli._common import add_runtime_options, write_answer
 from paddock.cli._connect import call_once
 
 HELP = "one-shot text from an instance (a title, a commit message): no tools, nothing left behind"
@@ -26,5 +25,5 @@ def run(args: argparse.Namespace) -> int:
                      lambda rt: rt.generate_text(args.instance, prompt, model=args.model, timeout=args.timeout))
     if text is None:
         return 1
-    write((json.dumps({"text": text}) if args.json else text) + "\n")
+    write_answer(args, {"text": text}, text + "\n")
     return 0

@@ -22,7 +22,7 @@ Point an instance at it with the three model keys (any key, any model name):
 and pick a scenario with the marker SCENARIO:<name> in the prompt.
 
 Built-in scenarios: text, tool_shell, tool_shell_escalated, tool_write, patch, slow, http400,
-http500, mcp_echo.
+http500, usage_limit, rate_limits, mcp_echo.
 
 A script (JSON or TOML) names scenarios, each a list of steps, and the default one:
   default = "greet"
@@ -40,6 +40,8 @@ A script (JSON or TOML) names scenarios, each a list of steps, and the default o
   type = "error"   status = 503   message = "overloaded"
   [[scenarios.limited]]                 # usage_limit: HTTP 429 with the reset, for resets_in s
   type = "usage_limit"   resets_in = 3.0
+  [[scenarios.counted]]                 # rate_limits: the account's window in the reply's headers
+  type = "rate_limits"   used_percent = 42.0   resets_in = 3600.0
 (one key per line in a real file). A call plays up to and including the next tool step; after
 the last one the model says "Tool finished: {output}". The whole format: docs/mock-model.md.
 """

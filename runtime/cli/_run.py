@@ -124,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
             rt.start_session(thread_id, instance=target.instance, cwd=target.cwd, runtime_mode=args.mode, **handoff)
             turn = rt.send_turn(thread_id, text, attachments=attachments_of(args))
             turn_id = turn.turn_id
+            if turn.queued is not None:  # admission holds it: max_running_turns is reached
+                write(f"paddock run: the turn is queued (position {turn.queued}); it starts when a turn ends\n", err=True)
             inp = LineInput(sys.stdin.fileno()) if policy == "ask" else None
 
             def say(text: str, style: Style) -> None:  # --json keeps stdout to event lines

@@ -1,4 +1,5 @@
-"""``paddock sessions``: the thread bindings in the state directory."""
+"""``paddock sessions``: the thread bindings in the state directory, and (from the server that
+owns it) the turns admission holds in its queue."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
         announce("sessions", server_note(args))
         with remote:
             bindings = remote.list_threads()
-        return _show(args, bindings)
+            queued = remote.queue()
+        return _show(args, bindings, {q.thread_id: q for q in queued})
     db = state_dir_of(args) / "paddock.db"
     announce("sessions", f"reading {db} (the bindings need no config)")
     if not db.exists():
@@ -41,19 +43,26 @@ def run(args: argparse.Namespace) -> int:
     return _show(args, bindings)
 
 
-def _show(args: argparse.Namespace, bindings: list) -> int:
+def _show(args: argparse.Namespace, bindings: list, queued: dict | None = None) -> int:
+    """One row per binding; a thread whose turn waits in admission's queue says its place."""
     import msgspec
 
+    queued = queued or {}
     if args.json:
         for b in bindings:
-            write(json.dumps(msgspec.to_builtins(b)) + "\n")
+            row = msgspec.to_builtins(b)
+            if b.thread_id in queued:
+                row["queued"] = msgspec.to_builtins(queued[b.thread_id])
+            write(json.dumps(row) + "\n")
         return 0
     if not bindings:
         write("no threads\n")
         return 0
     rows = [("thread", "instance", "driver", "status", "updated", "cwd")]
     for b in bindings:
-        rows.append((b.thread_id, b.instance_id, b.driver, b.status, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(b.updated_at)), b.cwd))
+        q = queued.get(b.thread_id)
+        status = f"{b.status}, turn queued #{q.position} ({q.waited:.0f} s)" if q is not None else b.status
+        rows.append((b.thread_id, b.instance_id, b.driver, status, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(b.updated_at)), b.cwd))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")

@@ -18,6 +18,7 @@ from ._ids import (
 )
 from ._errors import (
     BudgetExceededError as BudgetExceededError,
+    CapacityError as CapacityError,
     CapabilityUnsupportedError as CapabilityUnsupportedError,
     ConfigError as ConfigError,
     DriverError as DriverError,
@@ -83,6 +84,7 @@ from ._events import (
     TaskProgress as TaskProgress,
     TaskStarted as TaskStarted,
     ThreadMetadataUpdated as ThreadMetadataUpdated,
+    ThreadFailedOver as ThreadFailedOver,
     ThreadRolledBack as ThreadRolledBack,
     ThreadStarted as ThreadStarted,
     ThreadStateChanged as ThreadStateChanged,
@@ -97,6 +99,7 @@ from ._events import (
     TurnPlanUpdated as TurnPlanUpdated,
     TurnProposedCompleted as TurnProposedCompleted,
     TurnProposedDelta as TurnProposedDelta,
+    TurnQueued as TurnQueued,
     TurnStarted as TurnStarted,
     TurnState as TurnState,
     UserInputOption as UserInputOption,

@@ -12,6 +12,7 @@ from ._cursor import ResumeCursor
 from ._events import ConfinementInfo, Decider, Decision, ItemKind, ItemStatus, Surface, TurnState
 from ._mcp import McpServer
 from ._rules import ApprovalRule
+from ._usage import Budget
 
 __all__ = [
     "MAX_PROMPT_CHARS",
@@ -74,6 +75,10 @@ class StartSessionInput(_Input, frozen=True):
     confinement: ConfinementInfo | None = None
     """What the kernel confines the session's agent to, as the runtime planned it; the session's
     ``session.started`` carries it."""
+    budget: Budget | None = None
+    """The thread's own budget (``start_session(budget=...)``, ``set_budget(thread_id=...)``) when
+    it has one, for a driver whose agent has a native limit to pass as a second layer (Claude
+    Code's ``--max-budget-usd``). Paddock's own enforcement does not depend on it."""
 
 
 class SendTurnInput(_Input, frozen=True):
@@ -93,6 +98,9 @@ class TurnStartResult(_Input, frozen=True):
     thread_id: str
     turn_id: str
     resume_cursor: ResumeCursor | None = None
+    queued: int | None = None
+    """Set by the runtime when admission queued the turn (``turn.queued``): its position in the
+    instance's queue (1: next). ``None``: the agent accepted it at once."""
 
 
 class Session(_Input, frozen=True):

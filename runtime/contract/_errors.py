@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "CapacityError",
     "CapabilityUnsupportedError",
     "ConfigError",
     "DriverError",
@@ -239,3 +240,20 @@ class BudgetExceededError(PaddockError):
         super().__init__(
             f"The {scope}'s {budget} budget is spent ({figure:g} of {limit:g}); raise it with set_budget() "
             "or wait for its period to roll over", **where)
+
+
+class CapacityError(PaddockError):
+    """Raised when the host's admission limits leave no room: ``limit`` names which
+    (``max_running_turns`` with ``queue = false``, ``max_live_sessions`` once its wait timed out,
+    or ``memory_mb``), ``scope`` whose (``instance`` or ``runtime``), ``figure`` what is in use
+    and ``bound`` the limit. Nothing was started; try again once a turn or session ends (or
+    the agents' memory falls). HTTP 429, code ``capacity``."""
+
+    def __init__(self, limit: str, scope: str, figure: float, bound: float, **where: str | None) -> None:
+        self.limit = limit
+        self.scope = scope
+        self.figure = figure
+        self.bound = bound
+        super().__init__(
+            f"The {scope}'s {limit} is reached ({figure:g} of {bound:g}); try again once a turn or session "
+            "ends", **where)

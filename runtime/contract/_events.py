@@ -65,6 +65,7 @@ __all__ = [
     "TaskProgress",
     "TaskStarted",
     "ThreadMetadataUpdated",
+    "ThreadFailedOver",
     "ThreadRolledBack",
     "ThreadStarted",
     "ThreadStateChanged",
@@ -79,6 +80,7 @@ __all__ = [
     "TurnPlanUpdated",
     "TurnProposedCompleted",
     "TurnProposedDelta",
+    "TurnQueued",
     "TurnStarted",
     "TurnState",
     "UserInputOption",
@@ -310,6 +312,22 @@ class ThreadStateChanged(EventBase, frozen=True, tag="thread.state.changed"):
     resets_at: float | None = None
 
 
+class ThreadFailedOver(EventBase, frozen=True, tag="thread.failed-over"):
+    """``on_usage_limit = "failover"``: the thread's turn met a usage limit (``reason``) and
+    Paddock handed the thread over to ``to_thread_id`` on ``to_instance_id`` (a ``fork_thread``
+    hand-off: the new thread's first turn carries this one's transcript) and sent the turn
+    there. Published on the source thread, after the new thread started and before its turn.
+    The source thread stays where it is and is not sent anything again by Paddock: it comes back
+    only when the host sends it a turn. ``resets_at``: when the source's limit resets, where the
+    agent said."""
+
+    type: ClassVar[Literal["thread.failed-over"]]
+    to_thread_id: str
+    to_instance_id: str
+    reason: str = "usage_limit"
+    resets_at: float | None = None
+
+
 class ThreadRolledBack(EventBase, frozen=True, tag="thread.rolled-back"):
     """``rollback_thread`` dropped these turns from the thread (the runtime logs it after the
     agent or the runtime rolled them back): :func:`paddock.contract.fold_thread`, so
@@ -347,6 +365,19 @@ class TurnStarted(EventBase, frozen=True, tag="turn.started"):
     preamble: bool = False
     """The turn carried the session's first-turn preamble (``input_text`` is the user's text
     without it)."""
+
+
+class TurnQueued(EventBase, frozen=True, tag="turn.queued"):
+    """The runtime queued the turn: its instance (or the runtime) runs ``max_running_turns``
+    already. ``position`` is its place in the instance's queue (1: next). It is followed by
+    ``turn.started`` when a slot frees, or by ``turn.completed`` alone (``interrupted`` when
+    ``interrupt_turn`` removed it, ``failed`` when it could not be started): a queued turn never
+    reached the agent before its ``turn.started``."""
+
+    type: ClassVar[Literal["turn.queued"]]
+
+    position: int
+    input_text: str | None = None
 
 
 class TurnCompleted(EventBase, frozen=True, tag="turn.completed"):
@@ -696,7 +727,9 @@ Event = Union[
     ThreadStateChanged,
     ThreadMetadataUpdated,
     ThreadRolledBack,
+    ThreadFailedOver,
     ThreadTokenUsageUpdated,
+    TurnQueued,
     TurnStarted,
     TurnCompleted,
     TurnAborted,

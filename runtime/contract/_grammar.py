@@ -20,8 +20,9 @@ rule  code                                     broken when
 4     ``grammar.token_usage_backwards``        a cumulative token count of a thread decreases
 5     ``grammar.item_text_mismatch``           ``item.completed`` text differs from its deltas
 6     ``grammar.item_after_abort``             ``item.started`` after ``turn.aborted``
-7     ``grammar.out_of_order``                 an item event after its ``item.completed``, or
-                                               ``turn.started`` of a completed turn
+7     ``grammar.out_of_order``                 an item event after its ``item.completed``,
+                                               ``turn.started`` of a completed turn, or
+                                               ``turn.queued`` that is not its turn's first event
 8     ``grammar.seq_not_increasing``           ``seq`` does not strictly increase
 9     ``grammar.unstable_id``                  an item or request id changes turn, or an item its
                                                kind, within the transcript
@@ -64,6 +65,7 @@ from ._events import (
     TurnPlanUpdated,
     TurnProposedCompleted,
     TurnProposedDelta,
+    TurnQueued,
     TurnStarted,
     UserInputRequested,
     UserInputResolved,
@@ -118,10 +120,11 @@ class GrammarViolation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
 
 class _Turn:
-    __slots__ = ("aborted", "bytes", "completed", "first", "items", "over", "requests", "streamed")
+    __slots__ = ("aborted", "bytes", "completed", "first", "items", "over", "queued", "requests", "streamed")
 
     def __init__(self, first: EventBase) -> None:
         self.first = first
+        self.queued = isinstance(first, TurnQueued)  # only queued so far: no session holds it yet
         self.completed: EventBase | None = None
         self.aborted = False
         self.bytes = 0
@@ -181,6 +184,11 @@ class _Checker:
         if t.completed is not None:
             self.after_completion(t, ev)
             return
+        if isinstance(ev, TurnQueued) and t.first is not ev:
+            self.report("grammar.out_of_order", f"turn.queued of turn {tid!r} after its first event", ev, t.first)
+            return
+        if t.queued and ev is not t.first:
+            t.queued = False
         if t.aborted and isinstance(ev, _AFTER_ABORT_FORBIDDEN):
             self.report("grammar.event_after_interrupt",
                         f"{ev.type} of turn {tid!r} after its interrupt was acknowledged", ev)
@@ -241,8 +249,8 @@ class _Checker:
                         t.completed)
         elif isinstance(ev, (ContentDelta, ItemStarted, ItemUpdated, ItemCompleted)):
             self.report("grammar.late_event", f"{ev.type} after turn {ev.turn_id!r} completed", ev, t.completed)
-        elif isinstance(ev, TurnStarted):
-            self.report("grammar.out_of_order", f"turn.started of turn {ev.turn_id!r} after it completed", ev,
+        elif isinstance(ev, (TurnStarted, TurnQueued)):
+            self.report("grammar.out_of_order", f"{ev.type} of turn {ev.turn_id!r} after it completed", ev,
                         t.completed)
         elif isinstance(ev, (RequestResolved, UserInputResolved)):
             self.resolution(t, ev)
@@ -250,14 +258,10 @@ class _Checker:
             self.token_usage(ev)
 
     def item(self, t: _Turn, ev: ContentDelta | ItemStarted | ItemUpdated | ItemCompleted) -> None:
-        iid = ev.item_id
-        if iid is None:
+        key = self.fresh(self.done_items, ev, ev.item_id, "grammar.out_of_order", "{type} after item {id!r} completed")
+        if key is None:
             return
-        key = (ev.thread_id, iid)
-        done = self.done_items.get(key)
-        if done is not None:
-            self.report("grammar.out_of_order", f"{ev.type} after item {iid!r} completed", ev, done)
-            return
+        iid = key[1]
         if isinstance(ev, ItemStarted):
             if t.aborted:
                 self.report("grammar.item_after_abort",
@@ -282,16 +286,25 @@ class _Checker:
                                 f"{len(streamed)}; first difference at {at}", ev, *deltas)
 
     def resolution(self, t: _Turn, ev: RequestResolved | UserInputResolved) -> None:
-        rid = ev.request_id
-        if rid is None:
-            return
-        key = (ev.thread_id, rid)
-        first = self.resolved.get(key)
+        key = self.fresh(self.resolved, ev, ev.request_id, "grammar.duplicate_request_resolved",
+                         "request {id!r} resolved a second time")
+        if key is not None:
+            self.resolved[key] = ev
+            t.requests.pop(key[1], None)
+
+    def fresh(self, seen: dict[tuple[str, str], EventBase], ev: EventBase, ident: str | None, code: str,
+              message: str) -> tuple[str, str] | None:
+        """The key ``(thread, ident)`` of ``ev``, or ``None`` when it has no ``ident`` or ``seen``
+        already holds the key (then ``code`` is reported with ``message`` formatted with the event's
+        ``type`` and ``id``, citing the earlier event)."""
+        if ident is None:
+            return None
+        key = (ev.thread_id, ident)
+        first = seen.get(key)
         if first is not None:
-            self.report("grammar.duplicate_request_resolved", f"request {rid!r} resolved a second time", ev, first)
-            return
-        self.resolved[key] = ev
-        t.requests.pop(rid, None)
+            self.report(code, message.format(type=ev.type, id=ident), ev, first)
+            return None
+        return key
 
     def token_usage(self, ev: ThreadTokenUsageUpdated) -> None:
         seen = self.usage.setdefault(ev.thread_id, {})
@@ -310,7 +323,7 @@ class _Checker:
 
     def exited(self, ev: SessionExited) -> None:
         for (thread, tid), t in self.turns.items():
-            if thread == ev.thread_id and t.completed is None:
+            if thread == ev.thread_id and t.completed is None and not t.queued:
                 self.open_turn(t, tid, f"turn {tid!r} had not completed when its session exited", ev)
 
     def open_turn(self, t: _Turn, tid: str, message: str, *more: EventBase) -> None:

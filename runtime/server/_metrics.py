@@ -11,6 +11,7 @@ reader behind the hub.
 | ``paddock_turns_started_total``, ``paddock_turns_completed_total{state}``, ``paddock_turns_running`` | ``turn.started``, ``turn.completed`` |
 | ``paddock_turn_running_seconds`` | how long the oldest running turn has run, when scraped |
 | ``paddock_turn_duration_seconds`` | ``turn.started`` to ``turn.completed`` |
+| ``paddock_turns_queued``, ``paddock_turn_queue_wait_seconds`` | admission's queue depth (``turn.queued`` until its ``turn.started`` or ``turn.completed``) and the wait of each turn started from it |
 | ``paddock_turn_first_text_seconds`` | ``turn.started`` to the turn's first assistant message item |
 | ``paddock_requests_opened_total{kind}``, ``paddock_requests_resolved_total{resolution,decision}``, ``paddock_requests_pending`` | ``request.*`` |
 | ``paddock_requests_decided_total{decided_by}`` | answered ``request.resolved`` by who decided (``person``, ``rule``, ``host``, ``session``, ``mode``) |
@@ -46,6 +47,7 @@ from paddock.contract import (
     SessionExited,
     SessionStarted,
     TurnCompleted,
+    TurnQueued,
     TurnStarted,
     UsageReport,
 )
@@ -53,7 +55,7 @@ from paddock.contract import (
 __all__ = ["CONTENT_TYPE", "MetricsCollector", "TYPES"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-TYPES = ("turn.started", "turn.completed", "item.started", "request.opened", "request.resolved", "session.started",
+TYPES = ("turn.queued", "turn.started", "turn.completed", "item.started", "request.opened", "request.resolved", "session.started",
          "session.exited", "runtime.warning", "mcp.status.updated")
 """The event types the metrics reader subscribes to."""
 BATCH = 1024
@@ -151,6 +153,10 @@ class MetricsCollector:
         self.mcp = Gauge("paddock_mcp_servers", "MCP servers by their last reported status (1 = current)",
                          (*_BY, "server", "status"), registry=r)
         self.turns_running = Gauge("paddock_turns_running", "Turns running now", _BY, registry=r)
+        self.turns_queued = Gauge("paddock_turns_queued", "Turns waiting in admission's queue", _BY, registry=r)
+        self.queue_wait = Histogram("paddock_turn_queue_wait_seconds", "Time a turn waited in admission's queue",
+                                    _BY, buckets=_TURN_BUCKETS, registry=r)
+        self._queued: dict[str, float] = {}  # queued turn id -> queued at
         self._read_seq = 0
         self._turns: dict[str, tuple[float, bool]] = {}  # turn id -> (started at, first text seen)
         self._turn_labels: dict[str, tuple[str, str]] = {}  # turn id -> (instance, driver)
@@ -174,6 +180,7 @@ class MetricsCollector:
         for ev in batch:
             labels = (ev.instance_id, ev.driver)
             if isinstance(ev, TurnStarted):
+                self._dequeued(ev, labels, started=True)
                 self.turns_started.labels(*labels).inc()
                 if ev.turn_id and ev.turn_id not in self._turns:
                     self._turns[ev.turn_id] = (ev.created_at, False)
@@ -184,7 +191,12 @@ class MetricsCollector:
                 if turn is not None and not turn[1] and ev.kind == "assistant_message" and ev.turn_id:
                     self._turns[ev.turn_id] = (turn[0], True)
                     self.first_text.labels(*labels).observe(max(0.0, ev.created_at - turn[0]))
+            elif isinstance(ev, TurnQueued):
+                if ev.turn_id and ev.turn_id not in self._queued:
+                    self._queued[ev.turn_id] = ev.created_at
+                    self.turns_queued.labels(*labels).inc()
             elif isinstance(ev, TurnCompleted):
+                self._dequeued(ev, labels, started=False)
                 self.turns_completed.labels(*labels, ev.state).inc()
                 began = self._turns.pop(ev.turn_id or "", None)
                 if began is not None:
@@ -220,6 +232,16 @@ class MetricsCollector:
                 self._mcp(labels, ev)
             if ev.seq:
                 self._read_seq = ev.seq
+
+    def _dequeued(self, ev: TurnStarted | TurnCompleted, labels: tuple[str, str], *, started: bool) -> None:
+        """A queued turn left the queue: started (its wait observed), or ended while queued."""
+        if not self._queued:
+            return
+        queued_at = self._queued.pop(ev.turn_id or "", None)
+        if queued_at is not None:
+            self.turns_queued.labels(*labels).dec()
+            if started:
+                self.queue_wait.labels(*labels).observe(max(0.0, ev.created_at - queued_at))
 
     def _running(self) -> list[tuple[str, str, float]]:
         """(instance, driver, started at) of each running turn (the scraping thread: a copy)."""

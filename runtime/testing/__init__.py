@@ -3,7 +3,7 @@ and their offline environments, and the transcript recorder and replayer (``repl
 
 - :class:`ModelServer`: OpenAI Responses, Chat Completions, Anthropic Messages and Gemini on
   127.0.0.1, answering from the scenario language (:class:`Script`, :class:`Text`,
-  :class:`Shell`, :class:`Write`, :class:`Patch`, :class:`McpCall`, :class:`Fail`, :class:`UsageLimit`);
+  :class:`Shell`, :class:`Write`, :class:`Patch`, :class:`McpCall`, :class:`Fail`, :class:`UsageLimit`, :class:`RateLimits`);
 - peers: :func:`load_pins` (the pins shipped with the package), :func:`install_peer`, :func:`peer_argv`;
 - :func:`build_offline_env`: private homes, config files and switches that keep a CLI offline;
 - transcripts: :class:`Recorder` (a line tap for our transports), :func:`load_transcript`,
@@ -41,6 +41,7 @@ from ._scenario import Patch as Patch
 from ._scenario import Script as Script
 from ._scenario import Shell as Shell
 from ._scenario import Text as Text
+from ._scenario import RateLimits as RateLimits
 from ._scenario import UsageLimit as UsageLimit
 from ._scenario import Write as Write
 from ._scenario import load_script as load_script
@@ -76,6 +77,7 @@ __all__ = [
     "SessionResult",
     "Shell",
     "Text",
+    "RateLimits",
     "UsageLimit",
     "Transcript",
     "Write",

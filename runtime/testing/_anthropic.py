@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ._reply import Call, ErrorOut, Ids, Reply, TextOut, ToolOut, rfc3339
+from ._reply import Call, ErrorOut, Ids, RateLimitsOut, Reply, TextOut, ToolOut, rfc3339
 from ._wire import Frames, body_call, dumps, function_tool, text_of, usage_counts
 
 __all__ = ["Anthropic"]
@@ -118,6 +118,15 @@ class Anthropic:
                  429: "rate_limit_error", 529: "overloaded_error"}
         kind = kinds.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": kind, "message": error.message}}
+
+    @staticmethod
+    def rate_limit_headers(rate: RateLimitsOut) -> dict[str, str]:
+        """Anthropic's unified (subscription) window headers, the five-hour window."""
+        reset = str(int(rate.resets_at))
+        return {"anthropic-ratelimit-unified-status": rate.status, "anthropic-ratelimit-unified-reset": reset,
+                "anthropic-ratelimit-unified-representative-claim": "five_hour",
+                "anthropic-ratelimit-unified-5h-utilization": f"{rate.used_percent / 100:g}",
+                "anthropic-ratelimit-unified-5h-reset": reset}
 
     @staticmethod
     def error_headers(error: ErrorOut) -> dict[str, str]:

@@ -1480,8 +1480,10 @@ def _confine_prompt(p: Probe) -> str:
 def _confinement(p: Probe) -> str:
     [info] = [i for i in p.rt.instances() if i.id == p.instance]
     held = info.confinement
+    opted_out = held is not None and held.setting == "none"
     if held is None or not held.confined:
-        raise NotApplicable(f"the instance is not confined: {held.reason if held and held.reason else 'confinement = none'}")
+        if not opted_out:
+            raise NotApplicable(f"the instance is not confined: {held.reason if held and held.reason else 'confinement = none'}")
     (p.state_dir / "server.token").write_text(_TOKEN)
     other = p.state_dir / "instances" / "conf-other"
     other.mkdir(parents=True, exist_ok=True)
@@ -1490,11 +1492,20 @@ def _confinement(p: Probe) -> str:
     events = p.turn(p.thread(), _confine_prompt(p))
     _end(events)  # the turn ended
     shown = " ".join(str(e) for e in events)
-    assert _TOKEN not in shown and _CREDENTIAL not in shown, "a refused file's contents reached an event"
-    assert not (p.state_dir / "planted").exists(), "the agent wrote into the state dir"
     # The command's output: in its events, and (for an agent whose events carry none of it, such
     # as Gemini CLI's) in the tool result it sent the scripted model.
     output = shown + " ".join(json.dumps(r.body) for r in p.server.model_calls()) if p.server is not None else shown
+    if held is None or not held.confined:
+        # confinement = "none", said explicitly: the same command shows what the kernel refuses
+        # elsewhere (so the confined case can fail): each access succeeds, and the case says so.
+        succeeded = [what for what, ok in (
+            ("read server.token", _TOKEN in output), ("read another instance's credentials", _CREDENTIAL in output),
+            ("wrote into the state dir", (p.state_dir / "planted").exists()),
+            ("signalled the host", "Operation not permitted" not in output)) if ok]
+        raise NotApplicable("the instance is not confined (confinement = none): unconfined, the agent "
+                            + (", ".join(succeeded) if succeeded else "did none of it"))
+    assert _TOKEN not in shown and _CREDENTIAL not in shown, "a refused file's contents reached an event"
+    assert not (p.state_dir / "planted").exists(), "the agent wrote into the state dir"
     # Outside the roots Landlock answers EACCES; a state dir inside a root is covered by an empty
     # read-only folder (ENOENT, EROFS).
     refusals = sum(output.count(s) for s in ("Permission denied", "No such file or directory", "Read-only file system"))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ._scenario import (
-    DEFAULT_FINAL_TEXT, TOOL_STEPS, Fail, McpCall, Patch, Script, Shell, Text, UsageLimit, Write, find_marker,
+    DEFAULT_FINAL_TEXT, TOOL_STEPS, Fail, McpCall, Patch, RateLimits, Script, Shell, Text, UsageLimit, Write, find_marker,
 )
 
 __all__ = ["Call", "ErrorOut", "Ids", "Reply", "TextOut", "ToolOut", "ToolSpec", "plan_reply", "rfc3339", "split_text"]
@@ -95,6 +95,16 @@ class ErrorOut:
 
 
 @dataclass(frozen=True)
+class RateLimitsOut:
+    """The account's window a reply reports in its headers (``RateLimits``)."""
+
+    used_percent: float
+    resets_at: float
+    window_minutes: int
+    status: str
+
+
+@dataclass(frozen=True)
 class Reply:
     scenario: str | None
     segment: int
@@ -102,6 +112,7 @@ class Reply:
     error: ErrorOut | None = None
     note: str | None = None
     """Why the reply differs from the script (e.g. no matching tool offered); logged."""
+    rate_limits: RateLimitsOut | None = None
 
 
 @dataclass
@@ -253,12 +264,15 @@ def plan_reply(call: Call, script: Script, ids: Ids, *, workspace: str | None = 
                 return Reply(scenario=name, segment=index, error=ErrorOut(429, message, resets_at=ends))
     parts: list[TextOut | ToolOut] = []
     notes: list[str] = []
+    rate: RateLimitsOut | None = None
     for step in segment:
         if isinstance(step, Text):
             text = step.text.replace("{output}", output_head)
             parts.append(TextOut(chunks=split_text(text, step.chunks), delay=step.delay))
         elif isinstance(step, UsageLimit):
             continue  # its window is over
+        elif isinstance(step, RateLimits):
+            rate = RateLimitsOut(step.used_percent, time.time() + step.resets_in, step.window_minutes, step.status)
         else:
             made = _tool_call(step, call, ids, workspace)
             if isinstance(made, str):
@@ -266,4 +280,4 @@ def plan_reply(call: Call, script: Script, ids: Ids, *, workspace: str | None = 
                 parts.append(TextOut(chunks=(made,)))
             else:
                 parts.append(made)
-    return Reply(scenario=name, segment=index, parts=tuple(parts), note="; ".join(notes) or None)
+    return Reply(scenario=name, segment=index, parts=tuple(parts), note="; ".join(notes) or None, rate_limits=rate)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._reply import Call, Ids, Reply, TextOut, ToolSpec
+from ._reply import Call, Ids, RateLimitsOut, Reply, TextOut, ToolSpec
 from ._wire import Frames, body_call, dumps, function_tool, openai_error_body, openai_error_headers, text_of, usage_counts
 
 __all__ = ["Responses"]
@@ -115,3 +115,10 @@ class Responses:
 
     error_body = staticmethod(openai_error_body)
     error_headers = staticmethod(openai_error_headers)
+
+    @staticmethod
+    def rate_limit_headers(rate: RateLimitsOut) -> dict[str, str]:
+        """Codex's own window headers (it reads them into ``account/rateLimits/updated``)."""
+        return {"x-codex-primary-used-percent": f"{rate.used_percent:g}",
+                "x-codex-primary-window-minutes": str(rate.window_minutes),
+                "x-codex-primary-reset-at": str(int(rate.resets_at))}

@@ -18,7 +18,8 @@ A file that is just a list of steps is the default scenario. The scenario of a c
 the marker ``SCENARIO:<name>`` in the last user text, else the script's default. Built-in
 scenarios (a script may override them): ``text``, ``tool_shell``, ``tool_shell_escalated``,
 ``tool_write``, ``patch``, ``slow``, ``http400``, ``http500``, ``usage_limit`` (429 for 3 s
-from its first call, then ``Back after the reset``), and ``mcp_echo`` (calls the
+from its first call, then ``Back after the reset``), ``rate_limits`` (a reply whose headers say
+the account's window is 42 % used), and ``mcp_echo`` (calls the
 ``echo`` tool of the test MCP server, :mod:`paddock.testing.mcp_server`).
 """
 
@@ -28,7 +29,7 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Union
+from typing import Literal, Union
 
 import msgspec
 
@@ -42,6 +43,7 @@ __all__ = [
     "Shell",
     "Step",
     "Text",
+    "RateLimits",
     "UsageLimit",
     "Write",
     "find_marker",
@@ -111,7 +113,19 @@ class UsageLimit(msgspec.Struct, frozen=True, kw_only=True, tag="usage_limit", t
     message: str | None = None
 
 
-Step = Union[Text, Shell, Write, Patch, McpCall, Fail, UsageLimit]
+class RateLimits(msgspec.Struct, frozen=True, kw_only=True, tag="rate_limits", tag_field="type"):
+    """The account's rate-limit window on this reply (it adds headers, no output): a window of
+    ``window_minutes`` used to ``used_percent`` that resets ``resets_in`` seconds after the
+    reply, with Anthropic's unified ``status``, in the headers the dialect's CLI reads (Codex's
+    ``x-codex-primary-*``, Anthropic's ``anthropic-ratelimit-unified-*``; the others none)."""
+
+    used_percent: float = 42.0
+    resets_in: float = 3600.0
+    window_minutes: int = 300
+    status: Literal["allowed", "allowed_warning", "rejected"] = "allowed"
+
+
+Step = Union[Text, Shell, Write, Patch, McpCall, Fail, UsageLimit, RateLimits]
 TOOL_STEPS = (Shell, Write, Patch, McpCall)
 DEFAULT_FINAL_TEXT = "Tool finished: {output}"
 
@@ -143,6 +157,7 @@ BUILTIN_SCENARIOS: dict[str, tuple[Step, ...]] = {
     "http400": (Fail(status=400),),
     "http500": (Fail(status=500),),
     "usage_limit": (UsageLimit(resets_in=3.0), Text(text="Back after the reset")),
+    "rate_limits": (RateLimits(), Text(text="Counted against the window")),
     "mcp_echo": (McpCall(tool="echo", arguments={"text": "ping from the model"}),),
 }
 

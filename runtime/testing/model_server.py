@@ -402,13 +402,18 @@ class ModelServer:
             self._send(h, reply.error.status, dialect.error_body(reply.error), headers=dialect.error_headers(reply.error))
             return {**info, "status": reply.error.status}
         sse = call.stream and (dialect is not Gemini or "alt=sse" in query)
+        # A RateLimits step: the account's window in the headers the dialect's CLI reads.
+        window = getattr(dialect, "rate_limit_headers", None)
+        extra = window(reply.rate_limits) if reply.rate_limits is not None and window is not None else {}
         if not sse:
             payload = (Gemini.json_stream(reply, call, self._ids, tokens) if call.stream
                        else dialect.json_reply(reply, call, self._ids, tokens))
-            self._send(h, 200, payload)
+            self._send(h, 200, payload, headers=extra)
             return {**info, "status": 200}
         frames = dialect.stream(reply, call, self._ids, tokens, body)
         h.send_response(200)
+        for name, value in extra.items():
+            h.send_header(name, value)
         h.send_header("Content-Type", "text/event-stream")
         h.send_header("Cache-Control", "no-cache")
         h.send_header("Connection", "close")

@@ -1,5 +1,5 @@
 """A tiny scripted ACP agent for adapter tests: each prompt line is a command it performs
-against the client (``read PATH``, ``term CMD``, ``termlimit N CMD``, ``termhang CMD``,
+against the client (``read PATH``, ``term CMD``, ``termenv NAME=VALUE CMD``, ``termlimit N CMD``, ``termhang CMD``,
 ``termcwd DIR CMD``, ``ask METHOD``), then it answers with one ``agent_message_chunk`` per command result.
 The prompt ``deaf-start`` drops cancels sent in its first 0.3 s, like the agents the cancel guard is
 for; ``deaf-forever [N]`` ignores cancels altogether (N chunks, default 16). With ``SCRIPTED_STUCK`` set, ``session/new`` for a
@@ -57,8 +57,12 @@ def run(sid: str, line: str) -> str:
     if op == "read":
         r = call("fs/read_text_file", {"sessionId": sid, "path": arg})
         return f"ok:{r['result']['content']}" if "result" in r else f"err:{r['error']['code']}:{r['error']['message']}"
-    if op in ("term", "termlimit", "termhang", "termcwd"):
+    if op in ("term", "termlimit", "termhang", "termcwd", "termenv"):
         params = {"sessionId": sid, "command": arg}
+        if op == "termenv":
+            pair, _, cmd = arg.partition(" ")
+            name, _, value = pair.partition("=")
+            params = {"sessionId": sid, "command": cmd, "env": [{"name": name, "value": value}]}
         if op == "termcwd":
             d, _, cmd = arg.partition(" ")
             params = {"sessionId": sid, "command": cmd, "cwd": d}

@@ -128,8 +128,11 @@ def test_checkpoint_shape(capsys):
 
 
 def test_teardown_shape(capsys):
-    doc = bench(capsys, "teardown", "--trees", "3", "--deadline", "0.5")
+    doc = bench(capsys, "teardown", "--trees", "3", "--deadline", "0.5", "--watch", "0.5")
     assert doc["trees"] == 3 and doc["survivors"] == 0 and doc["processes"] >= 3
+    watch = doc["watch_cpu_s_per_agent_min"]
+    assert set(watch) == {"report_only", "memory_processes", "cpu", "all"}
+    assert all(isinstance(v, float) and v >= 0 for v in watch.values()), watch
 
 
 def test_peer_acp_shape(capsys):
@@ -222,7 +225,8 @@ def test_side_by_side_shape(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setenv("PADDOCK_BENCH_TREES", str(tmp_path / "trees"))
     try:
-        doc = bench(capsys, "side-by-side", "--rev", "HEAD", "--pairs", "1", "teardown", "--trees", "2", "--deadline", "0.5")
+        doc = bench(capsys, "side-by-side", "--rev", "HEAD", "--pairs", "1", "teardown", "--trees", "2", "--deadline", "0.5",
+                    "--watch", "0")
     finally:
         for tree in (tmp_path / "trees").glob("*"):
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
@@ -230,3 +234,22 @@ def test_side_by_side_shape(capsys, tmp_path, monkeypatch):
     for side in ("before", "after"):
         [run] = doc["runs"][side]
         assert run["benchmark"] == "teardown" and run["trees"] == 2 and run["survivors"] == 0
+    assert doc["compare"] == []  # teardown has no figures in side_by_side.FIGURES
+
+
+@pytest.mark.timeout(30)
+def test_side_by_side_flags_a_figure_worse_in_its_direction():
+    from benchmarks.side_by_side import compare
+
+    def run(on: float, cpu: float) -> dict:
+        return {"summary": {"runtime_log_on": {"events_per_s_median": on, "host_cpu_per_100k_median": cpu}}}
+
+    runs = {"before": [run(100.0, 0.50), run(110.0, 0.40), run(90.0, 0.60)],
+            "after": [run(85.0, 0.56), run(88.0, 0.54), run(200.0, 0.20)]}
+    rows = {r["figure"]: r for r in compare("throughput", runs, 0.10)}
+    on = rows["log on events/s"]
+    assert (on["before"], on["after"], on["ratio"], on["worse"]) == (100.0, 88.0, 0.88, True)
+    cpu = rows["log on host CPU per 100k events (s)"]
+    assert (cpu["before"], cpu["after"], cpu["ratio"], cpu["worse"]) == (0.5, 0.54, 1.08, False)
+    assert rows["log off events/s"]["ratio"] is None and not rows["log off events/s"]["worse"]
+    assert [r["worse"] for r in compare("throughput", runs, 0.05) if r["figure"].startswith("log on")] == [True, True]

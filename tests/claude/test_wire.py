@@ -16,6 +16,8 @@ from paddock.drivers.claude._wire import (
     ControlRequest,
     ControlResponse,
     Malformed,
+    RateLimitEvent,
+    RateLimitInfo,
     Result,
     StreamEvent,
     System,
@@ -66,7 +68,7 @@ def test_the_fields_the_driver_reads_are_decoded():
 
 
 def test_unknown_types_and_fields_are_tolerated():
-    assert decode_line(b'{"type":"rate_limit_event","x":1}') == Unknown("rate_limit_event")
+    assert decode_line(b'{"type":"conversation_reset","x":1}') == Unknown("conversation_reset")
     assert decode_line(b'{"no_type":1}') == Unknown(None)
     other = decode_line(b'{"type":"system","subtype":"task_started","model":{"not":"a string"}}')
     assert isinstance(other, System) and other.subtype == "task_started"
@@ -91,3 +93,13 @@ def test_a_line_that_is_not_an_object_raises(line):
 def test_control_answers_of_another_shape_decode_empty():
     assert decode_init_answer(msgspec.Raw(b'{"models":"x"}')).models is None
     assert decode_mcp_answer(msgspec.Raw(b"null")).mcpServers is None
+
+
+def test_a_rate_limit_event_decodes_with_its_window():
+    # As the pinned 2.1.197 printed it (a claude.ai login, the model server's rate_limits headers).
+    line = (b'{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1796681641,'
+            b'"rateLimitType":"five_hour","isUsingOverage":false},"uuid":"c359fe28-d2af-441d-afea-ab06bd0bb46b",'
+            b'"session_id":"0340c742-de15-415b-b746-6dbe98aff6b4"}')
+    assert decode_line(line) == RateLimitEvent(rate_limit_info=RateLimitInfo(
+        status="allowed", resetsAt=1796681641, rateLimitType="five_hour", isUsingOverage=False))
+    assert isinstance(decode_line(b'{"type":"rate_limit_event","rate_limit_info":[]}'), Malformed)

@@ -63,3 +63,19 @@ api_key = "{SECRET}"
     assert "problem: no credentials and the agent is not logged in" in no_login
     assert "login: logged in (api_key from ANTHROPIC_API_KEY)" in keyed and "credentials: api_key in the config" in keyed
     assert SECRET not in r.stdout + r.stderr
+
+
+def test_doctor_says_which_limits_an_instance_has_and_what_enforces_them(short_root):
+    config = short_root / "paddock.toml"
+    config.write_text("""
+[instances.small]
+driver = "local"
+limits = { memory_mb = 256, processes = 50 }
+
+[instances.free]
+driver = "local"
+""")
+    r = cli("doctor", "--config", str(config), "--state-dir", str(short_root / "state"))
+    small, free = r.stdout.split(" free (driver")
+    assert "limits: memory_mb = 256, processes = 50: enforced by the shim's tree watch (cgroup: " in small, r.stdout
+    assert "limits:" not in free

@@ -20,6 +20,32 @@ def test_the_local_agent_is_refused_by_the_kernel(tmp_path) -> None:
     assert case.reason.startswith("refused by the kernel (Landlock ABI")
 
 
+_OPEN = ("read server.token, read another instance's credentials, wrote into the state dir, "
+         "signalled the host")
+
+
+def test_the_local_agent_unconfined_does_every_access(tmp_path) -> None:
+    target = local_target()
+    target.config["confinement"] = "none"
+    [case] = run_target(target, tmp_path, only=("20-confinement",)).cases
+    assert case.result == "n/a" and (case.reason or "").endswith(_OPEN), case
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("kind", ["claude", "codex", "gemini", "opencode"])
+def test_a_pinned_cli_unconfined_does_every_access(kind, tmp_path) -> None:
+    """The live case above can fail: with ``confinement = "none"`` the same command, run by the
+    same agent against the same scripted model, reads, writes and signals."""
+    target = live_target(kind, scenarios=("20-confinement",))
+    if isinstance(target, str):
+        if os.environ.get("PADDOCK_REQUIRE_PEERS") == "1":
+            pytest.fail(target, pytrace=False)
+        pytest.skip(target)
+    target.config["confinement"] = "none"
+    [case] = run_target(target, tmp_path, only=("20-confinement",)).cases
+    assert case.result == "n/a" and (case.reason or "").endswith(_OPEN), case
+
+
 def test_an_unconfined_instance_is_not_applicable(tmp_path) -> None:
     set_landlock_probe(lambda: 0)
     try:

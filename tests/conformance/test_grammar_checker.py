@@ -80,3 +80,18 @@ def test_the_hub_repairs_and_the_checker_still_reports(through_hub, code):
     assert code in {v.code for v in violations}, [(v.code, v.message) for v in violations]
     if code in HUB_CODES:  # reported from the hub's own warning, the break itself is repaired
         assert any(ev.type == "runtime.warning" and ev.code == code for v in violations for ev in v.events)
+
+
+def test_a_queued_turn_starts_or_ends_once_and_is_queued_only_first():
+    from paddock.contract import SessionExited, TurnCompleted, TurnQueued, TurnStarted
+
+    who = {"driver": "local", "instance_id": "i", "thread_id": "t", "turn_id": "q1"}
+    queued = TurnQueued(**who, position=1)
+    assert check_grammar(stamp([[queued, TurnStarted(**who), TurnCompleted(**who, state="completed")]])) == []
+    assert check_grammar(stamp([[queued, TurnCompleted(**who, state="interrupted")]])) == []
+    assert [v.code for v in check_grammar(stamp([[queued]]))] == ["grammar.turn_not_completed"]
+    late = stamp([[TurnStarted(**who), queued, TurnCompleted(**who, state="completed")]])
+    assert [v.code for v in check_grammar(late)] == ["grammar.out_of_order"]
+    # A queued turn belongs to no session yet: one exiting meanwhile leaves it to start later.
+    exited = SessionExited(**{k: v for k, v in who.items() if k != "turn_id"}, reason="idle")
+    assert check_grammar(stamp([[queued, exited, TurnStarted(**who), TurnCompleted(**who, state="completed")]])) == []

@@ -6,6 +6,7 @@ import pytest
 
 from paddock.contract import (
     CapabilityUnsupportedError,
+    CapacityError,
     ConfigError,
     DriverError,
     InstanceNotFoundError,
@@ -32,6 +33,7 @@ ERRORS = [
     ConfigError("paddock.toml", "[instances.a] key 'driver': expected a string"),
     PersistenceError("append events", "disk full"),
     OperationTimeout("start_session", 30.0, thread_id="t1"),
+    CapacityError("max_running_turns", "instance", 4, 4, instance_id="claude", thread_id="t1"),
 ]
 
 

@@ -68,7 +68,7 @@ def test_the_union_has_every_family_of_the_architecture():
         "session", "thread", "turn", "item", "content", "request", "user-input", "task", "hook",
         "tool", "auth", "account", "mcp", "model", "config", "deprecation", "files", "runtime", "budget",
     }
-    assert len(EVENT_TYPES) == 44
+    assert len(EVENT_TYPES) == 46
 
 
 def test_events_are_frozen():

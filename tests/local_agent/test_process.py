@@ -218,3 +218,19 @@ def test_buffered_mode_flushes_before_pauses_and_requests(spawn_agent, workspace
     _, req = client.agent_request("session/request_permission", timeout=3)
     client.answer(req["id"], {"outcome": {"outcome": "selected", "optionId": "reject_once"}})
     assert client.response(rid)["result"]["stopReason"] == "end_turn"
+
+
+def test_alloc_fork_and_burn_directives_answer_what_they_did(agent, workspace):
+    sid = agent.new_session(workspace)
+    _, ups = agent.turn(sid, "@alloc 16\n@fork 3\n@burn 0.1")
+    assert "".join(chunks_text(ups)) == "allocated 16 MB; forked 3; burned 0.1 s"
+    me = psutil.Process(agent.proc.pid)
+    assert me.memory_info().rss > 16 * 1024 * 1024
+    assert len([c for c in me.children() if c.status() != psutil.STATUS_ZOMBIE]) == 3
+
+
+@pytest.mark.parametrize("line", ["@alloc 0", "@alloc lots", "@fork -1", "@burn soon"])
+def test_a_malformed_resource_directive_fails_the_prompt_with_invalid_params(agent, workspace, line):
+    sid = agent.new_session(workspace)
+    resp = agent.response(agent.prompt(sid, line))
+    assert resp["error"]["code"] == -32602 and line.split()[0] in resp["error"]["message"]

@@ -65,7 +65,9 @@ class TwoNodes:
         return {"ray": table}
 
 
-@pytest.fixture(scope="session")
+# Package scope: torn down after the folder's last test (session scope let the cluster live on
+# through every later folder of a full run).
+@pytest.fixture(scope="package")
 def two_nodes():
     from ray.cluster_utils import Cluster
 

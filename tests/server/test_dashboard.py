@@ -219,3 +219,23 @@ def test_dashboard_shows_each_turns_diff_of_a_worktree_thread(make_server, brows
     summary.click()
     page.wait_for_selector("#transcript details.turn-diff .add >> text=+a line the page shows")
     assert not errors, errors
+
+
+def test_dashboard_shows_queue_depth_and_a_queued_turn(make_server, browser):
+    config = '[instances.gated]\ndriver = "local"\nmax_running_turns = 1\n'
+    served = make_server("tcp", config=config)
+    with served.remote() as rt:
+        for t in ("busy", "waits"):
+            rt.start_session(t, instance="gated", cwd=served.workspace)
+        rt.send_turn("busy", "@chunks 6\n@delay 3\nlong")
+        rt.send_turn("waits", "@reply later")
+        page = browser.new_page()
+        page.goto(f"{served.url}/#token={served.token}")
+        page.wait_for_selector("#instances li[data-instance='gated'] .queue >> text=1 queued")
+        page.wait_for_selector("#sessions li[data-thread='waits'] >> text=turn queued #1")
+        rt.interrupt_turn("waits")
+        deadline = time.monotonic() + 20
+        while page.text_content("#instances li[data-instance='gated'] .queue"):  # the queue emptied
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        rt.interrupt_turn("busy")

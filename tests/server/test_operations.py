@@ -99,6 +99,7 @@ def _outcomes(rt, ws) -> dict[str, str]:
         opened = sub.get(timeout=20)
         assert opened is not None and opened.type == "request.opened"
         call("pending_requests", "t1")
+        call("queue")
         call("respond_to_request", "t1", opened.request_id, "accept")
         while (event := sub.get(timeout=20)) is not None and event.type != "turn.completed":
             pass

@@ -11,7 +11,8 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
 
 - ``@reply TEXT``: the answer. Precedence: ``@reply`` > ``@reply-history`` (``history: N``,
   N = earlier prompts of the session, cancelled/replayed ones included) > ``@env NAME`` (value or
-  ``<unset>``) > ``@spawn`` (``spawned PID``) > ``You said: <prompt>``.
+  ``<unset>``) > ``@spawn`` (``spawned PID``) > ``@alloc``/``@fork``/``@burn`` (``allocated N MB;
+  forked N; burned S s``) > ``You said: <prompt>``.
 - ``@chunks N`` (>= 1): exactly N non-empty ``agent_message_chunk`` updates; an answer
   shorter than N characters is repeated until it has at least N (the concatenation is that
   repeated text); an empty answer sends no chunk. Without ``@chunks`` the answer goes out in
@@ -23,8 +24,10 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
   claude-agent-acp and copilot send).
 - ``@cost USD``: before the answer a ``usage_update`` whose ``cost {amount, currency: "USD"}`` is
   the session's cumulative cost with USD added (a cost report in the middle of the turn).
-- ``@limit-until T``: until Unix time T the prompt fails with error 429 ``usage limit reached;
-  resets at T`` (a model's usage limit); from T on the directive is ignored.
+- ``@limit-until T [ACCOUNT]``: until Unix time T the prompt fails with error 429 ``usage limit
+  reached; resets at T`` (a model's usage limit); from T on the directive is ignored. With
+  ACCOUNT, only an agent whose ``ACCOUNT`` environment variable is ACCOUNT is limited (two
+  instances standing for two accounts of one provider).
 - ``@run CMD``: ``tool_call`` (execute, pending) → ``session/request_permission`` (allow_once,
   allow_always, reject_once; every directive asks, allow_always is not remembered) → on allow
   ``in_progress``, output deltas as ``tool_call_update`` content, then ``completed`` with
@@ -44,6 +47,13 @@ argument fails the prompt with -32602. The last occurrence of a directive wins, 
   answer, an ``isError`` result, a server that went away).
 - ``@crash CODE`` (default 1): exit right after the first chunk, output flushed.
 - ``@spawn S``: a grandchild ``sleep S`` ignoring SIGTERM, in the agent's process group.
+- ``@alloc MB`` (>= 1): allocate and touch MB MiB in 8 MiB steps 20 ms apart, held until the
+  agent exits (the answer counts every MiB held so far); exercises a ``memory_mb`` limit.
+- ``@fork N`` (>= 1): fork N children that sleep up to 10 minutes, as fast as possible (each
+  leaves within 250 ms of the agent's exit; reaped by a thread of the agent); exercises a
+  ``processes`` limit.
+- ``@burn S``: keep one CPU busy for S seconds of wall time in the agent itself; exercises a
+  ``cpu_percent`` limit.
 - ``@ignore-sigterm``: the agent ignores SIGTERM from then on (children inherit it).
 - ``@garbage``: a non-JSON line and a ``local/unknown`` request (not awaited) first.
 

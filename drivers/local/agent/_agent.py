@@ -78,6 +78,21 @@ def _text(text: str) -> JsonObject:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
+def _resource_effect(d: Directives) -> str | None:
+    """Run ``@alloc``, ``@fork`` and ``@burn`` (in that order); the answer they make, or None."""
+    from ._tools import allocate, burn, fork_sleepers
+
+    said = []
+    if d.alloc is not None:
+        said.append(f"allocated {allocate(d.alloc)} MB")
+    if d.fork is not None:
+        said.append(f"forked {fork_sleepers(d.fork)}")
+    if d.burn is not None:
+        burn(d.burn)
+        said.append(f"burned {d.burn:g} s")
+    return "; ".join(said) or None
+
+
 def split_answer(answer: str, n: int) -> list[str]:
     """Exactly ``n`` non-empty pieces whose concatenation is the streamed answer.
 
@@ -546,7 +561,8 @@ class Agent:
             previous.wait()
         try:
             sent: list[str] = []
-            if d.limit_until is not None and time.time() < d.limit_until:
+            if (d.limit_until is not None and time.time() < d.limit_until
+                    and d.limit_account in (None, os.environ.get("ACCOUNT"))):
                 # What a model's usage limit looks like from an ACP agent: an error with its text.
                 self._error(req_id, RATE_LIMITED, f"usage limit reached; resets at {d.limit_until:.3f}",
                             {"resetsAt": d.limit_until}, throttle=True)
@@ -594,6 +610,7 @@ class Agent:
             from ._tools import spawn_sleeper
 
             spawned = spawn_sleeper(d.spawn)
+        effect = _resource_effect(d)
         if d.plan:
             self._update(
                 session,
@@ -622,6 +639,8 @@ class Agent:
             answer = os.environ.get(d.env, "<unset>")
         elif spawned is not None:
             answer = f"spawned {spawned}"
+        elif effect is not None:
+            answer = effect
         else:
             answer = f"You said: {d.prompt}"
 

@@ -53,10 +53,15 @@ class Directives(msgspec.Struct, frozen=True, kw_only=True):
     usage: tuple[int, int] | None = None
     cost: float | None = None
     limit_until: float | None = None
+    limit_account: str | None = None
+    """``@limit-until T ACCOUNT``: the limit holds only where the agent's ``ACCOUNT`` variable is this."""
     actions: tuple[Action, ...] = ()
     env: str | None = None
     crash: int | None = None
     spawn: float | None = None
+    alloc: int | None = None
+    fork: int | None = None
+    burn: float | None = None
     ignore_sigterm: bool = False
     garbage: bool = False
 
@@ -127,10 +132,12 @@ def parse_prompt(text: str) -> Directives:
                 raise DirectiveError(f"@usage needs two integers IN OUT, got {arg!r}")
             found["usage"] = (_int(name, parts[0], minimum=0), _int(name, parts[1], minimum=0))
         elif name == "limit-until":
+            when, _, account = arg.partition(" ")
             try:
-                found["limit_until"] = float(arg)
+                found["limit_until"] = float(when)
             except ValueError:
                 raise DirectiveError(f"@limit-until needs a Unix time, got {arg!r}") from None
+            found["limit_account"] = account.strip() or None
         elif name == "cost":
             try:
                 cost = float(arg)
@@ -171,6 +178,12 @@ def parse_prompt(text: str) -> Directives:
             found["crash"] = _int(name, arg, minimum=0) if arg else 1
         elif name == "spawn":
             found["spawn"] = _seconds(name, arg)
+        elif name == "alloc":
+            found["alloc"] = _int(name, arg, minimum=1)
+        elif name == "fork":
+            found["fork"] = _int(name, arg, minimum=1)
+        elif name == "burn":
+            found["burn"] = _seconds(name, arg)
         elif name == "ignore-sigterm":
             found["ignore_sigterm"] = True
         elif name == "garbage":

@@ -1,4 +1,5 @@
-"""Process and file side effects of the directives (``@run``, ``@spawn``, direct ``@write``).
+"""Process and file side effects of the directives (``@run``, ``@spawn``, ``@alloc``, ``@fork``,
+``@burn``, direct ``@write``).
 
 This package is the one part of Paddock allowed to spawn processes outside supervisors/actors:
 it is a separate program the runtime starts, and it behaves like a real agent.
@@ -11,9 +12,13 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 
-__all__ = ["RunningCommand", "read_old_text", "spawn_sleeper", "write_file"]
+__all__ = ["RunningCommand", "allocate", "burn", "fork_sleepers", "read_old_text", "spawn_sleeper", "write_file"]
+
+_HELD: list[bytearray] = []
+_ALLOC_STEP = 8 * 1024 * 1024
 
 _OLD_TEXT_LIMIT = 1024 * 1024
 
@@ -78,6 +83,55 @@ def spawn_sleeper(seconds: float) -> int:
     proc.stdout.close()  # type: ignore[union-attr]
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
     return proc.pid
+
+
+def allocate(mb: int) -> int:
+    """Allocate and touch ``mb`` MiB, held until the agent exits, in 8 MiB steps 20 ms apart (a
+    paced growth whose crossing of a limit can be watched); returns the MiB held in all."""
+    left = mb * 1024 * 1024
+    while left > 0:
+        step = min(left, _ALLOC_STEP)
+        _HELD.append(bytearray(b"\x01") * step)  # filled, so resident, unlike a zeroed allocation
+        left -= step
+        time.sleep(0.02)
+    return sum(len(b) for b in _HELD) // (1024 * 1024)
+
+
+def fork_sleepers(n: int) -> int:
+    """Fork ``n`` children that close every descriptor and sleep up to 10 minutes, as fast as the
+    agent can; each leaves within 250 ms of the agent's exit (it checks its parent: a
+    ``PR_SET_PDEATHSIG`` would fire when the forking turn thread ends) and a daemon thread reaps
+    them. Returns how many were forked."""
+    pids = []
+    me = os.getpid()
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.closerange(0, 1 << 16)
+                end = time.monotonic() + 600
+                while os.getppid() == me and time.monotonic() < end:
+                    time.sleep(0.25)
+            finally:
+                os._exit(0)
+        pids.append(pid)
+
+    def reap() -> None:
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    threading.Thread(target=reap, name="reap-forked", daemon=True).start()
+    return len(pids)
+
+
+def burn(seconds: float) -> None:
+    """Keep one CPU busy for ``seconds`` of wall time."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
 
 
 def read_old_text(path: str) -> str | None:
