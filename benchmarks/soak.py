@@ -2,7 +2,7 @@
 every turn ends, no subscriber loses an event, no process outlives its session, memory and
 threads stay flat and ``close()`` keeps its budget.
 
-Four lanes run at once, through the public API only, on the built-in ``local`` agent:
+Five lanes run at once, through the public API only, on the built-in ``local`` agent:
 
 - ``local``: a :class:`paddock.Runtime` in this process (``--instances`` agent processes,
   ``--sessions`` sessions, a third of them ``approval-required`` with a responder answering
@@ -14,7 +14,11 @@ Four lanes run at once, through the public API only, on the built-in ``local`` a
   :class:`paddock.client.RemoteRuntime` client with two sessions and a ledger subscriber;
 - ``endpoint``: a third in-process Runtime, one instance whose model ``endpoint`` is a loopback
   listener of this process (``endpoint_timeout`` 2 s), one session running quiet turns (two
-  chunks, then 12 s of silence, as an agent waiting on its model).
+  chunks, then 12 s of silence, as an agent waiting on its model);
+- ``limits`` (issue 35; ``--no-limits`` skips it): a fourth in-process Runtime, two instances
+  under ``limits`` (``LIMITS``) with ``max_running_turns`` 2 and ``queue = true``,
+  ``--limits-sessions`` worker sessions running short streams and ``BURST_SESSIONS`` idle
+  sessions per instance that only ``queue_burst`` sends on.
 
 Every session runs turns back to back: short streams with ``@delay``, bursts of ``@chunks``,
 ``@write`` approvals, ``@spawn`` grandchildren that outlive their turn, and some interrupted
@@ -39,7 +43,12 @@ mid-way. Faults, drawn from one seeded RNG and logged with their time:
   it must exit 130 and leave its session stopped in the server;
 - ``disk_full_close``: the disk lane's tmpfs is filled, and once the runtime refuses work it is
   closed with the disk still full; then the disk is freed and the directory opened again;
-- ``endpoint_dead``: the endpoint lane's listener is closed for 15-25 s, then listens again.
+- ``endpoint_dead``: the endpoint lane's listener is closed for 15-25 s, then listens again;
+- ``limit_memory`` / ``limit_processes``: a limits-lane worker's next turn ``@alloc``s /
+  ``@fork``s past its instance's limit (one at a time, within the instance's budget of
+  agent-ending faults);
+- ``queue_burst``: a send on each burst session of one limits-lane instance at once (they queue
+  behind its workers), about half of the queued ones interrupted at once.
 
 ``--faults a,b`` injects only those kinds (for a test of one fault).
 
@@ -67,7 +76,10 @@ lane is closed and its log read back with :class:`paddock.StateReader`:
 - ``dead_endpoint_fails_in_bound``: a quiet turn running while the endpoint is dead ends failed,
   its error naming the endpoint, within ``endpoint_timeout`` + ``endpoint_fail_margin_s`` of the
   later of its start and the endpoint's death; no turn fails so while the endpoint is live; and
-  every other lane completes turns while it is dead (unless a fault of its own held it up).
+  every other lane completes turns while it is dead (unless a fault of its own held it up);
+- ``queued_turns_end_once_unsent_when_interrupted``, ``running_turns_within_bound``,
+  ``over_limit_agents_killed_alone_and_resumed``: the limits lane's (:func:`judge_limits_log`
+  and :meth:`LimitsLane._over_limit`).
 
 ``meets_targets`` is true when every invariant held. Prints one JSON document.
 """
