@@ -2100,6 +2100,7 @@ class LimitsLane(LocalLane):
         self.over_limit: dict[str, str] = {}  # worker thread id -> the fault its next turn carries
         self.over_limit_busy = threading.Lock()  # one over-limit turn at a time in the lane
         self.kills: list[dict[str, Any]] = []
+        self.targeted: set[str] = set()  # instances an over-limit turn was sent to
         self.burst_turns: list[dict[str, Any]] = []
         self.interrupted_queued: dict[str, int] = {}  # turn id -> its marker number
         self.summary: dict[str, Any] = {}
@@ -2173,6 +2174,7 @@ class LimitsLane(LocalLane):
             return
         prompt = OVER_LIMIT_PROMPTS[kind]
         sent = self.clock.now()
+        self.targeted.add(w.instance)
         turn_id = self._send(w, prompt)
         if turn_id is None:
             return
@@ -2281,13 +2283,16 @@ class LimitsLane(LocalLane):
         out = super().check_log()
         events = []
         end = _log_last_seq(self.state_dir)
+        deadline = time.monotonic() + 600
         follower = StateReader(self.state_dir).subscribe(from_seq=1, poll=0.01)
         try:
             last = 0
             while last < end:
-                ev = follower.get(timeout=5.0)
+                ev = follower.get(timeout=1.0)
                 if ev is None:
-                    break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"lane {self.name}: the log read back stopped at seq {last} of {end}")
+                    continue
                 last = ev.seq
                 if ev.turn_id or ev.type == "runtime.warning":
                     events.append(ev)
@@ -2296,9 +2301,7 @@ class LimitsLane(LocalLane):
         workspace = Path(self.workspace)
         with self._lock:
             markers = {tid: (workspace / f"burst-{n}.txt").exists() for tid, n in self.interrupted_queued.items()}
-        targeted = {k["instance"] for k in self.kills} | {e["instance"] for e in self.faults.entries
-                                                          if e["kind"] in OVER_LIMIT_PROMPTS}
-        found, summary = judge_limits_log(events, LIMITS_MAX_RUNNING, markers, targeted)
+        found, summary = judge_limits_log(events, LIMITS_MAX_RUNNING, markers, self.targeted)
         for invariant, detail in found:
             self.violations.add(invariant, lane=self.name, **detail)
         written = sum(1 for _ in workspace.glob("burst-*.txt"))
