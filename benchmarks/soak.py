@@ -2145,7 +2145,9 @@ class LimitsLane(LocalLane):
             turn_id = self._send(w, self._prompt(w)[0])
             if turn_id is not None:
                 self.ledger.wait(turn_id, TARGETS["turn_end_bound_s"], self.stop)
-            self.stop.wait(w.rng.uniform(0.0, 0.1))
+            # a pause between turns: the host RSS the CI soak bounds grows with the turns of every
+            # lane; a burst's three sends outnumber its instance's two slots, so some still queue
+            self.stop.wait(w.rng.uniform(0.1, 0.5))
 
     def _send(self, w: Worker, prompt: str) -> str | None:
         try:
