@@ -2,7 +2,7 @@
 every turn ends, no subscriber loses an event, no process outlives its session, memory and
 threads stay flat and ``close()`` keeps its budget.
 
-Four lanes run at once, through the public API only, on the built-in ``local`` agent:
+Five lanes run at once, through the public API only, on the built-in ``local`` agent:
 
 - ``local``: a :class:`paddock.Runtime` in this process (``--instances`` agent processes,
   ``--sessions`` sessions, a third of them ``approval-required`` with a responder answering
@@ -14,7 +14,11 @@ Four lanes run at once, through the public API only, on the built-in ``local`` a
   :class:`paddock.client.RemoteRuntime` client with two sessions and a ledger subscriber;
 - ``endpoint``: a third in-process Runtime, one instance whose model ``endpoint`` is a loopback
   listener of this process (``endpoint_timeout`` 2 s), one session running quiet turns (two
-  chunks, then 12 s of silence, as an agent waiting on its model).
+  chunks, then 12 s of silence, as an agent waiting on its model);
+- ``limits`` (issue 35; ``--no-limits`` skips it): a fourth in-process Runtime, two instances
+  under ``limits`` (``LIMITS``) with ``max_running_turns`` 2 and ``queue = true``,
+  ``--limits-sessions`` worker sessions running short streams and ``BURST_SESSIONS`` idle
+  sessions per instance that only ``queue_burst`` sends on.
 
 Every session runs turns back to back: short streams with ``@delay``, bursts of ``@chunks``,
 ``@write`` approvals, ``@spawn`` grandchildren that outlive their turn, and some interrupted
@@ -39,7 +43,12 @@ mid-way. Faults, drawn from one seeded RNG and logged with their time:
   it must exit 130 and leave its session stopped in the server;
 - ``disk_full_close``: the disk lane's tmpfs is filled, and once the runtime refuses work it is
   closed with the disk still full; then the disk is freed and the directory opened again;
-- ``endpoint_dead``: the endpoint lane's listener is closed for 15-25 s, then listens again.
+- ``endpoint_dead``: the endpoint lane's listener is closed for 15-25 s, then listens again;
+- ``limit_memory`` / ``limit_processes``: a limits-lane worker's next turn ``@alloc``s /
+  ``@fork``s past its instance's limit (one at a time, within the instance's budget of
+  agent-ending faults);
+- ``queue_burst``: a send on each burst session of one limits-lane instance at once (they queue
+  behind its workers), about half of the queued ones interrupted at once.
 
 ``--faults a,b`` injects only those kinds (for a test of one fault).
 
@@ -67,7 +76,10 @@ lane is closed and its log read back with :class:`paddock.StateReader`:
 - ``dead_endpoint_fails_in_bound``: a quiet turn running while the endpoint is dead ends failed,
   its error naming the endpoint, within ``endpoint_timeout`` + ``endpoint_fail_margin_s`` of the
   later of its start and the endpoint's death; no turn fails so while the endpoint is live; and
-  every other lane completes turns while it is dead (unless a fault of its own held it up).
+  every other lane completes turns while it is dead (unless a fault of its own held it up);
+- ``queued_turns_end_once_unsent_when_interrupted``, ``running_turns_within_bound``,
+  ``over_limit_agents_killed_alone_and_resumed``: the limits lane's (:func:`judge_limits_log`
+  and :meth:`LimitsLane._over_limit`).
 
 ``meets_targets`` is true when every invariant held. Prints one JSON document.
 """
@@ -1383,6 +1395,7 @@ class Soak:
         self.disk: DiskLane | None = None
         self.server: ServerLane | None = None
         self.endpoint: EndpointLane | None = None
+        self.limits: LimitsLane | None = None
         self.mount_point: str | None = None
         self.disk_skip: str | None = None
 
@@ -1600,7 +1613,7 @@ class Soak:
             time.sleep(1.0)
 
     def lanes(self) -> list[Lane]:
-        return [lane for lane in (self.local, self.disk, self.server, self.endpoint) if lane is not None]
+        return [lane for lane in (self.local, self.disk, self.server, self.endpoint, self.limits) if lane is not None]
 
     # the run
     def run(self) -> dict[str, Any]:
@@ -1623,6 +1636,8 @@ class Soak:
                 server_skip = f"needs the server extra ({exc.name} is missing)"
         if server_skip is not None:
             self.faults.skipped["server_restart"] = server_skip
+        if args.no_limits:
+            self.faults.skipped.update(dict.fromkeys(LIMITS_FAULTS, "--no-limits"))
         try:
             self.local = LocalLane(self, args.sessions, args.instances)
             if self.mount_point is not None:
@@ -1630,6 +1645,8 @@ class Soak:
             if server_skip is None:
                 self.server = ServerLane(self)
             self.endpoint = EndpointLane(self)
+            if not args.no_limits:
+                self.limits = LimitsLane(self, args.limits_sessions, 2)
             for lane in self.lanes():
                 lane.start()
             durations["setup_s"] = round(time.monotonic() - t_start, 3)
@@ -1758,7 +1775,7 @@ class Soak:
         resources = self._resources(window_end)
         names = ["turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
                  "resources_flat", "close_within_budget", "one_session_exited_per_session", "starts_survive_restarts",
-                 "full_disk_close_releases", "dead_endpoint_fails_in_bound"]
+                 "full_disk_close_releases", "dead_endpoint_fails_in_bound", *LIMITS_INVARIANTS]
         invariants = {
             name: {"held": self.violations.counts[name] == 0, "violations": self.violations.counts[name],
                    "details": self.violations.details.get(name, [])}
@@ -1775,13 +1792,15 @@ class Soak:
                 "subscribers": [tap.document() for tap in lane.taps],
                 "closes": lane.closes,
             }
-            if isinstance(lane, (DiskLane, ServerLane, EndpointLane)):
+            if isinstance(lane, (DiskLane, ServerLane, EndpointLane, LimitsLane)):
                 entry.update(lane.document())
             lanes[lane.name] = entry
         if self.disk is None:
             lanes["disk"] = {"mounted": False, "skipped": self.disk_skip}
         if self.server is None:
             lanes["server"] = {"skipped": self.faults.skipped.get("server_restart")}
+        if self.limits is None:
+            lanes["limits"] = {"skipped": "--no-limits"}
         by_state: Counter[str] = Counter()
         for log in logs.values():
             by_state.update(log["completed_by_state"])
@@ -1956,6 +1975,394 @@ def _malloc_trim() -> Any:
         return None
 
 
+# -- the limits lane (issue 35) --------------------------------------------------------------------
+
+
+LIMITS = {"memory_mb": 512, "processes": 12}  # the limits lane's instances; 12 forks stay under 512 MB
+LIMITS_MAX_RUNNING = 2  # each limits-lane instance's max_running_turns (queue = true)
+OVER_LIMIT_PROMPTS = {"limit_memory": f"@alloc {LIMITS['memory_mb'] * 3 // 2}",
+                      "limit_processes": f"@fork {LIMITS['processes'] * 5}"}
+LIMIT_WARNING_S = 10.0  # from the over-limit turn's end (or the bound) to its instance's limit warning
+BURST_SESSIONS = 3  # idle sessions per limits-lane instance that only the queue_burst fault sends on
+LIMITS_INVARIANTS = ("queued_turns_end_once_unsent_when_interrupted", "running_turns_within_bound",
+                     "over_limit_agents_killed_alone_and_resumed")
+
+
+class LimitsLedger(TurnLedger):
+    """The limits lane's ledger: turns as :class:`TurnLedger`, plus every
+    ``process.limit_exceeded`` warning seen live (instance, clock time, message)."""
+
+    def __init__(self, lane: str, clock: Clock, violations: Violations) -> None:
+        super().__init__(lane, clock, violations)
+        self.warnings: list[tuple[str, float, str]] = []
+
+    def event(self, ev: Any) -> None:
+        if ev.type == "runtime.warning" and ev.code == "process.limit_exceeded":
+            with self._cond:
+                self.warnings.append((ev.instance_id, self._clock.now(), ev.message[:240]))
+                self._cond.notify_all()
+        super().event(ev)
+
+    def warning_since(self, instance: str, since: float, timeout: float, stop: threading.Event) -> str | None:
+        """The message of the first limit warning of ``instance`` seen at or after clock time
+        ``since``, waiting up to ``timeout``; ``None`` when none came."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for iid, at, message in self.warnings:
+                    if iid == instance and at >= since:
+                        return message
+                left = deadline - time.monotonic()
+                if left <= 0 or stop.is_set():
+                    return None
+                self._cond.wait(min(left, 0.5))
+
+
+def judge_limits_log(events: list[Any], max_running: int, interrupted_queued: dict[str, bool],
+                     over_limit_instances: set[str]) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
+    """Judge a limits lane's log (its events in ``seq`` order; each has ``type``, ``seq``,
+    ``turn_id``, ``instance_id``, and ``state`` on ``turn.completed``, ``code`` on
+    ``runtime.warning``): the violations found, as (invariant, detail), and a summary.
+
+    - ``queued_turns_end_once_unsent_when_interrupted``: a turn the log shows queued has exactly
+      one ``turn.completed``; one never started ended ``interrupted`` or ``failed`` with no event
+      of the agent's between; a turn the workload interrupted while it was queued
+      (``interrupted_queued``: turn id -> whether its prompt's marker file exists) that the log
+      shows never started left no marker (the agent never saw it);
+    - ``running_turns_within_bound``: per instance, turns started and not completed never exceed
+      ``max_running``;
+    - ``over_limit_agents_killed_alone_and_resumed`` (its log part): every
+      ``process.limit_exceeded`` warning names an instance the workload sent an over-limit turn
+      to (``over_limit_instances``)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    queued: dict[str, int] = {}  # turn id -> seq of its turn.queued
+    started: set[str] = set()
+    completed: Counter[str] = Counter()
+    end_state: dict[str, str] = {}
+    agent_events: Counter[str] = Counter()  # events of a turn other than queued/started/completed/runtime.*
+    running: dict[str, set[str]] = {}
+    peak: dict[str, int] = {}
+    for ev in events:
+        kind, tid = ev.type, ev.turn_id
+        if kind == "turn.queued" and tid:
+            queued.setdefault(tid, ev.seq)
+        elif kind == "turn.started" and tid:
+            started.add(tid)
+            if not completed[tid]:
+                now = running.setdefault(ev.instance_id, set())
+                now.add(tid)
+                peak[ev.instance_id] = max(peak.get(ev.instance_id, 0), len(now))
+                if len(now) > max_running:
+                    out.append(("running_turns_within_bound",
+                                {"instance": ev.instance_id, "seq": ev.seq, "running": len(now),
+                                 "max_running_turns": max_running, "turns": sorted(now)[:5]}))
+        elif kind == "turn.completed" and tid:
+            completed[tid] += 1
+            end_state.setdefault(tid, ev.state)
+            running.get(ev.instance_id, set()).discard(tid)
+        elif kind == "runtime.warning" and ev.code == "process.limit_exceeded":
+            if ev.instance_id not in over_limit_instances:
+                out.append(("over_limit_agents_killed_alone_and_resumed",
+                            {"instance": ev.instance_id, "seq": ev.seq,
+                             "problem": "a limit warning on an instance no over-limit turn was sent to"}))
+        elif tid and not kind.startswith("runtime."):
+            agent_events[tid] += 1
+    invariant = "queued_turns_end_once_unsent_when_interrupted"
+    for tid, seq in queued.items():
+        if completed[tid] != 1:
+            out.append((invariant, {"turn_id": tid, "queued_seq": seq,
+                                    "problem": f"{completed[tid]} turn.completed for a queued turn"}))
+        elif tid not in started:
+            if end_state[tid] not in ("interrupted", "failed"):
+                out.append((invariant, {"turn_id": tid, "problem": f"never started, yet ended {end_state[tid]}"}))
+            if agent_events[tid]:
+                out.append((invariant, {"turn_id": tid, "events": agent_events[tid],
+                                        "problem": "never started, yet events of the agent's in the log"}))
+    unsent = 0
+    for tid, marked in interrupted_queued.items():
+        if tid in started:
+            continue  # admitted before the interrupt came: an ordinary interrupted turn
+        unsent += 1
+        if marked:
+            out.append((invariant, {"turn_id": tid, "problem": "interrupted while queued, yet the agent ran it "
+                                                               "(its marker file exists)"}))
+    summary = {"queued": len(queued), "queued_never_started": sum(1 for t in queued if t not in started),
+               "interrupted_while_queued": unsent, "peak_running": peak, "max_running_turns": max_running}
+    return out, summary
+
+
+class LimitsLane(LocalLane):
+    """An in-process Runtime whose local instances hold their agents to ``limits``
+    (``LIMITS``) and run at most ``LIMITS_MAX_RUNNING`` turns at once (``queue = true``). Its
+    workers run short streams; the ``limit_memory`` / ``limit_processes`` faults make a worker's
+    next turn ``@alloc`` / ``@fork`` past its instance's limit (one at a time in the lane, within
+    the instance's restart budget), and ``queue_burst`` sends at once on an instance's idle burst
+    sessions, interrupting some of the turns that were queued."""
+
+    name = "limits"
+
+    def __init__(self, soak: Soak, sessions: int, instances: int) -> None:
+        super().__init__(soak, sessions, instances)
+        self.warnings = LimitsLedger(self.name, self.clock, self.violations)
+        self.ledger = self.warnings
+        self.taps = [Tap(self, "ledger", ledger=True)]
+        for w in self.workers:
+            w.approvals = False
+        self.bursts = [f"{self.name}-b{iid}-{k}" for iid in self.instances for k in range(BURST_SESSIONS)]
+        self.over_limit: dict[str, str] = {}  # worker thread id -> the fault its next turn carries
+        self.over_limit_busy = threading.Lock()  # one over-limit turn at a time in the lane
+        self.kills: list[dict[str, Any]] = []
+        self.targeted: set[str] = set()  # instances an over-limit turn was sent to
+        self.burst_turns: list[dict[str, Any]] = []
+        self.interrupted_queued: dict[str, int] = {}  # turn id -> its marker number
+        self.summary: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._markers = 0
+
+    def config(self) -> dict[str, Any]:
+        config = super().config()
+        for entry in config["instances"].values():
+            entry.update(limits=dict(LIMITS), max_running_turns=LIMITS_MAX_RUNNING, queue=True)
+        return config
+
+    def start(self) -> None:
+        super().start()
+        for thread_id in self.bursts:
+            instance = thread_id.split("-b", 1)[1].rsplit("-", 1)[0]
+            self.rt.start_session(thread_id, instance=instance, cwd=self.workspace, runtime_mode="full-access",
+                                  timeout=60)
+
+    def agents(self) -> dict[str, tuple[int, float, str]]:
+        """Each instance's live agent: instance -> (pid, create time, command)."""
+        out = {}
+        for proc in self.processes("agent"):
+            for entry in _snapshot([proc]):
+                out[self.soak._instance_of(proc)] = entry
+        return out
+
+    def _prompt(self, w: Worker) -> tuple[str, bool]:
+        # few events per turn: the lane is about admission and limits, and the CI soak's host RSS
+        # bound (resources_flat) covers every lane's runtime at once
+        return f"@chunks {w.rng.randint(2, 10)}\n@delay {w.rng.uniform(0.02, 0.08):.3f}", False
+
+    def _work(self, w: Worker) -> None:
+        while not self.stop.is_set():
+            kind = self.over_limit.pop(w.thread_id, None)
+            if kind is not None:
+                try:
+                    self._over_limit(w, kind)
+                finally:
+                    self.over_limit_busy.release()
+                continue
+            turn_id = self._send(w, self._prompt(w)[0])
+            if turn_id is not None:
+                self.ledger.wait(turn_id, TARGETS["turn_end_bound_s"], self.stop)
+            # a pause between turns: the host RSS the CI soak bounds grows with the turns of every
+            # lane; a burst's three sends outnumber its instance's two slots, so some still queue
+            self.stop.wait(w.rng.uniform(0.1, 0.5))
+
+    def _send(self, w: Worker, prompt: str) -> str | None:
+        try:
+            result = self.rt.send_turn(w.thread_id, prompt, timeout=20)
+        except Exception as exc:
+            self.ops.failure(self.name, "send_turn", exc)
+            self.stop.wait(0.3 + w.rng.random() * 0.5)
+            return None
+        self.ops.success("send_turn")
+        w.turns += 1
+        self.ledger.accepted(result.turn_id, w.thread_id, self._label(prompt, w.instance))
+        return result.turn_id
+
+    def _over_limit(self, w: Worker, kind: str) -> None:
+        """Worker thread: send the over-limit turn ``kind``, then judge it: the turn ends (it may
+        complete: a fork is fast, the shim's poll sees it a moment later), a
+        ``process.limit_exceeded`` warning of its instance comes within ``LIMIT_WARNING_S``, the
+        agent is gone and so is every process of its tree (sampled while the turn ran) within
+        ``orphan_bound_s`` after that, the session's next turn completes, and every other
+        instance's agent is the same process as before
+        (``over_limit_agents_killed_alone_and_resumed``, and ``no_process_outlives_its_session``
+        for the tree)."""
+        bound = TARGETS["turn_end_bound_s"]
+        agents = self.agents()
+        victim = agents.pop(w.instance, None)
+        if victim is None:
+            self.soak.deferred[kind] += 1  # the agent is restarting: nothing to hold to a limit
+            return
+        prompt = OVER_LIMIT_PROMPTS[kind]
+        sent = self.clock.now()
+        self.targeted.add(w.instance)
+        turn_id = self._send(w, prompt)
+        if turn_id is None:
+            return
+        self.faults.log(kind, self.name, thread_id=w.thread_id, instance=w.instance, pid=victim[0], prompt=prompt)
+        tree: dict[int, tuple[int, float, str]] = {victim[0]: victim}
+        deadline = time.monotonic() + bound
+        while self.ledger.outcome(turn_id) is None and time.monotonic() < deadline and not self.stop.is_set():
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(victim[0])
+                if proc.create_time() == victim[1]:
+                    tree.update((e[0], e) for e in _snapshot(proc.children(recursive=True)))
+            time.sleep(0.05)
+        self.ledger.wait(turn_id, max(0.0, deadline - time.monotonic()), self.stop)
+        outcome = self.ledger.outcome(turn_id)
+        record: dict[str, Any] = {"t": self.clock.stamp(), "fault": kind, "instance": w.instance,
+                                  "thread_id": w.thread_id, "turn_id": turn_id, "agent_pid": victim[0],
+                                  "tree_seen": len(tree), "ended": outcome[0] if outcome else None}
+        problems = []
+        if outcome is None:
+            if self.stop.is_set():
+                return  # the soak ended first; the log check judges the turn
+            problems.append("the over-limit turn did not end")  # turns_end_exactly_once reports it too
+        warning = self.warnings.warning_since(w.instance, sent, LIMIT_WARNING_S, self.stop)
+        record["warning"] = warning
+        if warning is None and not self.stop.is_set():
+            problems.append("no process.limit_exceeded warning of the instance")
+        self.soak.expect_dead(list(tree.values()), self.name, f"tree of the agent over its limit ({kind})",
+                              grace=TARGETS["orphan_bound_s"])
+        if _alive(victim):
+            problems.append("the agent over its limit is still alive")
+        resumed = None
+        while resumed is None and not self.stop.is_set() and time.monotonic() < deadline + bound:
+            resumed = self._send(w, "@reply resumed")
+        if resumed is not None:
+            self.ledger.wait(resumed, bound, self.stop)
+            after = self.ledger.outcome(resumed)
+            record["resumed"] = after[0] if after else None
+            if after is not None and after[0] != "completed":
+                problems.append(f"the session's next turn ended {after[0]}: {after[1][:160]}")
+        elif not self.stop.is_set():
+            problems.append("the session took no turn after the kill")
+        touched = [{"instance": iid, "pid": entry[0]} for iid, entry in agents.items() if not _alive(entry)]
+        if touched:
+            problems.append("an agent of another instance was replaced")
+            record["touched"] = touched
+        if self.stop.is_set() and outcome is None:
+            return
+        self.kills.append(record)
+        if problems:
+            self.violations.add("over_limit_agents_killed_alone_and_resumed", lane=self.name, problems=problems,
+                                **record)
+
+    def burst(self, rng: random.Random) -> None:
+        """Fault thread of ``queue_burst``: send at once on every burst session of one instance
+        (its workers hold its slots, so they queue), interrupt about half of those that were
+        queued, and wait for every one to end. Each prompt writes a marker file first: one that
+        exists for a turn interrupted while queued means the agent saw it."""
+        instance = rng.choice(self.instances)
+        sent: list[tuple[str, str, int, int | None]] = []  # (thread, turn id, marker, queue position)
+        for thread_id in self.bursts:
+            if f"-b{instance}-" not in thread_id:
+                continue
+            with self._lock:
+                self._markers += 1
+                marker = self._markers
+            prompt = f"@write burst-{marker}.txt queued turn {marker}\n@chunks 5\n@delay 0.05"
+            try:
+                result = self.rt.send_turn(thread_id, prompt, timeout=20)
+            except Exception as exc:
+                self.ops.failure(self.name, "send_turn (burst)", exc)
+                continue
+            self.ops.success("send_turn (burst)")
+            self.ledger.accepted(result.turn_id, thread_id, f"{instance}: burst {marker}")
+            sent.append((thread_id, result.turn_id, marker, result.queued))
+        queued = [s for s in sent if s[3] is not None]
+        interrupted = []
+        for thread_id, turn_id, marker, _ in queued:
+            if rng.random() < 0.5:
+                continue
+            try:
+                self.rt.interrupt_turn(thread_id, turn_id, timeout=15)
+                self.ops.success("interrupt_turn (queued)")
+            except Exception as exc:
+                self.ops.failure(self.name, "interrupt_turn (queued)", exc)
+                continue
+            interrupted.append(turn_id)
+            with self._lock:
+                self.interrupted_queued[turn_id] = marker
+        self.faults.log("queue_burst", self.name, instance=instance, sent=len(sent), queued=len(queued),
+                        interrupted=len(interrupted))
+        for _, turn_id, _, _ in sent:
+            self.ledger.wait(turn_id, TARGETS["turn_end_bound_s"], self.stop)
+        self.burst_turns.append({"t": self.clock.stamp(), "instance": instance, "sent": len(sent),
+                                 "queued": len(queued), "interrupted": len(interrupted)})
+
+    def finish(self) -> None:
+        self.timed_close(self.rt, "end of the soak")
+
+    def own_fault_mark(self) -> object:
+        return len(self.kills), self.over_limit_busy.locked()
+
+    def check_log(self) -> dict[str, Any]:
+        """The common log check, then the limits lane's (:func:`judge_limits_log`)."""
+        from paddock import StateReader
+
+        out = super().check_log()
+        events = []
+        end = _log_last_seq(self.state_dir)
+        deadline = time.monotonic() + 600
+        follower = StateReader(self.state_dir).subscribe(from_seq=1, poll=0.01)
+        try:
+            last = 0
+            while last < end:
+                ev = follower.get(timeout=1.0)
+                if ev is None:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"lane {self.name}: the log read back stopped at seq {last} of {end}")
+                    continue
+                last = ev.seq
+                if ev.turn_id or ev.type == "runtime.warning":
+                    events.append(ev)
+        finally:
+            follower.close()
+        workspace = Path(self.workspace)
+        with self._lock:
+            markers = {tid: (workspace / f"burst-{n}.txt").exists() for tid, n in self.interrupted_queued.items()}
+        found, summary = judge_limits_log(events, LIMITS_MAX_RUNNING, markers, self.targeted)
+        for invariant, detail in found:
+            self.violations.add(invariant, lane=self.name, **detail)
+        written = sum(1 for _ in workspace.glob("burst-*.txt"))
+        self.summary = {**summary, "limits": LIMITS, "kills": self.kills[:DETAILS_MAX], "kill_count": len(self.kills),
+                        "bursts": len(self.burst_turns), "burst_markers_written": written}
+        return out
+
+    def document(self) -> dict[str, Any]:
+        return self.summary
+
+
+def over_limit(kind: str) -> Callable[[Soak], None]:
+    """The fault ``kind`` (``limit_memory``, ``limit_processes``): the next turn of a limits-lane
+    worker goes over its instance's limit (one at a time in the lane, within the instance's
+    budget of agent-ending faults)."""
+
+    def fault(soak: Soak) -> None:
+        lane = soak.limits
+        if lane is None or not lane.over_limit_busy.acquire(blocking=False):
+            return
+        workers = [w for w in lane.workers if soak._may_end(w.instance)]
+        if not workers:
+            lane.over_limit_busy.release()
+            soak.deferred[kind] += 1
+            return
+        worker = soak.rng.choice(workers)
+        soak._ended(worker.instance)
+        lane.over_limit[worker.thread_id] = kind  # the worker releases over_limit_busy when judged
+
+    return fault
+
+
+def queue_burst(soak: Soak) -> None:
+    """A burst of sends on one limits-lane instance (:meth:`LimitsLane.burst`)."""
+    if soak.limits is not None:
+        soak.limits.burst(random.Random(soak.rng.random()))
+
+
+FAULT_WEIGHTS.update({"limit_memory": 2, "limit_processes": 2, "queue_burst": 3})
+SLOW_FAULT_SPACING.update({"limit_memory": 8.0, "limit_processes": 8.0, "queue_burst": 3.0})
+BACKGROUND_FAULTS.update({"limit_memory": over_limit("limit_memory"), "limit_processes": over_limit("limit_processes"),
+                          "queue_burst": queue_burst})
+LIMITS_FAULTS = ("limit_memory", "limit_processes", "queue_burst")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paddock bench soak", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=2.0, help="length of the fault phase")
@@ -1965,6 +2372,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault-interval", type=float, default=2.0, help="mean seconds between two faults")
     parser.add_argument("--no-disk", action="store_true", help="skip the tmpfs disk lane")
     parser.add_argument("--no-server", action="store_true", help="skip the paddock serve lane")
+    parser.add_argument("--no-limits", action="store_true", help="skip the limits lane (issue 35)")
+    parser.add_argument("--limits-sessions", type=int, default=6,
+                        help="worker sessions of the limits lane (on 2 instances, besides its burst sessions)")
     parser.add_argument("--faults", type=lambda v: [k for k in v.split(",") if k], default=[],
                         help=f"inject only these fault kinds (comma-separated; default every one): {', '.join(FAULT_WEIGHTS)}")
     parser.add_argument("--trace-memory", action="store_true",

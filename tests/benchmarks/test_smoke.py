@@ -92,6 +92,8 @@ def test_soak_shape(capsys):
         "turns_end_exactly_once", "subscribers_match_log", "no_process_outlives_its_session",
         "resources_flat", "close_within_budget", "one_session_exited_per_session", "starts_survive_restarts",
         "full_disk_close_releases", "dead_endpoint_fails_in_bound",
+        "queued_turns_end_once_unsent_when_interrupted", "running_turns_within_bound",
+        "over_limit_agents_killed_alone_and_resumed",
     }
     for invariant in doc["invariants"].values():
         assert isinstance(invariant["held"], bool) and isinstance(invariant["details"], list)
@@ -101,7 +103,7 @@ def test_soak_shape(capsys):
     assert doc["faults"]["total"] == sum(n for k, n in doc["faults"]["counts"].items() if k not in ends)
     assert all({"t", "kind", "lane"} <= set(entry) for entry in doc["faults"]["log"])
     assert "disk" in doc["lanes"] and ("fills" in doc["lanes"]["disk"] or doc["lanes"]["disk"]["skipped"])
-    for name in ("local", "server", "endpoint"):
+    for name in ("local", "server", "endpoint", "limits"):
         lane = doc["lanes"][name]
         if name == "server" and "skipped" in lane:  # no server extra
             continue
