@@ -485,7 +485,20 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
                 except pykka.ActorDeadError:
                     continue  # the process died meanwhile: ask the restarted supervisor
 
-        return self._launch(input, self._session_model(input), self._initial_state(input), start, lambda: limit)
+        deadline = time.monotonic() + limit
+        while True:
+            link = self._link
+            left = max(0.0, deadline - time.monotonic())
+            try:
+                return self._launch(input, self._session_model(input), self._initial_state(input), start,
+                                    lambda: left)
+            except (DriverError, ProcessError):
+                # The process this start went to died under it (killed before it answered
+                # session/new): the supervisor brings up a new one, so start there, within the
+                # same deadline. A process that dies at every start ends in the restart budget.
+                if link is None or link.exit_info is None or time.monotonic() >= deadline:
+                    raise
+                self._ensure_started(max(0.0, deadline - time.monotonic()))
 
     def _proxy_of(self, ref: pykka.ActorRef[Any]) -> pykka.ActorProxy[Any]:
         """The session supervisor's proxy, made once per supervisor (a pykka proxy introspects

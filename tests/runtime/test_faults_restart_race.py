@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 
 import psutil
 import pytest
 
 from paddock import Runtime
-from paddock.contract import PaddockError
+from paddock.contract import McpStdioServer, PaddockError
 from tests.runtime.conftest import run_turn
 from tests.runtime.test_faults import _wait_for
 
@@ -39,6 +40,41 @@ def test_a_start_right_after_the_shared_agent_dies_waits_for_the_restart(tmp_pat
             _wait_for(sub, lambda e: e.type == "session.exited")
         _, events = run_turn(rt, "t2", "@reply after", timeout=30)
         assert [e.state for e in events if e.type == "turn.completed"] == ["completed"]
+
+
+def test_a_start_whose_agent_dies_before_answering_starts_on_the_restarted_agent(tmp_path, workspace):
+    """The start's ``session/new`` went to the agent, which was killed before it answered (the
+    soak's ``start_race`` saw this): the start goes on with the restarted agent, within its
+    timeout. The agent answers ``session/new`` once the session's MCP servers are connected; the
+    first start of this one never answers (the second exits at once and is left out)."""
+    flag = tmp_path / "mcp-started"
+    hanging = McpStdioServer(name="hangs-once", command="sh",
+                             args=("-c", f'[ -e "{flag}" ] && exit 0; touch "{flag}"; exec sleep 60'))
+    with Runtime.open(ONE_LOCAL, state_dir=tmp_path / "state") as rt:
+        rt.start_session("t1", instance="local", cwd=str(workspace))
+        result: list[object] = []
+        starter = threading.Thread(target=lambda: result.append(_call(
+            rt.start_session, "t2", instance="local", cwd=str(workspace), mcp_servers=[hanging], timeout=30)))
+        starter.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not flag.exists() and time.monotonic() < deadline:
+                starter.join(0.02)  # the agent runs the MCP server: session/new is pending
+            assert flag.exists()
+            _agent().send_signal(signal.SIGKILL)
+        finally:
+            starter.join(40)
+        [started] = result
+        assert not isinstance(started, BaseException), started
+        _, events = run_turn(rt, "t2", "@reply after", timeout=30)
+        assert [e.state for e in events if e.type == "turn.completed"] == ["completed"]
+
+
+def _call(fn, *args, **kwargs) -> object:
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as exc:
+        return exc
 
 
 def test_control_calls_racing_a_restart_never_surface_an_internal_error(tmp_path, workspace):
