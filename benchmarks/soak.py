@@ -1907,6 +1907,13 @@ def client_interrupt(soak: Soak) -> None:
         ready, _, _ = select.select([proc.stdout], [], [], 30)  # the first chunk: the turn runs
         if not ready:
             return
+        if not os.read(proc.stdout.fileno(), 1):
+            # End of file, not a chunk: the run ended before its turn streamed (it found the
+            # server restarting): an operation that failed, not an interrupted run.
+            err.seek(0)
+            said = err.read()[-300:].decode(errors="replace").strip()
+            soak.ops.failure(server.name, "paddock run (before SIGINT)", RuntimeError(f"exited {proc.wait()}: {said}"))
+            return
         proc.send_signal(signal.SIGINT)
         soak.faults.log("client_interrupt", server.name, thread_id=thread_id, pid=proc.pid)
         code: int | None = proc.wait(20)
