@@ -57,7 +57,9 @@ lane is closed and its log read back with :class:`paddock.StateReader`:
 
 - ``turns_end_exactly_once``: every turn the log shows started has exactly one
   ``turn.completed``, and ended within ``turn_end_bound_s`` of its start (a grace that covers the
-  longest stop pause) as the live ledger saw it;
+  longest stop pause) as the live ledger saw it (a turn ``send_turn`` accepted whose every event a
+  full-disk close then gave up, reported by its ``CloseReport``, is counted in the ledger's
+  ``given_up``, not owed an end: the log never held it);
 - ``subscribers_match_log``: each subscriber's ``seq`` strictly increases, and between the first
   and the last event it received (across re-opens) it got exactly the log's events;
 - ``no_process_outlives_its_session``: killed trees die, a stopped server leaves none of its
@@ -276,6 +278,7 @@ class TurnLedger:
         self._flagged: set[str] = set()
         self.started = 0
         self.completed = 0
+        self.given_up = 0  # turns whose every event a full-disk close gave up (see give_up)
         self.states: Counter[str] = Counter()
 
     def event(self, ev: Any) -> None:
@@ -344,6 +347,22 @@ class TurnLedger:
             self._violations.add("turns_end_exactly_once", lane=self.lane, turn_id=tid, thread_id=thread,
                                  problem=f"not ended {bound:.0f} s after it started", started_at=round(started, 3),
                                  turn=label)
+
+    def open_since_before(self, when: float) -> list[str]:
+        """Open turns the lane saw accepted or started before clock time ``when``."""
+        with self._cond:
+            return [tid for tid, (started, _) in self._open.items() if started <= when]
+
+    def give_up(self, turn_ids: list[str]) -> None:
+        """Turns whose every event a close gave up (the disk refused them, and the close said
+        so): no ``turn.completed`` can come, and none is owed; they leave the open set."""
+        with self._cond:
+            for tid in turn_ids:
+                self._open.pop(tid, None)
+                self._labels.pop(tid, None)
+                self._flagged.discard(tid)
+            self.given_up += len(turn_ids)
+            self._cond.notify_all()
 
     def still_open(self) -> list[dict[str, Any]]:
         with self._cond:
@@ -988,11 +1007,14 @@ class DiskLane(Lane):
                     problems.append("the runtime refused work, yet close() reported no event given up")
                 if report.survivors:
                     problems.append("close() left survivors")
+            closed_at = self.clock.now()
             self._ballast.unlink(missing_ok=True)
             self.faults.log("disk_free", self.name)
             try:
                 self._reopen_after_close("disk_full_close")
                 record["reopened"] = True
+                if report is not None and report.events_given_up > 0:
+                    record["turns_given_up"] = self._excuse_given_up(closed_at)
             except StateDirLockedError as exc:
                 record["reopened"] = False
                 problems.append(f"the state dir is not released: {exc}"[:240])
@@ -1005,6 +1027,25 @@ class DiskLane(Lane):
         finally:
             self._ballast.unlink(missing_ok=True)
             self.busy.release()
+
+    def _excuse_given_up(self, closed_at: float) -> int:
+        """After a full-disk close that gave events up and the open again: the turns still open
+        from before the close whose ``turn.started`` is not in the log either were given up whole
+        (``send_turn`` had returned, then the disk refused every event of theirs); the recovery
+        at open cannot end what the log never held. Those leave the ledger (counted); a turn the
+        log does hold stays owed its end."""
+        time.sleep(1.0)  # the recovery's ends of logged turns reach the ledger's new subscription
+        candidates = set(self.ledger.open_since_before(closed_at))
+        if not candidates:
+            return 0
+        logged: set[str] = set()
+        with self.client().subscribe(from_seq=1, types=["turn.started"], max_buffered=1_000_000) as sub:
+            while (ev := sub.get(timeout=1.0)) is not None:
+                if ev.turn_id:
+                    logged.add(ev.turn_id)
+        gone = sorted(candidates - logged)
+        self.ledger.give_up(gone)
+        return len(gone)
 
     def _reopen(self, why: str) -> None:
         with self._rt_lock:
@@ -1787,7 +1828,7 @@ class Soak:
                 "sessions": len(lane.workers), "instances": len(lane.instances),
                 "turns_accepted": sum(w.turns for w in lane.workers),
                 "ledger": {"started": lane.ledger.started, "completed": lane.ledger.completed,
-                           "by_state": dict(lane.ledger.states)},
+                           "given_up": lane.ledger.given_up, "by_state": dict(lane.ledger.states)},
                 "log": logs.get(lane.name),
                 "subscribers": [tap.document() for tap in lane.taps],
                 "closes": lane.closes,
