@@ -219,12 +219,15 @@ CONFINE_COMMAND = (
     "for f in $HOME/../../server.token $HOME/../conf-other/credentials.json; do cat $f 2>&1 | sed 's/.*: //'; done; "
     "(echo x > $HOME/../../planted) 2>&1 | sed 's/.*: //'; "
     "python3 -c \"import os; os.kill(int(open(os.path.expandvars('$HOME/../../../workspace/conformance-host.pid')).read()), 0)\" "
-    "2>&1 | tail -1 | sed 's/.*] //'"
+    "2>&1 | tail -1 | sed 's/.*] //'; echo done"
 )
 """The shell line the agent runs. Paths go through ``$HOME``, the instance's default home
 ``state/instances/<id>`` (some agents run commands in their process's folder, not the session's
 cwd), and the suite keeps ``workspace`` beside ``state``; no command substitution (Gemini CLI
-blocks it) and no ``kill`` command (Copilot CLI refuses one without a literal pid)."""
+blocks it) and no ``kill`` command (Copilot CLI refuses one without a literal pid). The signal step
+is not the last line of output: claude-code-acp 0.16.0 (the registry's) now and then drops a
+command's last output line ("Operation not permitted" went missing while a trailing ``echo``
+after it came back with it)."""
 
 
 _PY_CREATE = "python3 -c \"open('conformance-shell.txt', 'w').close()\""

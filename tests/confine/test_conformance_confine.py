@@ -64,8 +64,4 @@ def test_a_pinned_cli_is_refused_by_the_kernel(kind, tmp_path) -> None:
             pytest.fail(target, pytrace=False)
         pytest.skip(target)
     [case] = run_target(target, tmp_path, only=("20-confinement",)).cases
-    if kind == "acp-registry" and case.result == "fail" and "signalling" in (case.reason or ""):
-        pytest.xfail("acp-registry (claude-code-acp via the registry): once the last step of the command "
-                     "(python3 signalling the host) printed nothing while every read and write was refused; "
-                     "the next run printed 'Operation not permitted'. Intermittent, not yet explained")
     assert case.result == "pass", case
