@@ -41,6 +41,7 @@ from paddock._observe._watchdog import StallWatchdog
 from paddock._observe._event_reader import EventReader
 from paddock._state._budgets import Budgets
 from paddock._state._processes import ProcessMeter
+from paddock._state._spend import SpendReader
 from paddock._state._usage import LEDGER_TYPES, UsageLedger
 from paddock._threads._waits import UsageLimitWaits
 from paddock._workspaces._files import ThreadFiles
@@ -60,7 +61,6 @@ __all__ = ["CloseReport", "InstanceInfo", "Runtime", "RuntimeAPI"]
 
 
 R = TypeVar("R")
-_METER_EVERY = 2.0  # seconds between samples of the agent processes' CPU and RSS
 _CLOSE_RESERVE = 3.5  # at most these seconds of close()'s budget follow the last-resort kill
 _CLOSE_TAIL = 0.5  # seconds of close()'s budget kept for the stores once the log is closed
 
@@ -138,10 +138,10 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             # The ledger's reader: it resumes the log after what the ledger folded (all of it
             # when the ledger is missing), so the ledger is rebuilt from the events.
             folded = self._ledger.folded_seq
+            self._spend = SpendReader(self._ledger, self._budgets, self._meter)
             self._usage_reader = EventReader(
                 lambda: hub.subscribe(types=LEDGER_TYPES, from_seq=folded + 1 if log_path is not None else None),
-                "paddock-usage", self._fold_usage, most=4096, tick=0.1, on_wake=self._budget_tick,
-                linger=0.02)
+                "paddock-usage", self._spend.fold, most=4096, tick=0.1, on_wake=self._spend.tick, linger=0.02)
             self._usage_reader.start()
             self._handlers = self._bind_handlers()
             policies = {e.instance_id: e.on_usage_limit for e in config.instances if e.on_usage_limit is not None}
@@ -364,27 +364,6 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
 
     # spend (see paddock._state._usage, _budgets and paddock._threads._waits) --------------------
 
-    def _fold_usage(self, batch: list[Any]) -> None:
-        """The ledger's reader thread: fold a batch, then judge the budgets it touched."""
-        touched = self._ledger.fold(batch)
-        if touched and self._budgets.any:
-            like = {e.thread_id: (e.driver, e.instance_id, e.thread_id, e.turn_id) for e in batch}
-            self._budgets.after(touched, like)
-
-    def _budget_tick(self) -> None:
-        """The ledger's reader thread, after each wake: judge time budgets (every 0.5 s) and
-        sample the agent processes (every 2 s)."""
-        now = time.monotonic()
-        if self._budgets.any and now - self._budget_ticked >= 0.5:
-            self._budget_ticked = now
-            self._budgets.tick()
-        if now - self._metered >= _METER_EVERY:
-            self._metered = now
-            self._ledger.note_processes(self._meter.sample())
-
-    _budget_ticked = 0.0
-    _metered = 0.0
-
     def _stop_for_budget(self, thread_id: str, turn_id: str) -> None:
         """Interrupt a turn whose budget is spent (a thread of its own: it may wait on the agent)."""
         try:
@@ -393,14 +372,20 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
             pass  # the turn ended, or the session went away: nothing left to stop
 
     def _usage(self, a: ops.UsageBody) -> UsageReport:
-        try:
-            self._hub.flush(timeout=a.timeout)
-        except PaddockError:
-            pass  # a closing hub: what was folded so far
-        else:
-            self._metered = 0.0  # the reader samples the processes at its next wake
-            self._usage_reader.sync(a.timeout)
+        self._spend.sample_soon()  # the reader's next wake samples the processes: sync waits for it
+        self._fold_all(a.timeout, wake=True)
         return self._ledger.report(a.thread_id, a.instance, a.since)
+
+    def _fold_all(self, timeout: float | None, *, wake: bool = False) -> bool:
+        """Let the ledger fold every event published so far (the caller's thread); False when
+        the hub is closing (what was folded stands)."""
+        limit = 30.0 if timeout is None else timeout
+        try:
+            self._hub.flush(timeout=limit)
+        except PaddockError:
+            return False
+        self._usage_reader.sync(limit, wake=wake)
+        return True
 
     def _start_session(self, a: ops.StartSessionBody) -> Any:
         if a.budget is not None:
@@ -408,12 +393,20 @@ class Runtime(RuntimeAPI, metaclass=NoPublicConstructor):
         return self._threads.start_session(a)
 
     def _send_turn(self, a: ops.SendTurnBody) -> TurnStartResult:
-        self._budgets.check(a.thread_id)
+        self._check_budget(a.thread_id, a.timeout)
         return self._threads.send_turn(a)
 
     def _steer_turn(self, a: ops.SteerTurnBody) -> TurnStartResult:
-        self._budgets.check(a.thread_id)  # steering spends too (or starts a new turn)
+        self._check_budget(a.thread_id, a.timeout)  # steering spends too (or starts a new turn)
         return self._threads.steer_turn(a)
+
+    def _check_budget(self, thread_id: str, timeout: float | None) -> None:
+        """BudgetExceededError when a budget over the thread is spent, judged on every event
+        published before this call: a turn the host saw complete has its usage folded first
+        (only where a budget exists; the ledger's reader lingers after small batches)."""
+        if self._budgets.any:
+            self._fold_all(timeout)
+        self._budgets.check(thread_id)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -267,6 +267,13 @@ class Subscription(metaclass=NoPublicConstructor):
         if waker is not None:
             waker()
 
+    def _drained_and_waiting(self) -> bool:
+        """Its consumer is blocked in ``get`` with nothing buffered: it has taken, and handled,
+        everything offered so far (any thread; the runtime's readers use it to sync without
+        waiting a tick)."""
+        with self._cond:
+            return self._waiting and not self._buf and self._mode == _LIVE
+
     def _wake(self) -> Callable[[], None] | None:
         """Notify a blocked ``get`` (call with the lock held); return the one-shot waker, to be
         called after the lock is released."""

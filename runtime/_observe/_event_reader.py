@@ -4,6 +4,7 @@ watchdog, the OpenTelemetry turn spans and the Prometheus collector share."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -63,14 +64,26 @@ class EventReader:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def sync(self, timeout: float) -> bool:
-        """Wait until a wake that began after this call ended with nothing left buffered (at
-        most ``timeout`` seconds, about two ticks when idle); returns whether it did. Use it
-        after ``hub.flush()`` to read what the reader folded of everything published before."""
+    def sync(self, timeout: float, *, wake: bool = False) -> bool:
+        """Wait until every event offered before this call has been handed to ``on_batch``: at
+        once when the reader is idle with nothing buffered (unless ``wake``: then until
+        ``on_wake`` ran after this call too), else until a wake that began after this call ended
+        with nothing left (at most ``timeout`` seconds); returns whether it did.
+        Use it after ``hub.flush()`` to read what the reader folded of everything published."""
+        deadline = time.monotonic() + timeout
+        self._hurry.set()
         with self._synced:
             want = self._drained + 2  # the wake under way may have drained before this call
-            self._hurry.set()
-            return self._synced.wait_for(lambda: self._drained >= want or not self.running, timeout)
+            while True:
+                sub = self._sub
+                if not wake and sub is not None and sub._drained_and_waiting():
+                    return True
+                if self._drained >= want or not self.running:
+                    return self._drained >= want
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._synced.wait(min(left, 0.005))
 
     @property
     def running(self) -> bool:

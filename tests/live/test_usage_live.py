@@ -17,6 +17,7 @@ import time
 import pytest
 
 from paddock import Runtime
+from paddock.contract import Budget, BudgetExceededError
 from paddock.testing import ModelServer, Text, UsageLimit
 
 from tests.runtime.test_usage_limits import until
@@ -67,3 +68,73 @@ def test_the_ledger_and_a_usage_limit_on_every_driver(driver, tmp_path, proxied)
         f", usage_limit {'with' if errors and errors[0].resets_at else 'without'} resets_at" if errors else ", no runtime.error")
     print(f"{driver}: usage {'reported' if last else 'not reported'} ({ledger.total_tokens} tokens); limit: {how}")
 
+
+
+def _until_completed(sub, timeout: float) -> list:
+    return until(sub, lambda e: e.type == "turn.completed", timeout)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_token_budget_stops_the_thread_on_every_driver(driver, tmp_path, proxied):
+    """A thread budget set just above what the thread spent: the next turn's usage report crosses
+    it (the turn is stopped, or it ends first), and the turn after that is refused with
+    ``BudgetExceededError``; the overshoot is at most that one report."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "requests.jsonl") as server:
+        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+            rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=90)
+            with rt.subscribe(thread_id="t") as sub:
+                rt.send_turn("t", "say hi SCENARIO:text", timeout=60)
+                first = _events_until_completed(sub, 90)
+                spent = rt.usage("t").total.total_tokens
+                [info] = [i for i in rt.instances() if i.id == "agent"]
+                assert info.capabilities is not None
+                if not spent:
+                    # An agent that reports no token counts says so (a token budget cannot bind
+                    # it, and the host can know that up front): that is what is checked here.
+                    assert info.capabilities.usage.source == "none", (driver, info.capabilities.usage)
+                    print(f"{driver}: usage.source none, no token counts reported: a token budget cannot bind it")
+                    return
+                rt.set_budget(Budget(tokens=spent + 1), thread_id="t")
+                rt.send_turn("t", "again SCENARIO:text", timeout=60)
+                second = _until_completed(sub, 90)
+            with pytest.raises(BudgetExceededError) as err:
+                rt.send_turn("t", "one more SCENARIO:text", timeout=60)
+            after = rt.usage("t").total.total_tokens
+    assert (err.value.budget, err.value.scope, err.value.limit) == ("tokens", "thread", spent + 1)
+    assert after > spent + 1  # the second turn's report crossed it: the refusal follows from it
+    print(f"{driver}: budget {spent + 1}, spent {after} after one more turn ({second[-1].state}); "
+          f"overshoot {after - spent - 1} tokens")
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_parked_thread_completes_after_a_host_restart_on_every_driver(driver, tmp_path, proxied):
+    """``on_usage_limit = "wait"``: the host closes while the thread is parked and opens the state
+    dir again; the new runtime sends the turn again at the reset, with no call from the host. A
+    driver whose agent retries by itself is not parked by Paddock (its turn completes after the
+    reset, which is checked instead)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "requests.jsonl") as server:
+        config = {"runtime": {"on_usage_limit": "wait"},
+                  "instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+            rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=90)
+            with rt.subscribe(thread_id="t") as sub:
+                rt.send_turn("t", "limited SCENARIO:usage_limit", timeout=60)
+                first = until(sub, lambda e: e.type == "turn.completed", 150)
+                if first[-1].state == "completed":
+                    # The agent retried by itself past the reset: nothing is parked, so a restart
+                    # has nothing to carry (the conformance report names this driver's way).
+                    text = "".join(e.delta for e in first if e.type == "content.delta" and e.stream == "assistant_text")
+                    assert "Back after the reset" in text
+                    print(f"{driver}: the agent retried by itself; Paddock parked nothing")
+                    return
+                until(sub, lambda e: e.type == "thread.state.changed" and e.state == "waiting", 30)
+        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+            with rt.subscribe(thread_id="t", types=["turn.completed"]) as sub:
+                done = until(sub, lambda e: e.type == "turn.completed", 150)[-1]
+            assert done.state == "completed", done
+            assert rt.read_thread("t").turns[-1].state == "completed"

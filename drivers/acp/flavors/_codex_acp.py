@@ -49,11 +49,12 @@ import json
 from pathlib import Path
 
 from paddock.contract import Capabilities
+from paddock.drivers._capabilities import override
 from paddock.drivers._access import ModelAccess
 from paddock.drivers.acp import AcpFlavor
 from paddock.drivers.acp._flavor import SettingsFiles
 
-from ._common import loads_sessions, reports_usage
+from ._common import loads_sessions
 
 __all__ = ["CODEX_ACP_FLAVOR"]
 
@@ -98,8 +99,10 @@ def _home_env(home: Path) -> dict[str, str]:
 
 
 def _capabilities(caps: Capabilities) -> Capabilities:
-    # initialize answers loadSession: true; usage_update arrives on every turn.
-    return reports_usage(loads_sessions(caps))
+    # initialize answers loadSession: true. codex-acp 0.16.0's usage_update carries the context
+    # window only ({used, size}) and its PromptResponse no usage: no token counts reach the
+    # ledger, so usage.source stays "none" (a token budget cannot bind it).
+    return override(loads_sessions(caps), streaming={"token_usage": True})
 
 
 CODEX_ACP_FLAVOR = AcpFlavor(
