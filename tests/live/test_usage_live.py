@@ -12,7 +12,9 @@ server, behind the tripwire proxy (issue 39).
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -34,15 +36,28 @@ def _events_until_completed(sub, timeout: float) -> list:
     return until(sub, lambda e: e.type == "turn.completed" and e.state == "completed", timeout)
 
 
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_the_ledger_and_a_usage_limit_on_every_driver(driver, tmp_path, proxied):
+@contextlib.contextmanager
+def _served(driver: str, tmp_path, proxied, runtime: dict | None = None) -> Iterator[dict]:
+    """The config of one instance ``agent`` of the pinned ``driver`` against a running scripted
+    model server (workspace ``tmp_path/ws``)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "requests.jsonl") as server:
-        config = {"runtime": {"on_usage_limit": "wait"},
-                  "instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
-        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-            rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=90)
+        yield {"runtime": runtime or {}, "instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
+
+
+@contextlib.contextmanager
+def _started(config: dict, tmp_path) -> Iterator[Runtime]:
+    """A runtime on ``config`` with thread ``t`` started on ``agent``."""
+    with Runtime.open(config, state_dir=tmp_path / "state") as rt:
+        rt.start_session("t", instance="agent", cwd=str(tmp_path / "ws"), runtime_mode="full-access", timeout=90)
+        yield rt
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_the_ledger_and_a_usage_limit_on_every_driver(driver, tmp_path, proxied):
+    with _served(driver, tmp_path, proxied, {"on_usage_limit": "wait"}) as config:
+        with _started(config, tmp_path) as rt:
             history: list = []
             with rt.subscribe(thread_id="t") as sub:
                 for prompt in ("say hi SCENARIO:text", "again SCENARIO:text"):
@@ -79,12 +94,8 @@ def test_a_token_budget_stops_the_thread_on_every_driver(driver, tmp_path, proxi
     """A thread budget set just above what the thread spent: the next turn's usage report crosses
     it (the turn is stopped, or it ends first), and the turn after that is refused with
     ``BudgetExceededError``; the overshoot is at most that one report."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "requests.jsonl") as server:
-        config = {"instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
-        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-            rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=90)
+    with _served(driver, tmp_path, proxied) as config:
+        with _started(config, tmp_path) as rt:
             with rt.subscribe(thread_id="t") as sub:
                 rt.send_turn("t", "say hi SCENARIO:text", timeout=60)
                 first = _events_until_completed(sub, 90)
@@ -115,13 +126,8 @@ def test_a_parked_thread_completes_after_a_host_restart_on_every_driver(driver, 
     dir again; the new runtime sends the turn again at the reset, with no call from the host. A
     driver whose agent retries by itself is not parked by Paddock (its turn completes after the
     reset, which is checked instead)."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    with ModelServer(SCRIPT, workspace=workspace, log_path=tmp_path / "requests.jsonl") as server:
-        config = {"runtime": {"on_usage_limit": "wait"},
-                  "instances": {"agent": _instance(driver, tmp_path, server, proxied)}}
-        with Runtime.open(config, state_dir=tmp_path / "state") as rt:
-            rt.start_session("t", instance="agent", cwd=str(workspace), runtime_mode="full-access", timeout=90)
+    with _served(driver, tmp_path, proxied, {"on_usage_limit": "wait"}) as config:
+        with _started(config, tmp_path) as rt:
             with rt.subscribe(thread_id="t") as sub:
                 rt.send_turn("t", "limited SCENARIO:usage_limit", timeout=60)
                 first = until(sub, lambda e: e.type == "turn.completed", 150)
