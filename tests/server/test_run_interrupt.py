@@ -66,8 +66,11 @@ def test_an_interrupted_run_through_a_server_stops_its_session_and_leaves_no_age
         assert not rt.has_session("i1")
         with rt.subscribe(thread_id="i1", from_seq=1, types=["turn.completed", "session.exited"]) as sub:
             ends = [sub.get(timeout=10), sub.get(timeout=10)]
-        assert [(e.type, getattr(e, "state", None) or getattr(e, "reason", None)) for e in ends] == [
-            ("turn.completed", "interrupted"), ("session.exited", "stopped")]
+        # The run asks the turn to stop (2 s), then stops the session: on a loaded machine the
+        # stop can come first, and the turn ends cancelled by it. Either way it ends once.
+        assert [(e.type, getattr(e, "state", None) or getattr(e, "reason", None)) for e in ends] in (
+            [("turn.completed", "interrupted"), ("session.exited", "stopped")],
+            [("turn.completed", "cancelled"), ("session.exited", "stopped")])
     listed = subprocess.run([*PADDOCK, "sessions", "--state-dir", str(served.state)], cwd=ROOT, env=env(),
                             capture_output=True, text=True, timeout=30)
     assert re.search(r"^i1\s+local-a\s+local\s+stopped", listed.stdout, re.M), listed.stdout
