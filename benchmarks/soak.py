@@ -1033,8 +1033,7 @@ class DiskLane(Lane):
         from before the close whose ``turn.started`` is not in the log either were given up whole
         (``send_turn`` had returned, then the disk refused every event of theirs); the recovery
         at open cannot end what the log never held. Those leave the ledger (counted); a turn the
-        log does hold stays owed its end."""
-        time.sleep(1.0)  # the recovery's ends of logged turns reach the ledger's new subscription
+        log does hold stays open here, owed the end the recovery gives it (the drain waits)."""
         candidates = set(self.ledger.open_since_before(closed_at))
         if not candidates:
             return 0

@@ -36,6 +36,7 @@ from ._run import CommandResult as CommandResult
 from ._run import run_command as run_command
 from ._run import run_short as run_short
 from ._scope import Scope as Scope
+from ._scope import ProxyCache as ProxyCache
 from ._scope import close_all_scopes as close_all_scopes
 from ._scope import exit_on_signals as exit_on_signals
 from ._spawn import SpawnRequest as SpawnRequest
@@ -61,6 +62,7 @@ __all__ = [
     "Confinement",
     "ExitReason",
     "Lease",
+    "ProxyCache",
     "LeaseStore",
     "LimitsInfo",
     "ResourceLimits",

@@ -10,7 +10,7 @@ import time
 import weakref
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self, Unpack
+from typing import Any, Generic, Self, TypeVar, Unpack
 
 import pykka
 
@@ -23,6 +23,7 @@ from ._supervisor import ChildInfo, Supervisor, SupervisorOptions
 __all__ = ["Scope", "close_all_scopes", "exit_on_signals"]
 
 log = logging.getLogger("paddock.supervisors")
+A = TypeVar("A", bound=pykka.Actor)
 
 _open_scopes: weakref.WeakSet[Scope] = weakref.WeakSet()
 _open_lock = threading.Lock()
@@ -59,7 +60,7 @@ class Scope:
         self._ctx: ChildContext | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self._cached_proxy: tuple[pykka.ActorRef[Supervisor], pykka.ActorProxy[Supervisor]] | None = None
+        self._proxies: ProxyCache[Supervisor] = ProxyCache()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -158,23 +159,29 @@ class Scope:
     def which_children(self, *, timeout: float | None = None) -> list[ChildInfo]:
         return self._call("which_children", timeout)
 
-    def _proxy(self) -> pykka.ActorProxy[Supervisor]:
-        """The root supervisor's proxy, made once (a pykka proxy introspects the actor's
-        attributes when made: a few hundred microseconds per call otherwise)."""
-        ref = self.supervisor
-        cached = self._cached_proxy
-        if cached is None or cached[0] is not ref:
-            cached = self._cached_proxy = (ref, ref.proxy())
-        return cached[1]
-
     def _call(self, method: str, timeout: float | None, *args: Any) -> Any:
         """Ask the root supervisor, mapping pykka and stdlib failures into the PaddockError family."""
         operation = f"Scope({self.name}).{method}"
         try:
             with map_exceptions(operation, timeout, dead=SessionClosedError(None, f"scope {self.name!r} is closed")):
-                return getattr(self._proxy(), method)(*args).get(timeout=timeout)
+                return getattr(self._proxies.of(self.supervisor), method)(*args).get(timeout=timeout)
         except ValueError as exc:
             raise ValidationError(operation, str(exc)) from None
+
+
+class ProxyCache(Generic[A]):
+    """The proxy of the last actor ref asked for, made once per ref: a pykka proxy introspects the
+    actor's attributes when made (a few hundred microseconds per call otherwise). Thread: any
+    (the pair is replaced whole)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[pykka.ActorRef[A], pykka.ActorProxy[A]] | None = None
+
+    def of(self, ref: pykka.ActorRef[A]) -> pykka.ActorProxy[A]:
+        last = self._last
+        if last is None or last[0] is not ref:
+            last = self._last = (ref, ref.proxy())
+        return last[1]
 
 
 def close_all_scopes(timeout: float = 10.0) -> None:

@@ -44,7 +44,7 @@ from paddock.contract import (
     Session,
     StartSessionInput,
 )
-from paddock.supervisors import ChildContext, ChildSpec, Scope, Supervisor, map_exceptions
+from paddock.supervisors import ChildContext, ChildSpec, ProxyCache, Scope, Supervisor, map_exceptions
 
 from ..events import HubHandle
 from ..execution import blocking
@@ -311,7 +311,7 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
         self._link: L | None = None
         self._generation = 0
         self._sessions_ref: pykka.ActorRef[Any] | None = None
-        self._sessions_proxy: tuple[pykka.ActorRef[Any], pykka.ActorProxy[Any]] | None = None
+        self._proxies: ProxyCache[Any] = ProxyCache()  # the session supervisor's, made once per ref
         self.tap = tap
         """A line tap (e.g. ``paddock.testing.Recorder``) for the next process; set it before the
         first session."""
@@ -477,7 +477,7 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
                 sessions = self._live_sessions(deadline, "start_session", limit, thread_id)
                 try:
                     with map_exceptions("start_session", limit, where=where):
-                        self._proxy_of(sessions).start_child(self._session_spec(record)).get(
+                        self._proxies.of(sessions).start_child(self._session_spec(record)).get(
                             timeout=max(0.0, deadline - time.monotonic()))
                     return
                 except ValueError:
@@ -499,14 +499,6 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
                 if link is None or link.exit_info is None or time.monotonic() >= deadline:
                     raise
                 self._ensure_started(max(0.0, deadline - time.monotonic()))
-
-    def _proxy_of(self, ref: pykka.ActorRef[Any]) -> pykka.ActorProxy[Any]:
-        """The session supervisor's proxy, made once per supervisor (a pykka proxy introspects
-        the actor's attributes when made: a few hundred microseconds per session start)."""
-        cached = self._sessions_proxy
-        if cached is None or cached[0] is not ref:
-            cached = self._sessions_proxy = (ref, ref.proxy())
-        return cached[1]
 
     def _live_sessions(self, deadline: float, operation: str, limit: float,
                        thread_id: str | None) -> pykka.ActorRef[Any]:
@@ -534,7 +526,7 @@ class SharedProcessAdapter(SessionAdapter[S], Generic[S, L]):
         while self._sessions_ref is not None:
             try:
                 ref = self._live_sessions(deadline, "stop_session", timeout, thread_id)
-                self._proxy_of(ref).terminate_child(thread_id).get(timeout=max(0.0, deadline - time.monotonic()))
+                self._proxies.of(ref).terminate_child(thread_id).get(timeout=max(0.0, deadline - time.monotonic()))
                 return
             except pykka.ActorDeadError:
                 continue
